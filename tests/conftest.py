@@ -1,0 +1,93 @@
+"""Shared fixtures: tiny random causal LMs built from configs (no network) and a word-level tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rise_core.models import LoadedModel, wrap_model
+
+WORDS = (
+    "the a cat dog sat on mat blanket sleeping kitten feline quilt stock market crashed howdy ! . , ? "
+    "dragon moon story once upon time money bank tax invest doctor fever heart medicine patient is was "
+    "and of to in it that for with as are be this by you we can will not what how why when where"
+).split()
+
+CORPUS = [
+    "the cat sat on the mat .",
+    "the kitten is sleeping on the blanket .",
+    "howdy ! once upon a time a dragon sat on the moon .",
+    "the stock market crashed and the bank lost money .",
+    "the doctor gave the patient medicine for the fever .",
+    "how can you invest money with a bank ?",
+]
+
+FLOAT64_TOL = dict(rtol=1e-9, atol=1e-9)
+
+
+def build_tokenizer():
+    """A whitespace word-level tokenizer over WORDS, with pad/bos/eos/unk specials."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
+    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
+    from tokenizers import decoders
+
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
+                                   unk_token="<unk>")
+
+
+def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.float64, seed: int = 0):
+    """A 2-layer model with hidden size 32: 'llama' (tied head), 'llama-untied', or 'gpt-neox' (untied embed_out)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    if arch.startswith("llama"):
+        cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                          tie_word_embeddings=(arch == "llama"), pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        model = LlamaForCausalLM(cfg)
+    elif arch == "gpt-neox":
+        cfg = GPTNeoXConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, max_position_embeddings=128, tie_word_embeddings=False,
+                            pad_token_id=0, bos_token_id=1, eos_token_id=2)
+        model = GPTNeoXForCausalLM(cfg)
+    else:
+        raise ValueError(arch)
+    # random init is small; scale the head so predictions are peaked enough to make supports non-trivial
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(8.0)
+    model.config.use_cache = False
+    model.config._attn_implementation = "eager"
+    return model.to(dtype).eval()
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return build_tokenizer()
+
+
+def make_lm(arch: str, dtype: torch.dtype = torch.float64) -> LoadedModel:
+    tok = build_tokenizer()
+    return wrap_model(build_tiny_model(arch, len(tok), dtype=dtype), tok, f"tiny-{arch}")
+
+
+@pytest.fixture(scope="session", params=["llama", "gpt-neox"])
+def tiny_lm(request) -> LoadedModel:
+    """Tiny float64 models: a tied-head Llama and an untied GPT-NeoX."""
+    return make_lm(request.param)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama() -> LoadedModel:
+    return make_lm("llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_fp32() -> LoadedModel:
+    return make_lm("llama", dtype=torch.float32)

@@ -1,0 +1,164 @@
+"""The engine against exact math: autograd LM-head gradients, dense projections, and padding invariance."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from conftest import CORPUS, FLOAT64_TOL
+
+from rise_core.config import RiseConfig
+from rise_core.engine import RiseExtractor, readout_forward, sparse_residual, support_mask
+from rise_core.samples import Sample
+from rise_core.sketch import SketchSet
+
+PAIRS = [
+    Sample(prompt="howdy ! what is the moon ?", completion="once upon a time a dragon sat on the moon ."),
+    Sample(prompt="how can you invest money ?", completion="the bank will invest money for you ."),
+]
+
+
+def exact_config(vocab: int, hidden: int, counted: str = "completion") -> RiseConfig:
+    return RiseConfig(k_r=vocab, k_h=hidden, k_g=hidden, k_max=vocab, rho_cum=1.0, min_top_l=1, token_norm=False,
+                      center_hidden=False, counted_positions=counted)
+
+
+def exact_extractor(lm, counted: str = "completion") -> RiseExtractor:
+    cfg = exact_config(lm.vocab_size, lm.hidden_size, counted)
+    return RiseExtractor(lm, cfg, sketches=SketchSet.identity(lm.vocab_size, lm.hidden_size))
+
+
+def autograd_head_gradient(lm, sample, counted: str) -> torch.Tensor:
+    """grad_W of the summed next-token loss over counted positions, W the LM head, by torch autograd.
+
+    For a tied model the head is untied first (a copy whose lm_head is a separate parameter equal to the embedding),
+    so the gradient is the readout use alone, which is what RISE factorises."""
+    model = copy.deepcopy(lm.model)
+    if lm.is_tied:
+        head = model.get_output_embeddings()
+        head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+    model.zero_grad()
+    ex = exact_extractor(lm, counted)
+    enc = ex.encode([sample])[0]
+    ids = torch.tensor([enc.input_ids])
+    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0, :-1]
+    mask = torch.tensor(enc.counted)
+    loss = torch.nn.functional.cross_entropy(logits[mask], ids[0, 1:][mask], reduction="sum")
+    loss.backward()
+    return model.get_output_embeddings().weight.grad.detach()
+
+
+@pytest.mark.parametrize("counted", ["completion", "all"])
+def test_rh_inner_product_equals_autograd_head_gradient(tiny_lm, counted):
+    ex = exact_extractor(tiny_lm, counted)
+    feats = ex.extract(PAIRS + [Sample(text=CORPUS[0])], batch_size=3)
+    grads = [autograd_head_gradient(tiny_lm, s, counted) for s in PAIRS + [Sample(text=CORPUS[0])]]
+    v, d = tiny_lm.vocab_size, tiny_lm.hidden_size
+    for i in range(3):
+        # with identity sketches phi_RH is exactly grad_W (V x d) flattened
+        torch.testing.assert_close(feats.rh[i].reshape(v, d), grads[i], **FLOAT64_TOL)
+        for j in range(3):
+            expected = (grads[i] * grads[j]).sum()
+            torch.testing.assert_close(feats.rh[i] @ feats.rh[j], expected, **FLOAT64_TOL)
+
+
+def test_gh_equals_projected_head_gradient(tiny_lm):
+    ex = exact_extractor(tiny_lm)
+    feats = ex.extract(PAIRS)
+    w = tiny_lm.readout_weight.detach()
+    for i, sample in enumerate(PAIRS):
+        grad = autograd_head_gradient(tiny_lm, sample, "completion")
+        # phi_GH = sum_t g_t h_t^T = W^T (sum_t r_t h_t^T) = W^T grad_W
+        torch.testing.assert_close(feats.gh[i].reshape(tiny_lm.hidden_size, -1), w.T @ grad, **FLOAT64_TOL)
+
+
+def test_sparse_gh_with_full_support_equals_dense_projection(tiny_llama):
+    cfg = exact_config(tiny_llama.vocab_size, tiny_llama.hidden_size)
+    ex = RiseExtractor(tiny_llama, cfg)
+    ro = readout_forward(tiny_llama, ex.encode(PAIRS), cfg)
+    keep = support_mask(ro.cand_logit, ro.target_slot, 1.0, 1)
+    assert keep.all()
+    from rise_core.engine import project_residual
+
+    r = sparse_residual(ro, keep)
+    g_sparse = project_residual(tiny_llama.readout_weight, ro.cand_idx, r, keep)
+    # dense r in vocabulary order: softmax(z) - onehot(y)
+    z = tiny_llama.logits(ro.hidden)
+    dense_r = torch.softmax(z, dim=1) - torch.nn.functional.one_hot(ro.targets, tiny_llama.vocab_size)
+    torch.testing.assert_close(g_sparse, dense_r @ tiny_llama.readout_weight, **FLOAT64_TOL)
+
+
+def test_support_rule_properties():
+    torch.manual_seed(0)
+    logits = torch.sort(torch.randn(200, 50) * 3, dim=1, descending=True).values.double()
+    target_slot = torch.randint(0, 50, (200,))
+    for rho in (0.3, 0.8, 0.92, 0.99):
+        for min_l in (1, 4):
+            keep = support_mask(logits, target_slot, rho, min_l)
+            p = torch.softmax(logits, dim=1)
+            assert keep[torch.arange(200), target_slot].all(), "y_t must be in S_t"
+            assert (keep.sum(1) >= min_l).all()
+            # the kept top prefix (ignoring a forced-in y_t) is the smallest prefix whose mass reaches rho
+            cum = torch.cumsum(p, dim=1)
+            smallest = (cum < rho).sum(dim=1) + 1  # number of leading items needed to reach rho
+            expected_prefix = torch.maximum(smallest.clamp_max(50), torch.tensor(min_l))
+            ranks = torch.arange(50)[None, :]
+            prefix_mask = ranks < expected_prefix[:, None]
+            forced = torch.zeros_like(keep)
+            forced[torch.arange(200), target_slot] = True
+            assert torch.equal(keep, prefix_mask | forced)
+
+
+def test_target_outside_topk_is_forced_in(tiny_llama):
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, k_max=2, min_top_l=1, rho_cum=0.5)
+    ex = RiseExtractor(tiny_llama, cfg)
+    ro = readout_forward(tiny_llama, ex.encode(CORPUS), cfg)
+    assert ro.cand_idx.shape[1] == 2
+    assert torch.equal(ro.cand_idx[torch.arange(len(ro.targets)), ro.target_slot], ro.targets)
+    # every candidate row is sorted by descending logit, including rows where y_t took the last slot
+    assert (ro.cand_logit[:, 0] >= ro.cand_logit[:, 1]).all()
+
+
+def test_batched_equals_one_at_a_time_and_is_deterministic(tiny_lm):
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, seed=3, center_hidden=True)
+    ex = RiseExtractor(tiny_lm, cfg)
+    samples = CORPUS + PAIRS
+    ex.fit_hidden_mean(samples)
+    batched = ex.extract(samples, batch_size=4)
+    single = [ex.extract([s]) for s in samples]
+    for i in range(len(samples)):
+        torch.testing.assert_close(batched.rh[i], single[i].rh[0], rtol=1e-7, atol=1e-9)
+        torch.testing.assert_close(batched.gh[i], single[i].gh[0], rtol=1e-7, atol=1e-9)
+        assert batched.n_counted[i] == single[i].n_counted[0]
+    again = RiseExtractor(tiny_lm, cfg, hidden_mean=ex.hidden_mean).extract(samples, batch_size=2)
+    assert torch.equal(again.rh, batched.rh) or torch.allclose(again.rh, batched.rh, rtol=0, atol=1e-12)
+
+
+def test_completion_only_counts_completion_tokens(tiny_llama):
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8)
+    enc = RiseExtractor(tiny_llama, cfg).encode(PAIRS)
+    for e, s in zip(enc, PAIRS):
+        n_completion = len(s.completion.split())
+        assert e.n_counted == n_completion
+        assert not any(e.counted[: e.n_prompt_tokens - 1])
+    enc_all = RiseExtractor(tiny_llama, cfg.replace(counted_positions="all")).encode(PAIRS)
+    assert all(e.n_counted == len(e.input_ids) - 1 for e in enc_all)
+
+
+def test_token_sketches_sum_to_sample_features(tiny_llama):
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16)
+    ex = RiseExtractor(tiny_llama, cfg)
+    ts = ex.token_sketches(PAIRS[0])
+    feats = ex.extract([PAIRS[0]])
+    torch.testing.assert_close((ts.r.T @ ts.h).reshape(-1), feats.rh[0], **FLOAT64_TOL)
+    torch.testing.assert_close((ts.g.T @ ts.h).reshape(-1), feats.gh[0], **FLOAT64_TOL)
+    assert len(ts.tokens) == len(ex.encode([PAIRS[0]])[0].input_ids)
+    # normalised per-token factors
+    torch.testing.assert_close(ts.r.norm(dim=1), torch.ones(len(ts.positions), dtype=ts.r.dtype), **FLOAT64_TOL)
+
+
+def test_float32_model_gives_finite_features(tiny_llama_fp32):
+    feats = RiseExtractor(tiny_llama_fp32, RiseConfig()).extract(CORPUS)
+    assert feats.rh.dtype == torch.float32 and torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
+    assert feats.rh.shape == (len(CORPUS), 64 * 12)
