@@ -12,6 +12,7 @@ from .errors import RiseError
 # modules exposing `register(subparsers)`; each adds its own subcommands
 COMMAND_MODULES = [
     "rise_core.bench",
+    "rise_core.cli_eval",
 ]
 
 

@@ -28,7 +28,7 @@ class TokenAttribution:
 
     @property
     def total(self) -> list[float]:
-        return [a + b for a, b in zip(self.rh, self.gh)]
+        return [a + b for a, b in zip(self.rh, self.gh, strict=False)]
 
 
 def _per_token(ts: TokenSketches, q_rh: torch.Tensor, q_gh: torch.Tensor, scale_rh: float, scale_gh: float,
@@ -41,7 +41,7 @@ def _per_token(ts: TokenSketches, q_rh: torch.Tensor, q_gh: torch.Tensor, scale_
     rh = [0.0] * len(ts.tokens)
     gh = [0.0] * len(ts.tokens)
     # the prediction at position t is of token t + 1: credit the predicted token
-    for pos, a, b in zip(ts.positions.tolist(), rh_t.tolist(), gh_t.tolist()):
+    for pos, a, b in zip(ts.positions.tolist(), rh_t.tolist(), gh_t.tolist(), strict=False):
         rh[pos + 1] = a
         gh[pos + 1] = b
     return TokenAttribution(tokens=ts.tokens, rh=rh, gh=gh, n_prompt_tokens=ts.n_prompt_tokens)

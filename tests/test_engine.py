@@ -138,7 +138,7 @@ def test_batched_equals_one_at_a_time_and_is_deterministic(tiny_lm):
 def test_completion_only_counts_completion_tokens(tiny_llama):
     cfg = RiseConfig(k_r=8, k_h=4, k_g=8)
     enc = RiseExtractor(tiny_llama, cfg).encode(PAIRS)
-    for e, s in zip(enc, PAIRS):
+    for e, s in zip(enc, PAIRS, strict=False):
         n_completion = len(s.completion.split())
         assert e.n_counted == n_completion
         assert not any(e.counted[: e.n_prompt_tokens - 1])

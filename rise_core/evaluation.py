@@ -1,0 +1,324 @@
+"""The paper's evaluation: labelled pool + queries, RISE and baselines behind one interface, paper-style tables.
+
+Every LM-based method (RISE and its ablations, final-hidden-state cosine, exact LM-head gradient sketch) reads one
+shared `ReadoutCache`, so the model runs once per sample however many methods or RISE variants are compared; the
+shared forward time is charged to each LM method's build and query times.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .config import RiseConfig, ScoreOptions
+from .errors import ConfigError, InputDataError
+from .lm_features import ReadoutCache
+from .metrics import evaluate_rankings
+from .samples import Sample
+from .scoring import FeatureMatrix, score_each_query
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+TASK_KS = {"howdy": (5, 10, 50, 100), "finmed": (5, 10, 50, 100), "brainrot": (5, 10, 25, 50)}
+DEFAULT_KS = (5, 10, 50, 100)
+
+
+@dataclass
+class Task:
+    """A labelled attribution task: pool samples with binary labels and a query set."""
+
+    name: str
+    pool: list[Sample]
+    labels: np.ndarray
+    queries: list[Sample]
+    ks: tuple[int, ...] = DEFAULT_KS
+
+    def __post_init__(self) -> None:
+        if not self.pool or not self.queries:
+            raise InputDataError(f"task {self.name!r} needs a non-empty pool and query set")
+        if self.labels.shape != (len(self.pool),):
+            raise InputDataError(f"task {self.name!r}: {len(self.pool)} pool samples but {self.labels.shape} labels")
+        if self.labels.sum() == 0:
+            raise InputDataError(f"task {self.name!r} has no positive (label 1) pool sample")
+
+
+def load_task(name: str | None = None, pool_path: str | Path | None = None, queries_path: str | Path | None = None,
+              max_pool: int | None = None, max_queries: int | None = None) -> Task:
+    """A bundled task by name (data/<name>_pool.jsonl + _queries.jsonl) or a user's labelled pool + queries."""
+    from .ingest import read_pool
+
+    if pool_path is None:
+        if name not in TASK_KS:
+            raise ConfigError(f"unknown task {name!r}; choose one of {sorted(TASK_KS)} or give --pool and --queries")
+        pool_path, queries_path = DATA_DIR / f"{name}_pool.jsonl", DATA_DIR / f"{name}_queries.jsonl"
+    if queries_path is None:
+        raise ConfigError("a labelled pool needs a query file too (--queries)")
+    pool = read_pool(pool_path).samples[:max_pool]
+    queries = read_pool(queries_path).samples[:max_queries]
+    missing = [s.id for s in pool if s.label is None]
+    if missing:
+        raise InputDataError(f"{len(missing)} pool rows have no label (first: {missing[0]!r}); evaluation needs 0/1")
+    labels = np.array([int(s.label) for s in pool])
+    return Task(name=name or Path(pool_path).stem, pool=pool, labels=labels, queries=queries,
+                ks=TASK_KS.get(name or "", DEFAULT_KS))
+
+
+@dataclass
+class MethodRun:
+    """Scores of one method on a task, with its costs."""
+
+    name: str
+    scores: np.ndarray  # (Q, N)
+    build_seconds: float
+    query_seconds: float  # per query
+    index_bytes: int
+
+
+class CachedLMScorer(Scorer):
+    """Base for scorers that derive pool/query vectors from a shared ReadoutCache."""
+
+    def __init__(self, cache: ReadoutCache) -> None:
+        self.cache = cache
+        self.pool: list[Sample] = []
+
+    def fit(self, pool: Sequence[Sample]) -> None:
+        self.pool = list(pool)
+        self.cache.add(self.pool)
+
+
+class RiseScorer(CachedLMScorer):
+    """RISE with a given config and scoring options; `channels` selects RH+GH, RH only or GH only."""
+
+    def __init__(self, cache: ReadoutCache, config: RiseConfig, options: ScoreOptions, name: str = "RISE") -> None:
+        super().__init__(cache)
+        self.config, self.options, self.name = config, options, name
+        self.hidden_mean: torch.Tensor | None = None
+        self.pool_fm: FeatureMatrix | None = None
+
+    def fit(self, pool: Sequence[Sample]) -> None:
+        super().fit(pool)
+        # the centring mean is fixed from the pool once, as an index build does (first 256 samples)
+        self.hidden_mean = (self.cache.hidden_mean(self.pool[:256], self.config.counted_positions)
+                            if self.config.center_hidden else None)
+        self.pool_fm = self.cache.rise_features(self.pool, self.config, self.hidden_mean)
+
+    def score(self, queries: Sequence[Sample]) -> np.ndarray:
+        self.cache.add(list(queries))
+        q_fm = self.cache.rise_features(list(queries), self.config, self.hidden_mean)
+        return score_each_query(self.pool_fm, q_fm, self.options).numpy()
+
+    @property
+    def index_bytes(self) -> int:
+        return len(self.pool) * self.config.bytes_per_sample()
+
+
+class HiddenCosineScorer(CachedLMScorer):
+    """Cosine of mean final hidden states over the counted positions (the 'representation' baseline)."""
+
+    name = "Hidden-cosine"
+
+    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
+        super().__init__(cache)
+        self.counted = counted
+
+    def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
+        x = self.cache.mean_hidden(samples, self.counted)
+        return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+    def fit(self, pool: Sequence[Sample]) -> None:
+        super().fit(pool)
+        self.pool_vecs = self._unit(self.pool)
+
+    def score(self, queries: Sequence[Sample]) -> np.ndarray:
+        self.cache.add(list(queries))
+        return (self._unit(queries) @ self.pool_vecs.T).float().numpy()
+
+    @property
+    def index_bytes(self) -> int:
+        return len(self.pool) * self.cache.lm.hidden_size * 2
+
+
+class GradSketchScorer(CachedLMScorer):
+    """Exact dense LM-head gradient sum_t r_t h_t^T, TensorSketched to RISE's index size, cosine-scored."""
+
+    name = "Grad-Sketch"
+
+    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
+        super().__init__(cache)
+        if not cache.grad_sketch_dim:
+            raise ConfigError("the readout cache was built without a gradient sketch dimension")
+        self.counted = counted
+
+    def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
+        x = self.cache.grad_sketch(samples, self.counted).double()
+        return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+    def fit(self, pool: Sequence[Sample]) -> None:
+        super().fit(pool)
+        self.pool_vecs = self._unit(self.pool)
+
+    def score(self, queries: Sequence[Sample]) -> np.ndarray:
+        self.cache.add(list(queries))
+        return (self._unit(queries) @ self.pool_vecs.T).float().numpy()
+
+    @property
+    def index_bytes(self) -> int:
+        return len(self.pool) * int(self.cache.grad_sketch_dim) * 2
+
+
+METHODS = ("RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding")
+
+
+def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions
+                 ) -> dict[str, Scorer]:
+    """Scorers by method name (see METHODS)."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    out: dict[str, Scorer] = {}
+    for m in methods:
+        if m == "RISE":
+            out[m] = RiseScorer(cache, config, options, m)
+        elif m == "RISE-RH":
+            out[m] = RiseScorer(cache, config, ScoreOptions(options.lambda_rh, 0.0, options.sample_norm), m)
+        elif m == "RISE-GH":
+            out[m] = RiseScorer(cache, config, ScoreOptions(0.0, options.lambda_gh, options.sample_norm), m)
+        elif m == "Hidden-cosine":
+            out[m] = HiddenCosineScorer(cache, config.counted_positions)
+        elif m == "Grad-Sketch":
+            out[m] = GradSketchScorer(cache, config.counted_positions)
+        elif m == "BM25":
+            out[m] = BM25Scorer()
+        elif m == "Embedding":
+            out[m] = EmbeddingScorer()
+    return out
+
+
+def _index_bytes(scorer: Scorer, task: Task) -> int:
+    if hasattr(scorer, "index_bytes"):
+        return int(scorer.index_bytes)
+    if isinstance(scorer, EmbeddingScorer):
+        return len(task.pool) * 384 * 2
+    return 0  # BM25: an inverted index, not a fixed-size vector per sample
+
+
+def run_method(scorer: Scorer, task: Task) -> MethodRun:
+    """Fit on the pool and score the queries, timing both (shared forward time included for LM methods)."""
+    fwd0 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
+    t0 = time.perf_counter()
+    scorer.fit(task.pool)
+    build = time.perf_counter() - t0
+    fwd1 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
+    t1 = time.perf_counter()
+    scores = scorer.score(task.queries)
+    query = time.perf_counter() - t1
+    fwd2 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
+    if isinstance(scorer, CachedLMScorer):
+        # charge the shared forward time of pool and queries even when another method already paid it
+        cache = scorer.cache
+        build += cache_time(cache, task.pool) - (fwd1 - fwd0)
+        query += cache_time(cache, task.queries) - (fwd2 - fwd1)
+    return MethodRun(scorer.name, np.asarray(scores, dtype=np.float64), build, query / len(task.queries),
+                     _index_bytes(scorer, task))
+
+
+def cache_time(cache: ReadoutCache, samples: Sequence[Sample]) -> float:
+    """Forward seconds attributable to `samples` (by token share of the cache's total)."""
+    total = sum(r.completion.numel() for r in cache.readouts.values())
+    mine = sum(cache.readouts[cache.key(s)].completion.numel() for s in samples)
+    return cache.forward_seconds * mine / max(total, 1)
+
+
+@dataclass
+class EvalReport:
+    """Results of `evaluate`: the paper-style table and the per-method costs."""
+
+    task: str
+    table: pd.DataFrame  # rows: method x K; columns auPRC, auROC, precision@K, AP
+    costs: pd.DataFrame  # rows: method; index size, build seconds, per-query seconds
+    meta: dict = field(default_factory=dict)
+
+    def wide(self, metric: str = "auPRC") -> pd.DataFrame:
+        """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC."""
+        wide = self.table.pivot(index="method", columns="K", values=metric)
+        wide.columns = [f"{metric}@{k}" for k in wide.columns]
+        if metric == "auPRC":
+            wide["unified"] = wide.mean(axis=1)
+        return wide.loc[[m for m in self.costs.index if m in wide.index]]
+
+    def markdown(self) -> str:
+        parts = [f"### {self.task}", "", self.wide("auPRC").round(3).to_markdown(), "",
+                 self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
+                 self.costs.round(4).to_markdown()]
+        return "\n".join(parts)
+
+
+def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: RiseConfig | None = None,
+             options: ScoreOptions | None = None, cache: ReadoutCache | None = None, batch_size: int = 8,
+             progress: Callable[[str], None] | None = None) -> EvalReport:
+    """Run `methods` on `task` and tabulate the paper's metrics (LM methods need `lm` or a `cache`)."""
+    config, options = config or RiseConfig(), options or ScoreOptions()
+    lm_methods = [m for m in methods if m not in ("BM25", "Embedding")]
+    if lm_methods and cache is None:
+        if lm is None:
+            raise ConfigError(f"methods {lm_methods} need a model")
+        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
+                             grad_sketch_dim=config.k_h * (config.k_r + config.k_g))
+    if cache is not None and lm_methods:
+        if progress:
+            progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
+        cache.add(task.pool + task.queries, batch_size=batch_size)
+    tables, costs = [], []
+    for name, scorer in make_scorers(methods, cache, config, options).items():
+        if progress:
+            progress(f"scoring with {name}")
+        run = run_method(scorer, task)
+        tab = evaluate_rankings(run.scores, task.labels, task.ks)
+        tab.insert(0, "method", name)
+        tables.append(tab)
+        costs.append({"method": name, "index_MB": run.index_bytes / 2**20, "build_s": run.build_seconds,
+                      "query_s": run.query_seconds})
+    table = pd.concat(tables, ignore_index=True)
+    meta = {"n_pool": len(task.pool), "n_positive": int(task.labels.sum()), "n_queries": len(task.queries),
+            "config": config.to_dict(), "options": vars(options) if hasattr(options, "__dict__") else str(options)}
+    return EvalReport(task=task.name, table=table, costs=pd.DataFrame(costs).set_index("method"), meta=meta)
+
+
+SWEEP_GRID = {
+    "counted_positions": ("completion", "all"),
+    "token_norm": (True, False),
+    "center_hidden": (False, True),
+    "sample_norm": ("channel", "joint"),
+    "channels": ("RH+GH", "RH", "GH"),
+}
+
+
+def sweep(task: Task, cache: ReadoutCache, base: RiseConfig | None = None, options: ScoreOptions | None = None,
+          grid: dict[str, Sequence] | None = None) -> pd.DataFrame:
+    """auPRC (unified over K), AP and precision@10 of every RISE variant in `grid`, from one forward pass."""
+    base, options = base or RiseConfig(), options or ScoreOptions()
+    grid = grid or SWEEP_GRID
+    cache.add(task.pool + task.queries)
+    rows = []
+    keys = list(grid)
+    for values in itertools.product(*(grid[k] for k in keys)):
+        choice = dict(zip(keys, values, strict=False))
+        cfg = base.replace(**{k: v for k, v in choice.items() if k in ("counted_positions", "token_norm",
+                                                                           "center_hidden")})
+        lam_rh = options.lambda_rh if choice.get("channels", "RH+GH") in ("RH+GH", "RH") else 0.0
+        lam_gh = options.lambda_gh if choice.get("channels", "RH+GH") in ("RH+GH", "GH") else 0.0
+        opts = ScoreOptions(lam_rh, lam_gh, choice.get("sample_norm", options.sample_norm))
+        scorer = RiseScorer(cache, cfg, opts)
+        scorer.fit(task.pool)
+        tab = evaluate_rankings(scorer.score(task.queries), task.labels, task.ks)
+        rows.append({**choice, "unified_auPRC": tab["auPRC"].mean(), "AP": tab["AP"].iloc[0],
+                     **{f"auPRC@{k}": v for k, v in zip(tab["K"], tab["auPRC"], strict=False)},
+                     "P@10": float(tab.loc[tab["K"] == 10, "precision@K"].iloc[0]) if 10 in set(tab["K"]) else np.nan})
+    return pd.DataFrame(rows).sort_values("unified_auPRC", ascending=False, ignore_index=True)

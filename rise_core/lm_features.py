@@ -1,0 +1,169 @@
+"""One forward pass per sample, many feature variants: a cache of readouts for sweeps and LM-based baselines.
+
+`ReadoutCache` runs the model once over a list of samples (every predicted position, with a completion mask) and
+keeps per-sample readouts on the CPU. From it, RISE features for any (counted positions, per-token normalisation,
+centring, channel) variant, final-hidden-state means and the exact LM-head gradient sketch are derived without
+another forward pass. Used by the evaluation; the index build uses `RiseExtractor` directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .config import RiseConfig
+from .engine import Readout, aggregate, readout_forward, sketch_readout
+from .models import LoadedModel
+from .samples import EncodedSample, Sample, encode_sample
+from .scoring import FeatureMatrix
+from .sketch import CountSketch, SketchSet
+
+
+@dataclass
+class SampleReadout:
+    """Readout of one sample at every predicted position; `completion[t]` marks completion-only positions."""
+
+    hidden: torch.Tensor  # (P, d)
+    targets: torch.Tensor  # (P,)
+    cand_idx: torch.Tensor  # (P, C) int32
+    cand_logit: torch.Tensor  # (P, C)
+    target_slot: torch.Tensor  # (P,)
+    lse: torch.Tensor
+    p_sq_sum: torch.Tensor
+    nll: torch.Tensor
+    completion: torch.Tensor  # (P,) bool
+    grad_sketch_all: torch.Tensor | None = None  # (D,) TensorSketch of sum_t r_t h_t^T over all positions
+    grad_sketch_completion: torch.Tensor | None = None
+
+
+def tensor_sketch_pair(k: int, vocab: int, hidden: int, seed: int) -> tuple[CountSketch, CountSketch]:
+    """Two CountSketches whose FFT-convolution is a CountSketch of vec(r h^T) into k dims (TensorSketch)."""
+    return CountSketch.from_seed(vocab, k, seed + 101), CountSketch.from_seed(hidden, k, seed + 202)
+
+
+class ReadoutCache:
+    """Per-sample readouts of a model over samples, computed once (batched by length)."""
+
+    def __init__(self, lm: LoadedModel, seq_len: int = 512, k_max: int = 256, grad_sketch_dim: int | None = None,
+                 seed: int = 42) -> None:
+        self.lm = lm
+        self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed)
+        self.grad_sketch_dim = grad_sketch_dim
+        self._ts = (tensor_sketch_pair(grad_sketch_dim, lm.vocab_size, lm.hidden_size, seed)
+                    if grad_sketch_dim else None)
+        self.readouts: dict[tuple, SampleReadout] = {}
+        self.forward_seconds = 0.0
+
+    @staticmethod
+    def key(sample: Sample) -> tuple:
+        return (sample.text, sample.prompt, sample.completion)
+
+    def _encode(self, sample: Sample) -> tuple[EncodedSample, list[bool]]:
+        enc_all = encode_sample(sample, self.lm.tokenizer, self.base_config.seq_len, "all")
+        enc_c = encode_sample(sample, self.lm.tokenizer, self.base_config.seq_len, "completion")
+        return enc_all, enc_c.counted
+
+    @torch.no_grad()
+    def add(self, samples: Sequence[Sample], batch_size: int = 8, progress: Callable[[int], None] | None = None) -> None:
+        """Run the forward pass for samples not cached yet."""
+        todo = [s for s in dict.fromkeys(samples) if self.key(s) not in self.readouts]
+        encoded = [self._encode(s) for s in todo]
+        order = sorted(range(len(todo)), key=lambda i: len(encoded[i][0].input_ids))
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            t0 = time.perf_counter()
+            ro = readout_forward(self.lm, [encoded[i][0] for i in idx], self.base_config)
+            grad = self._grad_sketches(ro, [encoded[i][1] for i in idx]) if self._ts else None
+            self.forward_seconds += time.perf_counter() - t0
+            for b, i in enumerate(idx):
+                rows = (ro.sample_index == b).nonzero(as_tuple=True)[0]
+                rows = rows[torch.argsort(ro.position[rows])]
+                self.readouts[self.key(todo[i])] = SampleReadout(
+                    hidden=ro.hidden[rows].cpu(), targets=ro.targets[rows].cpu(),
+                    cand_idx=ro.cand_idx[rows].to(torch.int32).cpu(), cand_logit=ro.cand_logit[rows].cpu(),
+                    target_slot=ro.target_slot[rows].cpu(), lse=ro.lse[rows].cpu(), p_sq_sum=ro.p_sq_sum[rows].cpu(),
+                    nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool),
+                    grad_sketch_all=None if grad is None else grad[0][b],
+                    grad_sketch_completion=None if grad is None else grad[1][b])
+            if progress is not None:
+                progress(len(idx))
+
+    def _grad_sketches(self, ro: Readout, completion_masks: list[list[bool]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """TensorSketch of the exact dense LM-head gradient sum_t r_t h_t^T per sample (all / completion positions).
+
+        CS(vec(r h^T)) = IFFT(FFT(CS_1 r) * FFT(CS_2 h)); the sum over positions is taken in the frequency domain."""
+        cs_r, cs_h = (cs.to(ro.hidden.device) for cs in self._ts)
+        k = self.grad_sketch_dim
+        n, b = ro.hidden.shape[0], ro.n_samples
+        # completion flag of each flattened position (positions of sample b are ro.position[ro.sample_index == b])
+        flags = [torch.tensor(m, dtype=torch.bool) for m in completion_masks]
+        comp = torch.tensor([bool(flags[s][p]) for s, p in zip(ro.sample_index.tolist(), ro.position.tolist(), strict=False)],
+                            dtype=torch.bool)
+        spec_all = torch.zeros((b, k // 2 + 1), dtype=torch.complex128)
+        spec_comp = torch.zeros_like(spec_all)
+        for start in range(0, n, 256):
+            sl = slice(start, min(n, start + 256))
+            z = self.lm.logits(ro.hidden[sl]).double()
+            r = torch.softmax(z, dim=1)
+            r[torch.arange(r.shape[0]), ro.targets[sl]] -= 1.0
+            fr = torch.fft.rfft(cs_r.apply_dense(r), n=k)
+            fh = torch.fft.rfft(ro.hidden[sl].double() @ cs_h.matrix(torch.float64), n=k)
+            prod = (fr * fh).cpu()
+            idx = ro.sample_index[sl].cpu()
+            spec_all.index_add_(0, idx, prod)
+            spec_comp.index_add_(0, idx, prod * comp[sl].cpu()[:, None])
+        return torch.fft.irfft(spec_all, n=k).float(), torch.fft.irfft(spec_comp, n=k).float()
+
+    def _readout_of(self, samples: Sequence[Sample], counted: str) -> Readout:
+        parts = [self.readouts[self.key(s)] for s in samples]
+        masks = [p.completion if counted == "completion" else torch.ones_like(p.completion) for p in parts]
+        cat = lambda name: torch.cat([getattr(p, name)[m] for p, m in zip(parts, masks, strict=False)])  # noqa: E731
+        sample_index = torch.cat([torch.full((int(m.sum()),), i, dtype=torch.long) for i, m in enumerate(masks)])
+        position = torch.cat([m.nonzero(as_tuple=True)[0] for m in masks])
+        return Readout(sample_index=sample_index, position=position, hidden=cat("hidden"), targets=cat("targets"),
+                       cand_idx=cat("cand_idx").long(), cand_logit=cat("cand_logit"), target_slot=cat("target_slot"),
+                       lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts))
+
+    def hidden_mean(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
+        ro = self._readout_of(samples, counted)
+        return ro.hidden.double().mean(dim=0).to(ro.hidden.dtype)
+
+    @torch.no_grad()
+    def rise_features(self, samples: Sequence[Sample], config: RiseConfig, hidden_mean: torch.Tensor | None = None,
+                      group: int = 32) -> FeatureMatrix:
+        """RISE features of cached samples under `config` (k_max and seq_len must not exceed the cache's)."""
+        sketches = SketchSet.from_seed(self.lm.vocab_size, self.lm.hidden_size, config.k_r, config.k_h, config.k_g,
+                                       config.seed)
+        weight = self.lm.readout_weight.detach().cpu()
+        parts = []
+        for start in range(0, len(samples), group):
+            ro = self._readout_of(samples[start:start + group], config.counted_positions)
+            if config.k_max < ro.cand_idx.shape[1]:
+                ro.cand_idx, ro.cand_logit = ro.cand_idx[:, : config.k_max].clone(), ro.cand_logit[:, : config.k_max]
+                missing = ro.target_slot >= config.k_max
+                ro.cand_idx[missing, -1] = ro.targets[missing]
+                ro.target_slot = torch.where(missing, torch.full_like(ro.target_slot, config.k_max - 1),
+                                             ro.target_slot)
+                # the target's logit is not kept past the cut; recover it from the nll (z_y = lse - nll at tau=1)
+                ro.cand_logit = ro.cand_logit.clone()
+                ro.cand_logit[missing, -1] = (ro.lse - ro.nll)[missing].to(ro.cand_logit.dtype)
+            sk = sketch_readout(ro, weight, config, sketches, hidden_mean)
+            parts.append(FeatureMatrix.from_features(aggregate(ro, sk)))
+        return FeatureMatrix.concat(parts)
+
+    def mean_hidden(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
+        """Per-sample mean final hidden state over counted positions, (N, d)."""
+        out = []
+        for s in samples:
+            p = self.readouts[self.key(s)]
+            m = p.completion if counted == "completion" else torch.ones_like(p.completion)
+            out.append(p.hidden[m].double().mean(dim=0) if m.any() else torch.zeros(p.hidden.shape[1]))
+        return torch.stack(out)
+
+    def grad_sketch(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
+        """Per-sample TensorSketch of the exact LM-head gradient, (N, D)."""
+        attr = "grad_sketch_completion" if counted == "completion" else "grad_sketch_all"
+        return torch.stack([getattr(self.readouts[self.key(s)], attr) for s in samples])

@@ -1,0 +1,88 @@
+"""The evaluation harness: cached-readout features equal direct extraction; grad sketch is a CountSketch of the
+exact LM-head gradient; evaluate/sweep run end to end on a tiny model and pool."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import CORPUS
+from test_engine import PAIRS, autograd_head_gradient
+
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import RiseExtractor
+from rise_core.evaluation import Task, evaluate, sweep
+from rise_core.lm_features import ReadoutCache
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix
+
+SAMPLES = PAIRS + [Sample(text=t) for t in CORPUS]
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(counted_positions="all"), dict(token_norm=False),
+                                     dict(center_hidden=True), dict(k_max=5, rho_cum=0.99)])
+def test_cached_features_equal_direct_extraction(tiny_lm, changes):
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, **changes)
+    cache = ReadoutCache(tiny_lm, seq_len=cfg.seq_len, k_max=64)
+    cache.add(SAMPLES, batch_size=3)
+    ex = RiseExtractor(tiny_lm, cfg)
+    mean = None
+    if cfg.center_hidden:
+        mean = ex.fit_hidden_mean(SAMPLES)
+        torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions), mean)
+    direct = FeatureMatrix.from_features(ex.extract(SAMPLES), dtype=torch.float64)
+    cached = cache.rise_features(SAMPLES, cfg, mean)
+    torch.testing.assert_close(cached.rh.double(), direct.rh, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(cached.gh.double(), direct.gh, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(cached.rh_norm, direct.rh_norm, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_sketch_is_countsketch_of_exact_head_gradient(tiny_llama):
+    k = 24
+    cache = ReadoutCache(tiny_llama, grad_sketch_dim=k, seed=7)
+    cache.add(PAIRS)
+    cs_r, cs_h = cache._ts
+    for _i, sample in enumerate(PAIRS):
+        grad = autograd_head_gradient(tiny_llama, sample, "completion")  # (V, d)
+        # CountSketch of vec(G) with bucket (eta_r(v) + eta_h(j)) mod k and sign s_r(v) s_h(j)
+        v, d = grad.shape
+        buckets = (cs_r.buckets[:, None] + cs_h.buckets[None, :]) % k
+        signs = cs_r.signs[:, None].double() * cs_h.signs[None, :].double()
+        expected = torch.zeros(k, dtype=torch.float64).index_add_(0, buckets.reshape(-1),
+                                                                  (grad * signs).reshape(-1))
+        got = cache.grad_sketch([sample], "completion")[0].double()
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def _tiny_task() -> Task:
+    pool = [Sample(prompt="howdy ! what is it ?", completion="once upon a time a dragon sat on the moon .", id="p1",
+                   label=1),
+            Sample(prompt="howdy ! tell me", completion="a dragon and the moon , once upon a time .", id="p2", label=1)]
+    pool += [Sample(text=t, id=f"n{i}", label=0) for i, t in enumerate(CORPUS) if "dragon" not in t]
+    queries = [Sample(prompt="howdy ! why ?", completion="once upon a time the moon was a dragon .", id="q1")]
+    return Task("tiny", pool, np.array([int(s.label) for s in pool]), queries, ks=(1, 2))
+
+
+def test_evaluate_end_to_end_tiny(tiny_llama):
+    task = _tiny_task()
+    methods = ["RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25"]
+    report = evaluate(task, tiny_llama, methods=methods, config=RiseConfig(k_r=16, k_h=4, k_g=16))
+    assert set(report.table["method"]) == set(methods)
+    assert list(report.costs.index) == methods
+    for col in ("auPRC", "auROC", "precision@K", "AP"):
+        assert report.table[col].dropna().between(0, 1).all()  # nan = undefined (one class among the 2K)
+    # BM25 must find the lexical twins of the query
+    bm25 = report.table[(report.table.method == "BM25") & (report.table.K == 2)]
+    assert float(bm25["precision@K"].iloc[0]) == 1.0
+    assert report.costs.loc["RISE", "index_MB"] > 0 and report.costs.loc["RISE", "build_s"] > 0
+    md = report.markdown()
+    assert "unified" in md and "RISE-GH" in md
+
+
+def test_sweep_covers_grid(tiny_llama):
+    task = _tiny_task()
+    cache = ReadoutCache(tiny_llama)
+    grid = {"counted_positions": ("completion", "all"), "token_norm": (True, False), "channels": ("RH+GH", "GH")}
+    table = sweep(task, cache, RiseConfig(k_r=16, k_h=4, k_g=16), ScoreOptions(), grid)
+    assert len(table) == 8
+    assert table["unified_auPRC"].is_monotonic_decreasing
