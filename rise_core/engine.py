@@ -116,21 +116,26 @@ def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: R
     nll = torch.empty(n, dtype=cdt, device=dev)
     for start in range(0, n, LOGITS_CHUNK):
         sl = slice(start, min(n, start + LOGITS_CHUNK))
-        z = lm.logits(hidden[sl]).to(cdt)  # (n_c, V)
+        z = lm.logits(hidden[sl]).to(cdt)  # (n_c, V), a fresh tensor: modified in place below
         y = targets[sl]
+        if config.tau != 1.0:
+            nll[sl] = torch.logsumexp(z, dim=1) - z.gather(1, y[:, None])[:, 0]
+            z.div_(config.tau)
         z_y = z.gather(1, y[:, None])[:, 0]
-        nll[sl] = torch.logsumexp(z, dim=1) - z_y
-        zt = z / config.tau if config.tau != 1.0 else z
-        lse_c = torch.logsumexp(zt, dim=1)
-        lse[sl] = lse_c
-        p_sq[sl] = torch.exp(2 * (zt - lse_c[:, None])).sum(dim=1)
-        vals, idx = torch.topk(zt, c, dim=1)  # sorted descending
+        vals, idx = torch.topk(z, c, dim=1)  # sorted descending; vals[:, 0] is the row max
         missing = ~(idx == y[:, None]).any(dim=1)
         # y_t outside the top-K_max: it takes the last slot (its logit is <= every other candidate's)
         idx[missing, -1] = y[missing]
-        vals[missing, -1] = zt.gather(1, y[:, None])[:, 0][missing]
+        vals[missing, -1] = z_y[missing]
         cand_idx[sl], cand_logit[sl] = idx, vals
-        del z, zt
+        # one pass of exp over the vocabulary, in place: lse = max + log(sum exp(z - max)); sum p^2 from the same
+        row_max = vals[:, :1].clone()
+        total = z.sub_(row_max).exp_().sum(dim=1)
+        lse[sl] = row_max[:, 0] + total.log()
+        p_sq[sl] = z.square_().sum(dim=1) / total.square()
+        if config.tau == 1.0:
+            nll[sl] = lse[sl] - z_y
+        del z
     target_slot = (cand_idx == targets[:, None]).to(torch.int8).argmax(dim=1)
     return Readout(sample_index=sample_index, position=position, hidden=hidden.to(cdt), targets=targets,
                    cand_idx=cand_idx, cand_logit=cand_logit, target_slot=target_slot, lse=lse, p_sq_sum=p_sq, nll=nll,
@@ -165,17 +170,18 @@ def sparse_residual(readout: Readout, keep: torch.Tensor) -> torch.Tensor:
 
 
 def project_residual(weight: torch.Tensor, cand_idx: torch.Tensor, r_vals: torch.Tensor, keep: torch.Tensor,
-                     chunk: int = 1024) -> torch.Tensor:
-    """g_t = sum_{v in S_t} r_tilde_t(v) W_v = W^T r_tilde_t, touching only the |S_t| rows of W per position."""
-    n, d = cand_idx.shape[0], weight.shape[1]
-    g = torch.zeros((n, d), dtype=r_vals.dtype, device=r_vals.device)
-    for start in range(0, n, chunk):
-        sl = slice(start, min(n, start + chunk))
-        rows, cols = keep[sl].nonzero(as_tuple=True)
-        vocab_ids = cand_idx[sl][rows, cols]
-        contrib = weight[vocab_ids].to(r_vals.dtype) * r_vals[sl][rows, cols, None]
-        g[sl].index_add_(0, rows, contrib)
-    return g
+                     chunk: int | None = None) -> torch.Tensor:
+    """g_t = sum_{v in S_t} r_tilde_t(v) W_v = W^T r_tilde_t, reading only the candidate rows of W per position.
+
+    A weighted `embedding_bag` (a fused gather-and-sum): nothing of size positions x |S_t| x d is materialised.
+    `chunk` (positions per call) only bounds the size of the weight/index temporaries."""
+    if weight.dtype != r_vals.dtype:
+        weight = weight.to(r_vals.dtype)
+    weights = r_vals * keep
+    step = chunk or max(1, cand_idx.shape[0])
+    parts = [torch.nn.functional.embedding_bag(cand_idx[i:i + step], weight, per_sample_weights=weights[i:i + step],
+                                               mode="sum") for i in range(0, cand_idx.shape[0], step)]
+    return torch.cat(parts) if parts else weight.new_zeros((0, weight.shape[1]))
 
 
 def _normalise_rows(x: torch.Tensor) -> torch.Tensor:
