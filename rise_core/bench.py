@@ -64,14 +64,32 @@ def measure(fn: Callable[[], Any], device: torch.device, repeats: int) -> tuple[
     return statistics.median(times), max(0, peak - base)
 
 
+def bench_token_rows(lm: Any, batch_size: int, seq_len: int) -> list[list[int]]:
+    """`batch_size` rows of `seq_len` tokens of real text: the bundled pools' texts, tokenised and packed end to end
+    (real text gives realistic support sizes; random tokens make every position maximally uncertain)."""
+    import json
+    from pathlib import Path
+
+    stream: list[int] = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "data").glob("*_pool.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                text = " ".join(str(row.get(k) or "") for k in ("prompt", "completion", "text")).strip()
+                stream += lm.tokenizer(text + "\n", add_special_tokens=False)["input_ids"]
+                if len(stream) >= batch_size * seq_len:
+                    return [stream[i * seq_len:(i + 1) * seq_len] for i in range(batch_size)]
+    gen = torch.Generator().manual_seed(0)  # no bundled data: random tokens (a worst case for support sizes)
+    return torch.randint(10, lm.vocab_size, (batch_size, seq_len), generator=gen).tolist()
+
+
 def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, device: str, dtype: str,
               config: RiseConfig) -> dict[str, Any]:
     from .models import load_model
 
     lm = load_model(model, device=device, dtype=dtype)
     extractor = RiseExtractor(lm, config.replace(seq_len=seq_len, counted_positions="all"))
-    gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(10, lm.vocab_size, (batch_size, seq_len), generator=gen).tolist()
+    ids = bench_token_rows(lm, batch_size, seq_len)
     encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
                for row in ids]
     batch = collate(encoded, lm.pad_id)

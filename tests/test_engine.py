@@ -162,3 +162,15 @@ def test_float32_model_gives_finite_features(tiny_llama_fp32):
     feats = RiseExtractor(tiny_llama_fp32, RiseConfig()).extract(CORPUS)
     assert feats.rh.dtype == torch.float32 and torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
     assert feats.rh.shape == (len(CORPUS), 64 * 12)
+
+
+def test_bfloat16_model_tracks_float32():
+    from conftest import make_lm
+
+    lm32, lm16 = make_lm("llama", torch.float32), make_lm("llama", torch.bfloat16)
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16)
+    f32 = RiseExtractor(lm32, cfg).extract(CORPUS)
+    f16 = RiseExtractor(lm16, cfg).extract(CORPUS)
+    assert f16.rh.dtype == torch.float32  # sketches are accumulated in float32 whatever the model dtype
+    cos = torch.nn.functional.cosine_similarity(f16.gh, f32.gh, dim=1)
+    assert (cos > 0.9).all(), cos
