@@ -42,26 +42,36 @@ def _reset_peak() -> None:
         pass
 
 
-def measure(fn: Callable[[], Any], device: torch.device, repeats: int) -> tuple[float, int]:
-    """Median wall time over `repeats` runs (after one warm-up) and peak memory above the pre-run level."""
-    fn()
-    times = []
+def peak_memory(fn: Callable[[], Any], device: torch.device) -> int:
+    """Peak memory of one run of `fn` above the level before it (CUDA allocator, or process RSS high-water mark)."""
     gc.collect()
     if device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    else:
-        _reset_peak()
-        base = _rss_bytes("VmRSS")
-    for _ in range(repeats):
-        start = time.perf_counter()
         fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else _rss_bytes("VmHWM")
-    return statistics.median(times), max(0, peak - base)
+        torch.cuda.synchronize()
+        return max(0, torch.cuda.max_memory_allocated() - base)
+    _reset_peak()
+    base = _rss_bytes("VmRSS")
+    fn()
+    return max(0, _rss_bytes("VmHWM") - base)
+
+
+def interleaved_times(fns: list[Callable[[], Any]], device: torch.device, repeats: int) -> list[float]:
+    """Median wall time of each function, run alternately (a, b, a, b, ...) after one warm-up each, so that load
+    from other processes hits every function alike."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def bench_token_rows(lm: Any, batch_size: int, seq_len: int) -> list[list[int]]:
@@ -102,8 +112,9 @@ def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, de
     def rise_features() -> None:
         extractor.features_from_encoded(encoded)
 
-    t_fwd, m_fwd = measure(bare_forward, lm.device, repeats)
-    t_rise, m_rise = measure(rise_features, lm.device, repeats)
+    m_fwd = peak_memory(bare_forward, lm.device)
+    m_rise = peak_memory(rise_features, lm.device)
+    t_fwd, t_rise = interleaved_times([bare_forward, rise_features], lm.device, repeats)
     tokens = batch_size * seq_len
     return {
         "model": lm.model_id, "device": str(lm.device), "dtype": dtype, "batch_size": batch_size, "seq_len": seq_len,
