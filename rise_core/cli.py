@@ -11,7 +11,9 @@ from .errors import RiseError
 
 # modules exposing `register(subparsers)`; each adds its own subcommands
 COMMAND_MODULES = [
+    "rise_core.cli_diagnose",
     "rise_core.bench",
+    "rise_core.cli_index",
     "rise_core.cli_eval",
 ]
 
@@ -40,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"rise {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which closed early
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -300,25 +300,35 @@ SWEEP_GRID = {
 }
 
 
+FEATURE_FIELDS = ("counted_positions", "token_norm", "center_hidden")
+
+
 def sweep(task: Task, cache: ReadoutCache, base: RiseConfig | None = None, options: ScoreOptions | None = None,
           grid: dict[str, Sequence] | None = None) -> pd.DataFrame:
-    """auPRC (unified over K), AP and precision@10 of every RISE variant in `grid`, from one forward pass."""
+    """auPRC (unified over K), AP and precision@10 of every RISE variant in `grid`, from one forward pass.
+
+    Features are computed once per index-time choice (counted positions, per-token normalisation, centring); the
+    query-time choices (sample normalisation, channels) only rescore them."""
     base, options = base or RiseConfig(), options or ScoreOptions()
     grid = grid or SWEEP_GRID
     cache.add(task.pool + task.queries)
+    feature_keys = [k for k in grid if k in FEATURE_FIELDS]
+    score_keys = [k for k in grid if k not in FEATURE_FIELDS]
     rows = []
-    keys = list(grid)
-    for values in itertools.product(*(grid[k] for k in keys)):
-        choice = dict(zip(keys, values, strict=False))
-        cfg = base.replace(**{k: v for k, v in choice.items() if k in ("counted_positions", "token_norm",
-                                                                           "center_hidden")})
-        lam_rh = options.lambda_rh if choice.get("channels", "RH+GH") in ("RH+GH", "RH") else 0.0
-        lam_gh = options.lambda_gh if choice.get("channels", "RH+GH") in ("RH+GH", "GH") else 0.0
-        opts = ScoreOptions(lam_rh, lam_gh, choice.get("sample_norm", options.sample_norm))
-        scorer = RiseScorer(cache, cfg, opts)
+    for feature_values in itertools.product(*(grid[k] for k in feature_keys)):
+        feature_choice = dict(zip(feature_keys, feature_values, strict=False))
+        scorer = RiseScorer(cache, base.replace(**feature_choice), options)
         scorer.fit(task.pool)
-        tab = evaluate_rankings(scorer.score(task.queries), task.labels, task.ks)
-        rows.append({**choice, "unified_auPRC": tab["auPRC"].mean(), "AP": tab["AP"].iloc[0],
-                     **{f"auPRC@{k}": v for k, v in zip(tab["K"], tab["auPRC"], strict=False)},
-                     "P@10": float(tab.loc[tab["K"] == 10, "precision@K"].iloc[0]) if 10 in set(tab["K"]) else np.nan})
+        query_fm = cache.rise_features(list(task.queries), scorer.config, scorer.hidden_mean)
+        for score_values in itertools.product(*(grid[k] for k in score_keys)):
+            choice = {**feature_choice, **dict(zip(score_keys, score_values, strict=False))}
+            channels = choice.get("channels", "RH+GH")
+            opts = ScoreOptions(options.lambda_rh if channels in ("RH+GH", "RH") else 0.0,
+                                options.lambda_gh if channels in ("RH+GH", "GH") else 0.0,
+                                choice.get("sample_norm", options.sample_norm))
+            tab = evaluate_rankings(score_each_query(scorer.pool_fm, query_fm, opts).numpy(), task.labels, task.ks)
+            p10 = tab.loc[tab["K"] == 10, "precision@K"]
+            rows.append({**choice, "unified_auPRC": tab["auPRC"].mean(), "AP": tab["AP"].iloc[0],
+                         **{f"auPRC@{k}": v for k, v in zip(tab["K"], tab["auPRC"], strict=False)},
+                         "P@10": float(p10.iloc[0]) if len(p10) else np.nan})
     return pd.DataFrame(rows).sort_values("unified_auPRC", ascending=False, ignore_index=True)

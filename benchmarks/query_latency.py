@@ -1,0 +1,160 @@
+"""Query latency of a RISE index against the physical floor, for synthetic pools of 10k and 100k samples.
+
+For each pool size: write a synthetic index to DuckDB (random unit features at the given dims; a shared component
+makes scores cluster as real RISE features do), load its feature matrix once, then time, excluding the query's
+forward pass:
+  - scoring: one float16 matrix-vector product per channel, partial sort, exact rescoring of the candidates
+    (`attribution.top_rows`),
+  - rank: the same plus fetching the k hits' rows from DuckDB (`attribution.rank`),
+  - rank with a metadata filter (`--where "topic = 'cooking'"`, mask cached after its first use),
+and the floor: the time to read the feature matrix's bytes from memory once (a vectorised sum over them).
+Prints each latency and its ratio to the floor, measured in the same run.
+
+    python benchmarks/query_latency.py                       # 10k and 100k samples, K_r=64, K_h=12, K_g=64
+    python benchmarks/query_latency.py --sizes 1000000 --threads 1 --json
+
+On a machine shared with other busy processes, pass --threads 1: multi-threaded products then spend their time
+waiting for each other, and the figures measure the contention, not the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rise_core.attribution import rank, top_rows
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import SampleFeatures
+from rise_core.index_store import RiseIndex
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix, score_pool
+from rise_core.sketch import SketchSet
+
+TOPICS = ["cooking", "finance", "medicine", "travel"]
+
+
+def _median(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _synthetic(n: int, d_rh: int, d_gh: int, gen: torch.Generator, shared: float) -> SampleFeatures:
+    def channel(d: int) -> torch.Tensor:
+        common = torch.randn(d, generator=gen)
+        return shared * common / common.norm() * d**0.5 + torch.randn(n, d, generator=gen)
+
+    return SampleFeatures(rh=channel(d_rh), gh=channel(d_gh), n_counted=torch.full((n,), 64),
+                          mean_support=torch.full((n,), 8.0), loss=torch.full((n,), 2.0))
+
+
+def write_index(path: Path, n: int, config: RiseConfig, shared: float, chunk: int = 10_000) -> float:
+    """A synthetic index of n samples; returns the seconds spent writing it."""
+    start = time.perf_counter()
+    sketches = SketchSet.from_seed(1024, 64, config.k_r, config.k_h, config.k_g, config.seed)
+    index = RiseIndex._create_raw(path, config, "synthetic", "synthetic", {"vocab_size": 1024, "hidden_size": 64},
+                                  sketches, overwrite=True)
+    gen = torch.Generator().manual_seed(0)
+    d_rh, d_gh = config.feature_dims
+    for s in range(0, n, chunk):
+        m = min(chunk, n - s)
+        feats = _synthetic(m, d_rh, d_gh, gen, shared)
+        samples = [Sample(text=f"synthetic sample {i}", id=f"s{i}", label=i % 2, meta={"topic": TOPICS[i % 4]})
+                   for i in range(s, s + m)]
+        index.add_samples(samples, FeatureMatrix.from_features(feats, dtype=torch.float16), feats.n_counted.tolist(),
+                          feats.mean_support.tolist(), feats.loss.tolist(), [65] * m, [False] * m)
+    index.set_status("complete")
+    index.close()
+    return time.perf_counter() - start
+
+
+def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, shared: float) -> dict[str, Any]:
+    path = directory / f"synthetic-{n}.duckdb"
+    write_s = write_index(path, n, config, shared)
+    gc.collect()
+    index = RiseIndex.open(path)
+    start = time.perf_counter()
+    fm = index.feature_matrix()
+    load_s = time.perf_counter() - start
+    matrix_bytes = fm.rh.numel() * fm.rh.element_size() + fm.gh.numel() * fm.gh.element_size()
+
+    gen = torch.Generator().manual_seed(1)
+    query = FeatureMatrix.from_features(_synthetic(1, *config.feature_dims, gen, shared))
+    options = ScoreOptions()
+    rh_words, gh_words = fm.rh.view(torch.int64), fm.gh.view(torch.int64)
+    floor_s = _median(lambda: (rh_words.sum(), gh_words.sum()), repeats)
+    scoring_s = _median(lambda: top_rows(fm, query, options, k), repeats)
+    rank_s = _median(lambda: rank(index, query, options, k), repeats)
+    where_s = _median(lambda: rank(index, query, options, k, where="topic = 'cooking'"), repeats)
+    dense_s = _median(lambda: score_pool(fm, query, options), max(3, repeats // 4))
+
+    # the exactness of the fast path, and how many rows it rescored
+    rows, scores = top_rows(fm, query, options, k)
+    dense = score_pool(fm, query, options).total
+    exact = torch.topk(dense, k)
+    assert torch.allclose(scores.total, exact.values, rtol=1e-5, atol=1e-6)
+    index.close()
+    return {
+        "n_samples": n, "dims": [config.k_r, config.k_h, config.k_g], "k": k, "threads": torch.get_num_threads(),
+        "matrix_mb": round(matrix_bytes / 1e6, 1), "disk_mb": round(path.stat().st_size / 1e6, 1),
+        "write_s": round(write_s, 2), "load_s": round(load_s, 3),
+        "floor_ms": round(floor_s * 1e3, 2), "scoring_ms": round(scoring_s * 1e3, 2),
+        "rank_ms": round(rank_s * 1e3, 2), "rank_where_ms": round(where_s * 1e3, 2),
+        "scoring_over_floor": round(scoring_s / floor_s, 2), "rank_over_floor": round(rank_s / floor_s, 2),
+        "score_pool_fp32_ms": round(dense_s * 1e3, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated pool sizes")
+    parser.add_argument("--dims", default=None, help="K_r,K_h,K_g (default: RiseConfig() defaults)")
+    parser.add_argument("--repeats", type=int, default=21, help="timed repeats per measurement (median)")
+    parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--shared", type=float, default=0.5,
+                        help="weight of the component all synthetic features share (0: independent)")
+    parser.add_argument("--dir", default=None, help="where to write the synthetic indexes (default: a temp dir)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per size")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = RiseConfig()
+    if args.dims:
+        k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
+        config = config.replace(k_r=k_r, k_h=k_h, k_g=k_g)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            res = measure(n, config, Path(tmp), args.repeats, args.k, args.shared)
+            if args.json:
+                print(json.dumps(res), flush=True)
+                continue
+            print(f"\n{n} samples, dims {res['dims']}, {res['matrix_mb']} MB of fp16 features "
+                  f"({res['disk_mb']} MB on disk; written in {res['write_s']} s, loaded in {res['load_s']} s), "
+                  f"{res['threads']} threads")
+            print(f"  floor (read the feature bytes once)   {res['floor_ms']:8.2f} ms")
+            print(f"  scoring: product + top-{args.k}             {res['scoring_ms']:8.2f} ms  "
+                  f"({res['scoring_over_floor']:.2f}x floor)")
+            print(f"  rank: scoring + fetch the hits       {res['rank_ms']:8.2f} ms  "
+                  f"({res['rank_over_floor']:.2f}x floor)")
+            print(f"  rank with --where (cached mask)      {res['rank_where_ms']:8.2f} ms")
+            print(f"  scoring.score_pool (fp16 -> fp32)    {res['score_pool_fp32_ms']:8.2f} ms", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

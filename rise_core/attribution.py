@@ -1,0 +1,237 @@
+"""Attribution over a stored index: query features, top-k ranking, valuation (select) and token explanations.
+
+Thin over `rise_core.scoring` and `rise_core.explain`, with one addition for speed: an index keeps its features as
+float16, and a ranking scores them with one float16 matrix-vector product per channel (float32 accumulation, so it
+reads half the bytes of a float32 copy), then rescores in float32 every row whose score could still reach the
+top k given the product's rounding bound. The result equals `scoring.score_pool` + `top_k` on the same features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+
+from .config import ScoreOptions
+from .engine import SampleFeatures
+from .errors import InputDataError
+from .explain import TokenAttribution, explain_hit
+from .index_store import RiseIndex
+from .models import LoadedModel
+from .samples import Sample, encode_sample
+from .scoring import FeatureMatrix, Scores, channel_scales, query_vectors
+
+CHUNK_ROWS = 16384  # rows per float16 -> float32 conversion chunk when every score is needed
+_HALF_GEMV_OK: bool | None = None
+
+
+def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample | str | dict] | Sample | str,
+                   batch_size: int = 8) -> FeatureMatrix:
+    """Features (float32) of one query or a query set, with the index's sketches; refuses a query longer than the
+    index's seq_len (its tokens past seq_len would silently not count) or one with no counted token."""
+    if isinstance(queries, (str, Sample, dict)):
+        queries = [queries]
+    samples = [Sample.coerce(q) for q in queries]
+    if not samples:
+        raise InputDataError("the query set is empty")
+    extractor = index.extractor(lm)
+    cfg = extractor.config
+    encoded = extractor.encode(samples)
+    for i, (sample, enc) in enumerate(zip(samples, encoded, strict=True)):
+        which = "the query" if len(samples) == 1 else f"query {i + 1}"
+        if enc.truncated:
+            n = len(encode_sample(sample, lm.tokenizer, 10**9, cfg.counted_positions).input_ids)
+            raise InputDataError(
+                f"{which} has {n} tokens; this index counts at most seq_len={cfg.seq_len} tokens per sample. "
+                "Shorten it, or build an index with a larger --seq-len.")
+        if enc.n_counted == 0:
+            raise InputDataError(f"{which} has no counted token: it needs at least two tokens (or a non-empty "
+                                 "completion)")
+    parts = [extractor.features_from_encoded(encoded[s:s + batch_size]) for s in range(0, len(encoded), batch_size)]
+    return FeatureMatrix.from_features(SampleFeatures.concat(parts), dtype=torch.float32)
+
+
+def _half_product(matrix: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Approximate matrix @ q for float16 unit rows with one float16 product (q scaled to unit length first), and
+    the bound b with |approx - exact| <= 2^-10 |approx| + b on every row (exact: float32 rows @ q)."""
+    q_norm = float(q.norm())
+    if q_norm == 0.0:
+        return torch.zeros(matrix.shape[0]), 0.0
+    approx = torch.mv(matrix, (q / q_norm).half()).float() * q_norm
+    # rounding q to float16 (2^-11 relative per entry) and summation order in float32, both <= ||u|| ||q|| terms
+    bound = q_norm * 1.01 * (2.0**-11 + matrix.shape[1] * 2.0**-22) + q_norm * 2.0**-24
+    return approx, bound
+
+
+def _half_gemv_accumulates_in_fp32() -> bool:
+    """Whether torch's float16 matrix-vector product accumulates in float32 (rounding only its outputs), as the error
+    bound of `top_rows` assumes; checked once against float64."""
+    global _HALF_GEMV_OK
+    if _HALF_GEMV_OK is None:
+        ones = torch.full((1, 4096), 0.01, dtype=torch.float16)  # float16 accumulation stalls at 32
+        ref = 4096 * float(ones[0, 0])
+        ok = abs(float(torch.mv(ones, torch.ones(4096, dtype=torch.float16))) - ref) <= ref * 2.0**-10
+        gen = torch.Generator().manual_seed(0)
+        m = torch.randn(256, 768, generator=gen, dtype=torch.float64)
+        m = (m / m.norm(dim=1, keepdim=True)).half()
+        q = torch.randn(768, generator=gen).float()
+        approx, bound = _half_product(m, q)
+        exact = m.float() @ q
+        ok = ok and bool(((approx - exact).abs() <= approx.abs() * 2.0**-10 + bound).all())
+        _HALF_GEMV_OK = ok
+    return _HALF_GEMV_OK
+
+
+def _weights(fm: FeatureMatrix, options: ScoreOptions) -> tuple[torch.Tensor, torch.Tensor]:
+    c_rh, c_gh = channel_scales(fm, options.sample_norm)
+    return options.lambda_rh * c_rh.float(), options.lambda_gh * c_gh.float()
+
+
+def _exact(matrix: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """matrix @ q as `scoring.score_pool` computes it (float16 rows converted to float32 first)."""
+    if matrix.dtype == torch.float16:
+        matrix = matrix.float()
+    return (matrix @ q.to(matrix.dtype)).float()
+
+
+def score_all(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
+    """Every row's score (weighted channel parts), as `scoring.score_pool`, converting float16 rows in chunks."""
+    options = options or ScoreOptions()
+    q_rh, q_gh = query_vectors(query_fm, options)
+    w_rh, w_gh = _weights(fm, options)
+    n = len(fm)
+    rh, gh = torch.empty(n), torch.empty(n)
+    for s in range(0, n, CHUNK_ROWS):
+        e = min(n, s + CHUNK_ROWS)
+        rh[s:e] = _exact(fm.rh[s:e], q_rh)
+        gh[s:e] = _exact(fm.gh[s:e], q_gh)
+    rh, gh = w_rh * rh, w_gh * gh
+    return Scores(total=rh + gh, rh=rh, gh=gh)
+
+
+def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+             allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, Scores]:
+    """Rows of the k highest scores (descending) and their scores, among `allowed` rows if given.
+
+    float16 features: one float16 product per channel gives approximate scores with a rigorous error bound; only
+    rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact."""
+    options = options or ScoreOptions()
+    n = len(fm)
+    k = max(0, min(int(k), n if allowed is None else int(allowed.sum())))
+    empty = torch.empty(0)
+    if k == 0:
+        return torch.empty(0, dtype=torch.long), Scores(empty, empty, empty)
+    q_rh, q_gh = query_vectors(query_fm, options)
+    w_rh, w_gh = _weights(fm, options)
+    if fm.rh.dtype == torch.float16 and _half_gemv_accumulates_in_fp32():
+        s_rh, b_rh = _half_product(fm.rh, q_rh)
+        s_gh, b_gh = _half_product(fm.gh, q_gh)
+        approx = w_rh * s_rh + w_gh * s_gh
+        err = w_rh.abs() * (s_rh.abs() * 2.0**-10 + b_rh) + w_gh.abs() * (s_gh.abs() * 2.0**-10 + b_gh)
+        lower, upper = approx - err, approx + err
+        if allowed is not None:
+            lower = torch.where(allowed, lower, torch.full_like(lower, -math.inf))
+        threshold = torch.topk(lower, k).values[-1]
+        candidates = upper >= threshold
+        if allowed is not None:
+            candidates &= allowed
+        cand = candidates.nonzero()[:, 0]
+        rh = w_rh[cand] * _exact(fm.rh[cand], q_rh)
+        gh = w_gh[cand] * _exact(fm.gh[cand], q_gh)
+        total = rh + gh
+        best = torch.topk(total, k).indices
+        return cand[best], Scores(total=total[best], rh=rh[best], gh=gh[best])
+    rh = w_rh * _exact(fm.rh, q_rh)
+    gh = w_gh * _exact(fm.gh, q_gh)
+    total = rh + gh
+    if allowed is not None:
+        total = torch.where(allowed, total, torch.full_like(total, -math.inf))
+    rows = torch.topk(total, k).indices
+    return rows, Scores(total=total[rows], rh=rh[rows], gh=gh[rows])
+
+
+def _matrix_and_mask(index: RiseIndex, where: str | None) -> tuple[FeatureMatrix, torch.Tensor | None]:
+    """The feature matrix and the filter's row mask, of the same length (an append in between is caught)."""
+    for _ in range(3):
+        fm = index.feature_matrix()
+        allowed = index.row_mask(where) if where else None
+        if allowed is None or len(allowed) == len(fm):
+            return fm, allowed
+    raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
+
+
+def _frame(index: RiseIndex, rows: torch.Tensor, scores: Scores) -> pd.DataFrame:
+    samples = index.rows_frame(rows.tolist())
+    head = pd.DataFrame({
+        "rank": range(1, len(rows) + 1), "id": samples["id"].tolist(), "score": scores.total.tolist(),
+        "rh": scores.rh.tolist(), "gh": scores.gh.tolist(),
+    })
+    rest = samples.drop(columns=["id"]).reset_index(drop=True)
+    return pd.concat([head, rest], axis=1)
+
+
+def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+         where: str | None = None) -> pd.DataFrame:
+    """Top-k pool samples for a query (or the mean of a query set), optionally among rows matching `where`.
+
+    Columns: rank, id, score, rh, gh (score = rh + gh, each weighted by its lambda), then the sample's text, prompt,
+    completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated)."""
+    if k < 1:
+        raise InputDataError(f"k must be at least 1, got {k}")
+    fm, allowed = _matrix_and_mask(index, where)
+    rows, scores = top_rows(fm, query_fm, options, k, allowed)
+    return _frame(index, rows, scores)
+
+
+def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+              where: str | None = None) -> pd.DataFrame:
+    """`rank` for every query of a set separately, with a leading `query` column (1-based query number)."""
+    frames = []
+    for q in range(len(query_fm)):
+        df = rank(index, query_fm.select([q]), options, k, where)
+        df.insert(0, "query", q + 1)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
+           top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> pd.DataFrame:
+    """Valuation: score the pool (or the rows matching `where`) against a query set and keep the `top_n` best or the
+    best `fraction` of them (rounded up); same columns as `rank`, sorted by score."""
+    if (top_n is None) == (fraction is None):
+        raise InputDataError("give exactly one of top_n and fraction")
+    fm, allowed = _matrix_and_mask(index, where)
+    n_pool = len(fm) if allowed is None else int(allowed.sum())
+    if top_n is not None:
+        if top_n < 1:
+            raise InputDataError(f"top_n must be at least 1, got {top_n}")
+        n_keep = min(int(top_n), n_pool)
+    else:
+        if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
+            raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
+        n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
+    scores = score_all(fm, query_fm, options)
+    total = scores.total if allowed is None else torch.where(allowed, scores.total,
+                                                             torch.full_like(scores.total, -math.inf))
+    rows = torch.topk(total, n_keep).indices if n_keep else torch.empty(0, dtype=torch.long)
+    return _frame(index, rows, Scores(total=scores.total[rows], rh=scores.rh[rows], gh=scores.gh[rows]))
+
+
+def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,
+            query_fm: FeatureMatrix | None = None, options: ScoreOptions | None = None
+            ) -> tuple[TokenAttribution, TokenAttribution]:
+    """Per-token, per-channel contributions of a hit (against the query) and of the query (against the hit),
+    recomputing both texts' token sketches; the hit's contributions sum to its rh / gh scores in `rank`.
+    `query_fm`: the one-row features of `query` (computed when omitted)."""
+    query = Sample.coerce(query)
+    if query_fm is None:
+        query_fm = query_features(index, lm, [query])
+    if len(query_fm) != 1:
+        raise InputDataError("explain needs the features of one query (query_fm has "
+                             f"{len(query_fm)} rows)")
+    extractor = index.extractor(lm)
+    row = index.row_of(sample_id)
+    example_fm = index.feature_matrix().select([row])
+    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options or ScoreOptions())

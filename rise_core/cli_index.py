@@ -1,0 +1,469 @@
+"""`rise build`, `rise query`, `rise select`, `rise info`: RISE indexes from the command line.
+
+Exit codes (see rise_core.cli): 0 success, 1 a user-facing error (message on stderr), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .config import RiseConfig, ScoreOptions, preset
+from .errors import InputDataError
+
+EXAMPLES_BUILD = """examples:
+  rise build pool.jsonl --index pool.duckdb                       # text or prompt/completion columns guessed
+  rise build pool.csv --index pool.duckdb --text-field body --id-field doc_id
+  rise build more.jsonl --index pool.duckdb                       # append new samples (same model and config)
+  rise build pool.jsonl --index p.duckdb --model ./my-checkpoint --preset paper --k-r 128 --k-h 24 --k-g 128
+
+An interrupted build resumes where it stopped when the same command is run again."""
+
+EXAMPLES_QUERY = """examples:
+  rise query --index pool.duckdb --text "Howdy! Once upon a time a dragon ..."
+  rise query --index pool.duckdb --prompt "What is a 401k?" --completion "A retirement account ..." -k 20
+  rise query --index pool.duckdb --queries queries.jsonl --where "topic = 'cooking'" --format csv
+  rise query --index pool.duckdb --text "..." --explain"""
+
+EXAMPLES_SELECT = """examples:
+  rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
+  rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400\""""
+
+
+def _config_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("RISE config (default: the existing index's config, else --preset)")
+    group.add_argument("--preset", choices=["default", "paper"], default=None,
+                       help="named configuration to start from (default: 'default')")
+    helps = RiseConfig.field_help()
+    hints = typing.get_type_hints(RiseConfig)
+    for f in dataclasses.fields(RiseConfig):
+        flag = "--" + f.name.replace("_", "-")
+        kind = hints[f.name]
+        text = f"{helps[f.name]} (default {f.default!r})"
+        if kind is bool:
+            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        elif typing.get_origin(kind) is typing.Literal:
+            group.add_argument(flag, dest=f.name, choices=typing.get_args(kind), default=None, help=text)
+        else:
+            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=text)
+
+
+def _field_flags(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    group = parser.add_argument_group(f"{prefix or 'pool'} file columns (default: guessed from the column names)")
+    for name, what in (("text", "plain text"), ("prompt", "prompt / instruction"),
+                       ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
+        group.add_argument(f"--{prefix}{name}-field", dest=f"{prefix.replace('-', '_')}{name}_field", default=None,
+                           metavar="COLUMN", help=f"column holding the {what}")
+    group.add_argument(f"--{prefix}format", dest=f"{prefix.replace('-', '_')}fmt", choices=["jsonl", "json", "csv",
+                       "parquet"], default=None, help="file format (default: from the extension)")
+
+
+def _model_flags(parser: argparse.ArgumentParser, default_help: str) -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--model", default=None, help=f"hub id or local checkpoint directory ({default_help})")
+    group.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 or auto (default: auto)")
+    group.add_argument("--dtype", default="float32", help="float32, bfloat16, float16 or float64 (default: float32)")
+    group.add_argument("--trust-remote-code", action="store_true", help="allow the model's own code (off by default)")
+
+
+def _score_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scoring (applied at query time)")
+    helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(ScoreOptions)}
+    defaults = ScoreOptions()
+    group.add_argument("--lambda-rh", type=float, default=defaults.lambda_rh,
+                       help=f"{helps['lambda_rh']} (default {defaults.lambda_rh})")
+    group.add_argument("--lambda-gh", type=float, default=defaults.lambda_gh,
+                       help=f"{helps['lambda_gh']} (default {defaults.lambda_gh})")
+    group.add_argument("--sample-norm", choices=["channel", "joint", "none"], default=defaults.sample_norm,
+                       help=f"{helps['sample_norm']} (default {defaults.sample_norm})")
+    group.add_argument("--where", default=None, metavar="SQL",
+                       help="SQL condition over the sample columns (id, text, prompt, completion, label, metadata "
+                            "columns, n_counted, loss, n_tokens), e.g. \"topic = 'cooking'\"; rows that fail it are "
+                            "not ranked")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("build", help="build or extend a RISE index from a JSONL/CSV/Parquet pool",
+                       description="Compute RISE features of every sample of a pool and store them in a DuckDB "
+                                   "index. Samples already in the index (same id) are skipped, so this both resumes "
+                                   "an interrupted build and appends new samples.",
+                       epilog=EXAMPLES_BUILD, formatter_class=fmt)
+    p.add_argument("pool", help="pool file: .jsonl, .json, .csv or .parquet")
+    p.add_argument("--index", required=True, help="index file to create or extend (e.g. pool.duckdb)")
+    p.add_argument("--batch-size", type=int, default=8, help="samples per forward pass and per commit (default 8)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing file at --index")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_flags(p, "default: the index's model when it exists, else the embedded SmolLM2-135M-Instruct")
+    _field_flags(p)
+    _config_flags(p)
+    p.set_defaults(func=_cmd_build, _parser_error=p.error)
+
+    p = sub.add_parser("query", help="rank the pool samples that most influence a query",
+                       description="Rank the samples of an index by their RISE influence on a query generation "
+                                   "(a query set is scored against the mean of its features).",
+                       epilog=EXAMPLES_QUERY, formatter_class=fmt)
+    p.add_argument("--index", required=True, help="index file")
+    q = p.add_argument_group("query (one of)")
+    q.add_argument("--text", default=None, help="plain-text query")
+    q.add_argument("--prompt", default=None, help="query prompt (with --completion)")
+    q.add_argument("--completion", default=None, help="query completion: the generation to explain")
+    q.add_argument("--queries", default=None, metavar="FILE", help="file of queries (.jsonl/.csv/.parquet)")
+    p.add_argument("-k", "--top-k", dest="k", type=int, default=10, help="number of samples to show (default 10)")
+    p.add_argument("--each", action="store_true", help="with --queries: rank for every query separately")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="output format")
+    p.add_argument("--explain", action="store_true",
+                   help="token-level explanation of each hit (which tokens carry the RH and GH scores)")
+    p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
+    _score_flags(p)
+    _model_flags(p, "default: the index's model")
+    _field_flags(p, prefix="query-")
+    p.set_defaults(func=_cmd_query, _parser_error=p.error)
+
+    p = sub.add_parser("select", help="valuation: select the pool samples most useful for a query set",
+                       description="Score every pool sample against a query set (mean of the query features) and "
+                                   "write the top N, or the top fraction, with their scores.",
+                       epilog=EXAMPLES_SELECT, formatter_class=fmt)
+    p.add_argument("--index", required=True, help="index file")
+    p.add_argument("--queries", required=True, metavar="FILE", help="file of queries (.jsonl/.csv/.parquet)")
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
+    size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
+    p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
+    _score_flags(p)
+    _model_flags(p, "default: the index's model")
+    _field_flags(p, prefix="query-")
+    p.set_defaults(func=_cmd_select, _parser_error=p.error)
+
+    p = sub.add_parser("info", help="show an index's manifest, counts and size (or list the indexes in a directory)",
+                       description="Show what an index was built with (model, config, sketch seeds), its build "
+                                   "status, sample counts and size on disk. Given a directory, list its indexes.")
+    p.add_argument("--index", required=True, help="index file, or a directory of *.duckdb indexes")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_info, _parser_error=p.error)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def _fields(args: argparse.Namespace, prefix: str = "") -> dict[str, str | None] | None:
+    """Field names given on the command line (the rest are guessed from the file's columns), or None."""
+    given = {name: getattr(args, f"{prefix}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    return None if all(v is None for v in given.values()) else given
+
+
+def _read(path: str, fields: dict[str, str | None] | None, fmt: str | None) -> Any:
+    from .ingest import read_pool
+
+    return read_pool(path, fields, fmt)
+
+
+def _model_path(name: str | None) -> str | None:
+    if name and Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser().resolve())
+    return name
+
+
+def _load(name: str | None, args: argparse.Namespace) -> Any:
+    from .models import load_model
+
+    return load_model(name, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
+
+
+def _options(args: argparse.Namespace) -> ScoreOptions:
+    return ScoreOptions(lambda_rh=args.lambda_rh, lambda_gh=args.lambda_gh, sample_norm=args.sample_norm)
+
+
+def _queries(args: argparse.Namespace) -> list[Any]:
+    from .samples import Sample
+
+    if args.queries is not None:
+        data = _read(args.queries, _fields(args, "query_"), args.query_fmt)
+        if data.skipped:
+            print(f"note: {len(data.skipped)} query rows skipped (" +
+                  "; ".join(f"row {r}: {why}" for r, why in data.skipped[:3]) + ")", file=sys.stderr)
+        if not data.samples:
+            raise InputDataError(f"{args.queries}: no usable queries")
+        return data.samples
+    if args.text is not None:
+        return [Sample(text=args.text)]
+    return [Sample(prompt=args.prompt, completion=args.completion)]
+
+
+def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
+    modes = [args.text is not None, args.completion is not None or args.prompt is not None, args.queries is not None]
+    if sum(modes) != 1:
+        parser_error("give exactly one query: --text, --prompt/--completion, or --queries FILE")
+    if args.prompt is not None and args.completion is None:
+        parser_error("--prompt needs --completion (the generation whose influences are ranked)")
+
+
+def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
+    from .index_store import RiseIndex
+
+    index = RiseIndex.open(args.index, read_only=True)
+    try:
+        model = _model_path(args.model) or index.manifest.model_id
+        lm = _load(model, args)
+    except BaseException:
+        index.close()
+        raise
+    return index, lm
+
+
+def _short(text: Any, width: int) -> str:
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _hit_text(row: pd.Series) -> str:
+    if isinstance(row.get("text"), str):
+        return row["text"]
+    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
+    return f"{prompt} ⇒ {row.get('completion')}" if prompt else str(row.get("completion"))
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return json.loads(df.to_json(orient="records", force_ascii=False, date_format="iso"))
+
+
+def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
+    values = getattr(attr, channel)
+    order = sorted(range(len(values)), key=lambda i: -abs(values[i]))[:n]
+    return "  ".join(f"{attr.tokens[i].strip() or repr(attr.tokens[i])}({values[i]:+.3f})" for i in order
+                     if values[i] != 0.0)
+
+
+def _attr_json(attr: Any) -> dict[str, Any]:
+    return {"tokens": attr.tokens, "rh": attr.rh, "gh": attr.gh, "n_prompt_tokens": attr.n_prompt_tokens}
+
+
+def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | None = None) -> None:
+    if df.empty:
+        print("no samples matched")
+        return
+    has_query = "query" in df.columns
+    has_label = "label" in df.columns and df["label"].notna().any()
+    header = (["query"] if has_query else []) + ["rank", "id", "score", "rh", "gh"] + (["label"] if has_label else [])
+    id_width = min(24, max(2, int(df["id"].astype(str).str.len().max())))
+    print("  ".join(f"{h:>5}" if h in ("query", "rank") else f"{h:<{id_width}}" if h == "id" else f"{h:>8}"
+                    for h in header) + "  text")
+    for _, row in df.iterrows():
+        cells = ([f"{int(row['query']):>5}"] if has_query else []) + [
+            f"{int(row['rank']):>5}", f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}",
+            f"{row['rh']:>8.4f}", f"{row['gh']:>8.4f}"]
+        if has_label:
+            cells.append(f"{_short(row['label'], 8):>8}")
+        print("  ".join(cells) + "  " + _short(_hit_text(row), width))
+        if explanations and row["id"] in explanations:
+            ex_attr, q_attr = explanations[row["id"]]
+            for channel in ("rh", "gh"):
+                print(f"{'':>7}{channel.upper()} example: {_top_tokens(ex_attr, channel)}")
+                print(f"{'':>7}{channel.upper()} query:   {_top_tokens(q_attr, channel)}")
+
+
+def _check_out(out: str) -> Path:
+    path = Path(out)
+    if path.suffix.lower() not in (".jsonl", ".csv", ".parquet"):
+        raise InputDataError(f"--out {out!r}: use a .jsonl, .csv or .parquet file name")
+    if not path.parent.is_dir():
+        raise InputDataError(f"--out {out!r}: directory {path.parent} does not exist")
+    return path
+
+
+def _write_frame(df: pd.DataFrame, out: str) -> None:
+    path = _check_out(out)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            with open(path, "w", encoding="utf-8") as fh:
+                for rec in _records(df):
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        elif suffix == ".csv":
+            df.to_csv(path, index=False)
+        else:
+            df.to_parquet(path, index=False)
+    except OSError as exc:
+        raise InputDataError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+# -- commands -----------------------------------------------------------------------------------------------------
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from .index_store import RiseIndex, build_index
+
+    data = _read(args.pool, _fields(args), args.fmt).require_samples()  # bad input fails before the index is touched
+    path = Path(args.index)
+    exists = path.exists() and not args.overwrite
+    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(RiseConfig)
+                 if getattr(args, f.name) is not None}
+    model = _model_path(args.model)
+    if exists:
+        with RiseIndex.open(path, read_only=True) as existing:
+            base = preset(args.preset) if args.preset else existing.config
+            model = model or existing.manifest.model_id
+            config = base.replace(**overrides)
+            existing.check_config(config)
+    else:
+        from .index_store import _check_new_location
+
+        _check_new_location(path, args.overwrite)
+        config = preset(args.preset or "default").replace(**overrides)
+    lm = _load(model, args)
+
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="sample", desc="indexing", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            if bar.total != total:
+                bar.reset(total=total)
+            bar.update(done - bar.n)
+
+    try:
+        report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
+                             overwrite=args.overwrite)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+        print("rise build: interrupted; finished batches are saved. Rerun the same command to resume.",
+              file=sys.stderr)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    print(report.summary())
+    if report.skipped:
+        print(f"skipped {report.n_skipped} rows:")
+        for row, why in report.skipped[:20]:
+            print(f"  row {row}: {why}")
+        if report.n_skipped > 20:
+            print(f"  ... and {report.n_skipped - 20} more")
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from .attribution import explain, query_features, rank, rank_each
+
+    _check_query_args(args, args._parser_error)
+    if args.k < 1:
+        args._parser_error("-k must be at least 1")
+    if args.each and args.queries is None:
+        args._parser_error("--each needs --queries FILE")
+    queries = _queries(args)
+    if args.explain and len(queries) != 1:
+        raise InputDataError("--explain explains the hits of one query; give --text or --prompt/--completion "
+                             "(or a --queries file with one row)")
+    index, lm = _open_for_query(args)
+    try:
+        options = _options(args)
+        qfm = query_features(index, lm, queries)
+        df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where)
+        explanations = None
+        if args.explain:
+            explanations = {sid: explain(index, lm, sid, queries[0], qfm, options) for sid in df["id"]}
+    finally:
+        index.close()
+    if args.format == "table":
+        _print_table(df, args.width, explanations)
+    elif args.format == "json":
+        records = _records(df)
+        if explanations:
+            for rec in records:
+                ex_attr, q_attr = explanations[rec["id"]]
+                rec["explanation"] = {"example": _attr_json(ex_attr), "query": _attr_json(q_attr)}
+        print(json.dumps(records, ensure_ascii=False, indent=1))
+    else:
+        if explanations:
+            raise InputDataError("--explain needs --format table or json")
+        df.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def _cmd_select(args: argparse.Namespace) -> int:
+    from .attribution import query_features, select
+
+    _check_out(args.out)
+    queries = _queries(args)
+    index, lm = _open_for_query(args)
+    try:
+        qfm = query_features(index, lm, queries)
+        df = select(index, qfm, _options(args), top_n=args.top_n, fraction=args.fraction, where=args.where)
+        n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
+    finally:
+        index.close()
+    _write_frame(df, args.out)
+    cut = f" (score >= {df['score'].iloc[-1]:.4f})" if len(df) else ""
+    print(f"selected {len(df)} of {n_pool} samples{cut} for {len(queries)} queries -> {args.out}")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .index_store import RiseIndex, list_indexes
+
+    path = Path(args.index)
+    if path.is_dir():
+        rows = list_indexes(path)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+        elif not rows:
+            print(f"no *.duckdb indexes in {path}")
+        for row in rows if not args.json else []:
+            if "error" in row:
+                print(f"{row['path']}: {row['error']}")
+            else:
+                print(f"{row['path']}: {row['n_samples']} samples, {row['model_id']}, dims {row['dims']}, "
+                      f"{_human(row['size_bytes'])}, {row['status']}")
+        return 0
+    with RiseIndex.open(path, read_only=True) as index:
+        info = index.info()
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    status = info["status"] + ("" if info["status"] == "complete" else
+                               " (interrupted or stopped: rerun `rise build` with the same pool to finish)")
+    mi = info["model_info"]
+    lines = [
+        ("index", info["path"]), ("status", status),
+        ("samples", f"{info['n_samples']} ({info['n_labelled']} labelled, {info['n_truncated']} truncated to "
+                    f"seq_len)"),
+        ("tokens", f"{info['n_tokens']} ({info['n_counted_tokens']} counted)"),
+        ("model", f"{info['model_id']} (fingerprint {info['model_fingerprint']}; {mi.get('architecture', '?')}, "
+                  f"vocab {mi.get('vocab_size', '?')}, hidden {mi.get('hidden_size', '?')}, {mi.get('dtype', '?')})"),
+        ("dims", "K_r={}, K_h={}, K_g={}".format(*info["dims"]) +
+                 f" -> {info['feature_bytes_per_sample']} bytes/sample (fp16)"),
+        ("config", ", ".join(f"{k}={v}" for k, v in info["config"].items())),
+        ("sketch seeds", f"{info['seeds']} (digest {info['sketch_digest']})"),
+        ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
+        ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),
+        ("size on disk", _human(info["size_bytes"])),
+        ("created", info["created_at"]), ("updated", info["updated_at"]),
+        ("library", f"rise-core {info['library_version']}, index format {info['format_version']}"),
+    ]
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key:<{width}}  {value}")
+    return 0

@@ -1,0 +1,233 @@
+"""`rise build / query / select / info` end to end on a tiny model saved to disk, and every bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import duckdb
+import pandas as pd
+import pytest
+from index_helpers import pool_rows, save_tiny_model, write_jsonl
+
+from rise_core.cli import main
+from rise_core.index_store import RiseIndex
+
+DIMS = ["--k-r", "16", "--k-h", "8", "--k-g", "16"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    model = save_tiny_model(root / "model")
+    pool = write_jsonl(root / "pool.jsonl", [*pool_rows(24), {"id": "blank", "text": ""}])
+    queries = write_jsonl(root / "queries.jsonl", [{"text": "the cat sat on the mat ."},
+                                                   {"text": "the bank lost money ."}])
+    index = root / "pool.duckdb"
+    code = main(["build", str(pool), "--index", str(index), "--model", str(model), *DIMS, "--batch-size", "4",
+                 "--quiet"])
+    assert code == 0
+    return SimpleNamespace(root=root, model=model, pool=pool, queries=queries, index=index)
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _n_samples(path: Path) -> int:
+    with RiseIndex.open(path) as index:
+        return len(index)
+
+
+def test_build_reports_skips_and_resumes(env, capsys):
+    code, out, _ = _run(capsys, "build", env.pool, "--index", env.index, "--quiet")  # model and config from index
+    assert code == 0
+    assert "0 added, 24 already present, 1 skipped" in out and "row 25: empty text" in out
+    with RiseIndex.open(env.index) as index:
+        assert index.manifest.model_id == str(env.model.resolve()) and index.config.k_r == 16
+
+
+def test_query_formats_filter_and_explain(env, capsys):
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", "the cat sat on the mat .", "-k", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:5] == ["rank", "id", "score", "rh", "gh"] and len(lines) == 4
+
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--prompt", "what did the cat do ?", "--completion",
+                        "the cat sat on the mat .", "-k", "2", "--where", "topic = 'cats'", "--format", "json",
+                        "--explain")
+    assert code == 0
+    hits = json.loads(out)
+    assert len(hits) == 2 and {h["topic"] for h in hits} == {"cats"}
+    ex = hits[0]["explanation"]
+    assert sum(ex["example"]["rh"]) == pytest.approx(hits[0]["rh"], abs=2e-3)
+    assert len(ex["query"]["tokens"]) == len(ex["query"]["gh"])
+
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--queries", env.queries, "-k", "4", "--format", "csv",
+                        "--lambda-rh", "0", "--sample-norm", "joint")
+    assert code == 0
+    df = pd.read_csv(io.StringIO(out))
+    assert list(df.columns[:5]) == ["rank", "id", "score", "rh", "gh"] and len(df) == 4
+    assert (df["rh"] == 0).all() and df["score"].is_monotonic_decreasing
+
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--queries", env.queries, "--each", "-k", "2",
+                        "--format", "json")
+    assert code == 0
+    assert [h["query"] for h in json.loads(out)] == [1, 1, 2, 2]
+
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", "the cat", "--explain", "-k", "1")
+    assert code == 0 and "RH example:" in out and "GH query:" in out
+
+
+def test_select_writes_top_n_or_fraction(env, capsys, tmp_path):
+    out_jsonl, out_csv = tmp_path / "top.jsonl", tmp_path / "half.csv"
+    code, out, _ = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",
+                        "--out", out_jsonl)
+    assert code == 0 and "selected 5 of 24 samples" in out
+    rows = [json.loads(line) for line in out_jsonl.read_text().splitlines()]
+    assert len(rows) == 5 and [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert all(a["score"] >= b["score"] for a, b in zip(rows, rows[1:], strict=False))
+    assert {"id", "text", "label", "topic", "year", "rh", "gh"} <= rows[0].keys()
+
+    code, out, _ = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--fraction", "0.5",
+                        "--where", "label = 1", "--out", out_csv)
+    assert code == 0 and "selected 6 of 12 samples" in out
+    df = pd.read_csv(out_csv)
+    assert len(df) == 6 and (df["label"] == 1).all()
+
+
+def test_info_text_json_and_directory(env, capsys):
+    code, out, _ = _run(capsys, "info", "--index", env.index)
+    assert code == 0
+    assert "complete" in out and "K_r=16, K_h=8, K_g=16" in out and "24 (24 labelled" in out
+    assert "topic (varchar)" in out and "size on disk" in out
+    code, out, _ = _run(capsys, "info", "--index", env.index, "--json")
+    info = json.loads(out)
+    assert info["n_samples"] == 24 and info["dims"] == [16, 8, 16] and info["size_bytes"] > 0
+    code, out, _ = _run(capsys, "info", "--index", env.root)
+    assert code == 0 and "pool.duckdb: 24 samples" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["query", "--index", "x.duckdb"],
+    ["query", "--index", "x.duckdb", "--text", "a", "--queries", "q.jsonl"],
+    ["query", "--index", "x.duckdb", "--prompt", "a"],
+    ["query", "--index", "x.duckdb", "--text", "a", "--each"],
+    ["select", "--index", "x.duckdb", "--queries", "q.jsonl", "--out", "o.jsonl"],
+    ["select", "--index", "x.duckdb", "--queries", "q.jsonl", "--top-n", "3", "--fraction", "0.1", "--out", "o.csv"],
+    ["build", "pool.jsonl"],
+    ["build", "pool.jsonl", "--index", "x.duckdb", "--k-r", "many"],
+    ["info"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_help_lists_config_and_field_flags(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for text in ("--k-r", "CountSketch dim of the vocabulary residual", "--no-token-norm", "--counted-positions",
+                 "--text-field", "--prompt-field", "--batch-size", "resumes"):
+        assert text in out
+
+
+def _ro_dir(tmp_path: Path) -> Path | None:
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        return ro
+    sysfs = Path("/sys")
+    try:
+        (sysfs / ".rise_probe").touch()
+    except OSError:
+        return sysfs
+    (sysfs / ".rise_probe").unlink()
+    return None
+
+
+def test_bad_inputs_exit_1_and_keep_the_index(env, capsys, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"text\nthe cat\ncaf\xe9\n")
+    dups = write_jsonl(tmp_path / "dups.jsonl", [{"id": 1, "text": "the cat"}, {"id": 1, "text": "the dog"}])
+    blank = write_jsonl(tmp_path / "blank.jsonl", [{"text": " "}])
+    foreign = tmp_path / "foreign.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    corrupted = tmp_path / "corrupted.duckdb"
+    data = bytearray(env.index.read_bytes())
+    data[12288:] = bytes(len(data) - 12288)
+    corrupted.write_bytes(bytes(data))
+    idx = str(env.index)
+    cases = [
+        (["build", empty, "--index", idx], "the file is empty"),
+        (["build", env.pool, "--index", idx, "--text-field", "body"], "missing field 'body'"),
+        (["build", latin, "--index", idx], "not valid UTF-8"),
+        (["build", dups, "--index", idx], "duplicate ids '1'"),
+        (["build", blank, "--index", idx], "no usable rows"),
+        (["build", env.pool, "--index", idx, "--k-r", "32"], "k_r: index 16, requested 32"),
+        (["build", env.pool, "--index", idx, "--preset", "paper"], "counted_positions: index 'completion'"),
+        (["build", env.pool, "--index", foreign], "not a RISE index"),
+        (["build", env.pool, "--index", corrupted], "corrupted"),
+        (["build", env.pool, "--index", tmp_path / "missing" / "x.duckdb"], "does not exist"),
+        (["query", "--index", corrupted, "--text", "the cat"], "corrupted"),
+        (["query", "--index", foreign, "--text", "the cat"], "not a RISE index"),
+        (["query", "--index", tmp_path / "none.duckdb", "--text", "the cat"], "no index at"),
+        (["query", "--index", idx, "--text", "the cat", "--where", "colour = 'red'"], "colour"),
+        (["query", "--index", idx, "--queries", empty], "empty"),
+        (["query", "--index", idx, "--queries", env.queries, "--explain"], "--explain explains the hits of one"),
+        (["query", "--index", idx, "--text", "the cat", "--model", tmp_path], "could not load model"),
+        (["select", "--index", idx, "--queries", env.queries, "--top-n", "2", "--out", tmp_path / "o.txt"], ".jsonl"),
+        (["select", "--index", idx, "--queries", env.queries, "--top-n", "2", "--out", tmp_path / "no" / "o.csv"],
+         "does not exist"),
+        (["info", "--index", tmp_path / "none.duckdb"], "no index at"),
+    ]
+    ro = _ro_dir(tmp_path)
+    if ro is not None:
+        cases.append((["build", env.pool, "--index", ro / "x.duckdb"], "not writable|permission denied"))
+    for argv, message in cases:
+        code, out, err = _run(capsys, *argv)
+        assert code == 1, (argv, out, err)
+        assert any(line.startswith(f"rise {argv[0]}: error: ") for line in err.splitlines()), err
+        assert pd.Series([err]).str.contains(message, regex=True).all(), (argv, err)
+        assert "Traceback" not in err
+    assert _n_samples(env.index) == 24
+
+
+def test_query_longer_than_seq_len(env, capsys, tmp_path):
+    index = tmp_path / "short.duckdb"
+    code, out, _ = _run(capsys, "build", env.pool, "--index", index, "--model", env.model, *DIMS, "--seq-len", "8",
+                        "--quiet")
+    assert code == 0 and "truncated to seq_len" in out
+    code, _, err = _run(capsys, "query", "--index", index, "--text", "the cat sat on the mat and the dog sat on it")
+    assert code == 1 and "has 13 tokens; this index counts at most seq_len=8" in err
+
+
+def test_cli_subprocess_end_to_end(env, tmp_path):
+    index = tmp_path / "sub.duckdb"
+    pool = write_jsonl(tmp_path / "sub.jsonl", pool_rows(12))
+    run = [sys.executable, "-m", "rise_core.cli"]
+    proc_env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    build = subprocess.run([*run, "build", str(pool), "--index", str(index), "--model", str(env.model), *DIMS,
+                            "--batch-size", "4"], capture_output=True, text=True, timeout=300, env=proc_env)
+    assert build.returncode == 0, build.stderr
+    assert "12 added" in build.stdout and "indexing" in build.stderr  # tqdm bar on stderr
+    query = subprocess.run([*run, "query", "--index", str(index), "--text", "the doctor gave medicine", "-k", "3",
+                            "--format", "json"], capture_output=True, text=True, timeout=300, env=proc_env)
+    assert query.returncode == 0, query.stderr
+    assert len(json.loads(query.stdout)) == 3

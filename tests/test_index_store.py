@@ -1,0 +1,437 @@
+"""The DuckDB index store: round trip, exact fast ranking, filters, crash-resume, append, refusals, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import torch
+from conftest import make_lm
+from index_helpers import pool_rows, save_tiny_model, write_jsonl
+
+from rise_core.attribution import explain, query_features, rank, score_all, select, top_rows
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import RiseExtractor
+from rise_core.errors import IndexMismatchError, IndexStoreError, InputDataError
+from rise_core.index_store import RiseIndex, build_index, list_indexes
+from rise_core.ingest import read_pool
+from rise_core.models import load_model
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix, score_pool, top_k
+
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16)
+QUERY = Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket .")
+FP16_ULP = 2.0**-10  # one float16 ulp at 1.0: the largest rounding difference of a stored unit-vector entry
+
+
+@pytest.fixture(scope="module")
+def built(tiny_llama, tmp_path_factory):
+    path = tmp_path_factory.mktemp("idx") / "pool.duckdb"
+    report = build_index(path, pool_rows(24), tiny_llama, CFG, batch_size=4)
+    return path, report
+
+
+def _features_by_id(path: Path) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    with RiseIndex.open(path) as index:
+        fm, ids = index.feature_matrix(), index.samples()["id"].tolist()
+        return {i: (fm.rh[r].float(), fm.gh[r].float()) for r, i in enumerate(ids)}
+
+
+def _assert_same_features(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        for x, y in zip(a[key], b[key], strict=True):
+            assert (x - y).abs().max() <= FP16_ULP
+
+
+def test_round_trip_same_scores_as_in_memory(built, tiny_llama):
+    path, report = built
+    assert (report.n_added, report.n_already_present, report.n_skipped, report.stopped) == (24, 0, 0, False)
+    rows = pool_rows(24)
+    with RiseIndex.open(path) as index:
+        assert len(index) == 24 and index.status == "complete"
+        df = index.samples()
+        assert list(df.columns[:5]) == ["id", "text", "prompt", "completion", "label"]
+        assert {"topic", "year", "n_counted", "loss"} <= set(df.columns)
+        assert list(df.index) == list(range(24))
+        assert df["year"].dtype.kind == "i" and df["label"].dtype.kind == "i"
+        stored = index.sample("s3")
+        assert stored.text == rows[3]["text"] and stored.label == 1 and stored.meta == {"topic": "story",
+                                                                                         "year": 2003}
+        fm = index.feature_matrix()
+        assert fm is index.feature_matrix()  # cached
+        assert fm.rh.dtype == torch.float16 and fm.rh.shape == (24, CFG.k_r * CFG.k_h)
+
+        # the same features in memory, in the index's row order
+        ex = index.extractor(tiny_llama)
+        order = [int(i[1:]) for i in df["id"]]
+        feats = ex.extract([rows[i]["text"] for i in order])
+        mem = FeatureMatrix.from_features(feats)
+        assert (fm.rh.float() - mem.rh).abs().max() <= FP16_ULP
+        torch.testing.assert_close(fm.rh_norm, mem.rh_norm)
+        assert df["n_counted"].tolist() == feats.n_counted.tolist()
+
+        qfm = query_features(index, tiny_llama, [QUERY])
+        for opts in (ScoreOptions(), ScoreOptions(lambda_rh=0.2, lambda_gh=1.5, sample_norm="joint"),
+                     ScoreOptions(sample_norm="none")):
+            hits = rank(index, qfm, opts, k=5)
+            expected = score_pool(fm, qfm, opts)  # the stored features, scored by rise_core.scoring
+            idx, vals = top_k(expected.total, 5)
+            assert hits["id"].tolist() == df["id"].iloc[idx.tolist()].tolist()
+            torch.testing.assert_close(torch.tensor(hits["score"].tolist()), vals, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(torch.tensor((hits["rh"] + hits["gh"]).tolist()),
+                                       torch.tensor(hits["score"].tolist()), rtol=1e-5, atol=1e-6)
+            in_memory = score_pool(mem, qfm, opts).total[idx]  # unquantised features: fp16 rounding apart
+            torch.testing.assert_close(vals, in_memory, rtol=0, atol=5e-3 * (1 + in_memory.abs().max().item()))
+        assert list(hits.columns[:5]) == ["rank", "id", "score", "rh", "gh"]
+        assert hits["rank"].tolist() == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("mode", ["channel", "joint", "none"])
+def test_fast_top_rows_equals_dense_scoring(mode):
+    gen = torch.Generator().manual_seed(1)
+    n, d = 4000, 96
+    raw = torch.randn(n, 2 * d, generator=gen, dtype=torch.float64)
+    raw[100:130] = raw[99]  # exact ties
+    raw[200:260] = raw[199] + 1e-4 * torch.randn(60, 2 * d, generator=gen, dtype=torch.float64)  # near ties
+    rh, gh = raw[:, :d], raw[:, d:]
+    norms_rh, norms_gh = torch.rand(n, generator=gen) * 5 + 0.1, torch.rand(n, generator=gen) * 5 + 0.1
+    fm = FeatureMatrix(rh=(rh / rh.norm(dim=1, keepdim=True)).half(), gh=(gh / gh.norm(dim=1, keepdim=True)).half(),
+                       rh_norm=norms_rh.float(), gh_norm=norms_gh.float())
+    queries = fm.select([199, 5]).to(torch.float32)
+    opts = ScoreOptions(lambda_rh=0.7, lambda_gh=1.3, sample_norm=mode)
+    dense = score_pool(fm, queries, opts)
+    allowed = torch.rand(n, generator=gen) < 0.5
+    for k, mask in ((1, None), (10, None), (50, allowed), (n + 5, None)):
+        rows, scores = top_rows(fm, queries, opts, k, mask)
+        idx, vals = top_k(dense.total, k, mask)
+        torch.testing.assert_close(scores.total, vals, rtol=1e-6, atol=1e-6)
+        assert set(rows.tolist()) == set(idx.tolist()) or torch.allclose(dense.total[rows], vals, atol=1e-6)
+        if mask is not None:
+            assert mask[rows].all()
+    full = score_all(fm, queries, opts)
+    torch.testing.assert_close(full.total, dense.total, rtol=1e-6, atol=1e-6)
+
+
+def test_where_filter_and_columns(built, tiny_llama):
+    path, _ = built
+    with RiseIndex.open(path) as index:
+        assert index.columns == {"label": "BIGINT", "topic": "VARCHAR", "year": "BIGINT"}
+        qfm = query_features(index, tiny_llama, "the cat sat on the mat .")
+        hits = rank(index, qfm, k=50, where="topic = 'cats' AND year >= 2008")
+        assert len(hits) == 4 and set(hits["topic"]) == {"cats"} and (hits["year"] >= 2008).all()
+        assert len(index.samples(where="label = 1")) == 12
+        assert index.row_mask("label = 1").sum() == 12
+        sel = select(index, qfm, top_n=3, where="topic = 'finance'")
+        assert len(sel) == 3 and set(sel["topic"]) == {"finance"}
+        assert sel["score"].is_monotonic_decreasing
+        with pytest.raises(InputDataError, match=r"filter .*failed.*Columns: .*topic"):
+            rank(index, qfm, where="colour = 'red'")
+        with pytest.raises(InputDataError, match="one SQL condition"):
+            rank(index, qfm, where="1 = 1); DROP TABLE rise_samples; SELECT (1")
+        with pytest.raises(InputDataError, match="invalid filter"):
+            index.samples(where="topic = = 'x'")
+        assert len(index) == 24
+
+
+def test_select_top_n_and_fraction(built, tiny_llama):
+    path, _ = built
+    with RiseIndex.open(path) as index:
+        qfm = query_features(index, tiny_llama, [QUERY, "the stock market crashed ."])
+        everything = score_all(index.feature_matrix(), qfm)
+        best = select(index, qfm, fraction=0.25)
+        assert len(best) == 6 and best["score"].is_monotonic_decreasing
+        torch.testing.assert_close(torch.tensor(best["score"].tolist()),
+                                   torch.sort(everything.total, descending=True).values[:6])
+        assert len(select(index, qfm, top_n=100)) == 24
+        with pytest.raises(InputDataError, match="exactly one"):
+            select(index, qfm)
+        with pytest.raises(InputDataError, match="fraction"):
+            select(index, qfm, fraction=1.5)
+
+
+def test_explanation_sums_to_channel_scores(built, tiny_llama):
+    path, _ = built
+    with RiseIndex.open(path) as index:
+        qfm = query_features(index, tiny_llama, [QUERY])
+        hits = rank(index, qfm, k=2)
+        for _, hit in hits.iterrows():
+            ex_attr, q_attr = explain(index, tiny_llama, hit["id"], QUERY, qfm)
+            assert sum(ex_attr.rh) == pytest.approx(hit["rh"], abs=2e-3)
+            assert sum(ex_attr.gh) == pytest.approx(hit["gh"], abs=2e-3)
+            assert sum(q_attr.total) == pytest.approx(hit["score"], abs=2e-3)
+            assert len(ex_attr.tokens) == len(ex_attr.rh)
+        with pytest.raises(InputDataError, match="no sample with id"):
+            explain(index, tiny_llama, "nope", QUERY, qfm)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")
+
+
+CRASH_SCRIPT = r"""
+import os, signal, sys
+from rise_core.config import RiseConfig
+from rise_core.index_store import RiseIndex, build_index
+from rise_core.models import load_model
+
+model_dir, pool, index_path, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+original = RiseIndex._insert_prepared
+calls = {"n": 0}
+
+def insert_then_die(self, batch):
+    calls["n"] += 1
+    original(self, batch)  # inside the batch transaction, not yet committed
+    if calls["n"] == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+RiseIndex._insert_prepared = insert_then_die
+lm = load_model(model_dir, dtype="float64")
+build_index(index_path, pool, lm, RiseConfig(k_r=16, k_h=8, k_g=16), batch_size=4)
+"""
+
+
+def test_resume_after_sigkill(tmp_path, model_dir, tiny_llama):
+    pool = write_jsonl(tmp_path / "pool.jsonl", pool_rows(24))
+    index_path = tmp_path / "crash.duckdb"
+    proc = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(model_dir), str(pool), str(index_path), "3"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.returncode == -9, proc.stderr
+    with RiseIndex.open(index_path) as index:  # only the two committed batches survive
+        assert len(index) == 8 and index.status == "building"
+        assert len(index.feature_matrix()) == 8
+
+    lm = load_model(str(model_dir), dtype="float64")
+    assert lm.fingerprint() == tiny_llama.fingerprint()
+    report = build_index(index_path, pool, lm, batch_size=4)
+    assert (report.n_added, report.n_already_present) == (16, 8)
+    with RiseIndex.open(index_path) as index:
+        assert len(index) == 24 and index.status == "complete"
+    con = duckdb.connect(str(index_path), read_only=True)
+    assert con.execute("SELECT count(*), count(DISTINCT id) FROM rise_samples").fetchone() == (24, 24)
+    con.close()
+
+    fresh = tmp_path / "fresh.duckdb"
+    build_index(fresh, pool, tiny_llama, CFG, batch_size=4)
+    _assert_same_features(_features_by_id(index_path), _features_by_id(fresh))
+
+
+def test_stop_and_resume_with_progress(tmp_path, tiny_llama):
+    path = tmp_path / "stop.duckdb"
+    calls: list[tuple[int, int]] = []
+    report = build_index(path, pool_rows(20), tiny_llama, CFG, batch_size=4,
+                         progress=lambda d, t: calls.append((d, t)), should_stop=lambda: len(calls) >= 2)
+    assert report.stopped and report.n_added == 4 and calls == [(0, 20), (4, 20)]
+    with RiseIndex.open(path) as index:
+        assert index.status == "building" and len(index) == 4
+    calls.clear()
+    report = build_index(path, pool_rows(20), tiny_llama, batch_size=4, progress=lambda d, t: calls.append((d, t)))
+    assert not report.stopped and (report.n_added, report.n_already_present) == (16, 4)
+    assert calls[0] == (0, 16) and calls[-1] == (16, 16)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    with RiseIndex.open(path) as index:
+        assert index.status == "complete" and len(index) == 20
+
+
+def test_append_equals_full_rebuild(tmp_path, tiny_llama):
+    rows = pool_rows(36)
+    appended, full = tmp_path / "appended.duckdb", tmp_path / "full.duckdb"
+    build_index(appended, rows[:20], tiny_llama, CFG, batch_size=4)
+    reader = RiseIndex.open(appended)  # a reader kept open in this process across the append
+    before = reader.feature_matrix()
+    old_rh = before.rh.clone()
+    report = build_index(appended, rows[12:], tiny_llama, batch_size=4)  # overlaps 8 rows already present
+    assert (report.n_added, report.n_already_present, report.n_total) == (16, 8, 36)
+    after = reader.feature_matrix()  # reconnects, loads only the new rows
+    assert len(after) == 36 and torch.equal(after.rh[:20], old_rh)
+    assert len(reader) == 36
+    reader.close()
+    build_index(full, rows, tiny_llama, CFG, batch_size=4)
+    _assert_same_features(_features_by_id(appended), _features_by_id(full))
+
+
+def test_centring_mean_fixed_at_first_build(tmp_path, tiny_llama):
+    cfg = CFG.replace(center_hidden=True)
+    path = tmp_path / "centred.duckdb"
+    rows = pool_rows(16)
+    build_index(path, rows[:8], tiny_llama, cfg, batch_size=4)
+    with RiseIndex.open(path) as index:
+        mean = index._hidden_mean.clone()
+        assert index.manifest.has_hidden_mean
+    fitted = RiseExtractor(tiny_llama, cfg).fit_hidden_mean([r["text"] for r in rows[:8]], batch_size=4)
+    torch.testing.assert_close(mean, fitted.double().cpu())
+    build_index(path, rows[8:], tiny_llama, batch_size=4)
+    with RiseIndex.open(path) as index:
+        assert torch.equal(index._hidden_mean, mean) and len(index) == 16
+        assert torch.equal(index.extractor(tiny_llama).hidden_mean.cpu().double(), mean)
+
+
+def test_mismatched_config_or_model_refused(built, tiny_llama):
+    path, _ = built
+    size = path.stat().st_size
+    with pytest.raises(IndexMismatchError, match=r"k_r: index 16, requested 32.*seq_len: index 512, requested 64"):
+        build_index(path, pool_rows(4, start=100), tiny_llama, CFG.replace(k_r=32, seq_len=64))
+    other = make_lm("gpt-neox")
+    with pytest.raises(IndexMismatchError, match=r"model 'tiny-llama' \(fingerprint [0-9a-f]+\).*'tiny-gpt-neox'"):
+        build_index(path, pool_rows(4, start=100), other)
+    with RiseIndex.open(path) as index:
+        with pytest.raises(IndexMismatchError, match="fingerprint"):
+            index.extractor(other)
+        with pytest.raises(IndexMismatchError, match="fingerprint"):
+            query_features(index, other, "the cat")
+        assert len(index) == 24
+    assert path.stat().st_size == size
+
+
+def test_changed_text_under_an_existing_id_refused(built, tiny_llama):
+    path, _ = built
+    rows = pool_rows(2)
+    rows[1]["text"] = "the dog sat on the moon ."
+    with pytest.raises(InputDataError, match="'s1' .*already in .*different text"):
+        build_index(path, rows, tiny_llama)
+    with RiseIndex.open(path) as index:
+        assert len(index) == 24
+
+
+def test_query_longer_than_seq_len_and_truncated_pool_rows(tmp_path, tiny_llama):
+    cfg = CFG.replace(seq_len=8)
+    rows = [{"id": "short", "text": "the cat sat ."},
+            {"id": "long", "text": "the cat sat on the mat and the dog sat on the blanket ."},
+            {"id": "late", "prompt": "the cat sat on the mat and the dog", "completion": "sat ."},
+            {"id": "empty", "text": "  "}]
+    path = tmp_path / "short.duckdb"
+    report = build_index(path, rows, tiny_llama, cfg)
+    assert (report.n_added, report.n_truncated, report.n_skipped) == (2, 1, 2)
+    reasons = dict(report.skipped)
+    assert "no counted token" in reasons[3] and "empty text" in reasons[4]
+    with RiseIndex.open(path) as index:
+        assert index.samples().set_index("id").loc["long", "truncated"]
+        with pytest.raises(InputDataError, match=r"the query has 15 tokens; this index counts at most seq_len=8"):
+            query_features(index, tiny_llama, rows[1]["text"])
+        with pytest.raises(InputDataError, match=r"query 2 has"):
+            query_features(index, tiny_llama, ["the cat", rows[1]["text"]])
+        assert len(query_features(index, tiny_llama, ["the cat sat ."])) == 1
+
+
+def test_bad_pool_leaves_index_intact(built, tiny_llama, tmp_path):
+    path, _ = built
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"text": "caf\xe9"}\n')
+    blank = write_jsonl(tmp_path / "blank.jsonl", [{"text": ""}, {"text": " "}])
+    dups = write_jsonl(tmp_path / "dups.jsonl", [{"id": "x", "text": "the cat"}, {"id": "x", "text": "the dog"}])
+    for bad, message in ((empty, "empty"), (latin, "UTF-8"), (blank, r"no usable rows \(2 skipped"),
+                         (dups, "duplicate ids")):
+        with pytest.raises(InputDataError, match=message):
+            build_index(path, bad, tiny_llama)
+    with pytest.raises(InputDataError, match="missing field"):
+        build_index(path, blank, tiny_llama, fields={"text": "body"})
+    with RiseIndex.open(path) as index:
+        assert len(index) == 24 and index.status == "complete"
+
+
+def test_bad_index_files(tmp_path, built, tiny_llama):
+    with pytest.raises(IndexStoreError, match="no index at"):
+        RiseIndex.open(tmp_path / "missing.duckdb")
+    with pytest.raises(IndexStoreError, match="is a directory"):
+        RiseIndex.open(tmp_path)
+    text_file = tmp_path / "notes.duckdb"
+    text_file.write_text("hello " * 1000)
+    with pytest.raises(IndexStoreError, match="not a DuckDB database file"):
+        RiseIndex.open(text_file)
+    foreign = tmp_path / "foreign.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE people (name VARCHAR)")
+    con.close()
+    with pytest.raises(IndexStoreError, match="DuckDB database but not a RISE index"):
+        RiseIndex.open(foreign)
+    corrupted = tmp_path / "corrupted.duckdb"
+    corrupted.write_bytes(built[0].read_bytes())
+    data = bytearray(corrupted.read_bytes())
+    data[12288:] = bytes(len(data) - 12288)  # keep DuckDB's headers, zero every block
+    corrupted.write_bytes(bytes(data))
+    with pytest.raises(IndexStoreError, match="corrupted|not a"):
+        with RiseIndex.open(corrupted) as index:
+            index.feature_matrix()
+    for bad in (text_file, foreign, corrupted):  # building into them refuses and leaves them as they were
+        before = bad.read_bytes()
+        with pytest.raises(IndexStoreError):
+            build_index(bad, pool_rows(4), tiny_llama, CFG)
+        assert bad.read_bytes() == before
+
+
+def test_missing_or_read_only_directory(tmp_path, tiny_llama):
+    with pytest.raises(IndexStoreError, match="does not exist; create it first"):
+        build_index(tmp_path / "nope" / "x.duckdb", pool_rows(4), tiny_llama, CFG)
+    if os.geteuid() != 0:
+        read_only = tmp_path / "ro"
+        read_only.mkdir()
+        read_only.chmod(0o555)
+    else:  # root ignores permission bits; sysfs refuses new files even to root
+        read_only = Path("/sys")
+        if not read_only.is_dir() or os.access(read_only, os.W_OK) and _can_create(read_only):
+            pytest.skip("no read-only directory available")
+    with pytest.raises(IndexStoreError, match="permission denied|not writable"):
+        build_index(read_only / "x.duckdb", pool_rows(4), tiny_llama, CFG)
+
+
+def _can_create(directory: Path) -> bool:
+    try:
+        (directory / ".rise_probe").touch()
+    except OSError:
+        return False
+    (directory / ".rise_probe").unlink()
+    return True
+
+
+def test_overwrite_list_and_info(tmp_path, tiny_llama):
+    path = tmp_path / "a.duckdb"
+    build_index(path, pool_rows(6), tiny_llama, CFG)
+    with pytest.raises(IndexStoreError, match="already exists"):
+        RiseIndex.create(path, tiny_llama, CFG)
+    build_index(path, pool_rows(4, start=50), tiny_llama, CFG.replace(k_r=8), overwrite=True)
+    (tmp_path / "junk.duckdb").write_text("x" * 5000)
+    listed = list_indexes(tmp_path)
+    assert [Path(r["path"]).name for r in listed] == ["a.duckdb", "junk.duckdb"]
+    assert listed[0]["n_samples"] == 4 and listed[0]["dims"] == [8, 8, 16] and listed[0]["status"] == "complete"
+    assert "not a DuckDB database" in listed[1]["error"]
+    with RiseIndex.open(path) as index:
+        info = index.info()
+        assert info["size_bytes"] == index.size_bytes() > 0
+        assert info["config"]["k_r"] == 8 and info["seeds"] == {"r": 42, "h": 43, "g": 44}
+        assert info["model_fingerprint"] == tiny_llama.fingerprint()
+        json.dumps(info)
+
+
+def test_pool_from_reader_keeps_row_numbers(tmp_path, tiny_llama):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"text": "the cat sat ."}, {"text": ""}, {"text": " "}])
+    report = build_index(tmp_path / "r.duckdb", read_pool(pool), tiny_llama, CFG)
+    assert report.n_added == 1 and [r for r, _ in report.skipped] == [2, 3] and report.n_rows == 3
+
+
+def test_metadata_columns_typed_and_widened_on_append(tmp_path, tiny_llama):
+    path = tmp_path / "meta.duckdb"
+    first = [{"id": "a", "text": "the cat sat .", "label": "pos", "year": 2001, "score": 0.5, "tags": ["x"]},
+             {"id": "b", "text": "the dog sat .", "label": "neg", "year": 2002, "Text": "shadow"}]
+    build_index(path, first, tiny_llama, CFG)
+    with RiseIndex.open(path) as index:
+        assert index.columns == {"label": "VARCHAR", "year": "BIGINT", "meta_score": "DOUBLE", "tags": "JSON",
+                                 "meta_Text": "VARCHAR"}
+        assert index.samples(where="year > 2001")["id"].tolist() == ["b"]
+        assert index.samples(where="meta_score = 0.5")["id"].tolist() == ["a"]
+    build_index(path, [{"id": "c", "text": "the moon .", "label": "pos", "year": "unknown", "source": "web"}],
+                tiny_llama)
+    with RiseIndex.open(path) as index:
+        cols = index.columns
+        assert cols["year"] == "VARCHAR" and cols["source"] == "VARCHAR"
+        df = index.samples().set_index("id")
+        assert df.loc["a", "year"] == "2001" and df.loc["c", "year"] == "unknown" and df.loc["c", "source"] == "web"
+        assert index.samples(where="label = 'pos'")["id"].tolist() == ["a", "c"]
+        assert index.sample("a").meta == {"year": 2001, "score": 0.5, "tags": ["x"]}

@@ -1,0 +1,185 @@
+"""Reading pools: formats, field maps, metadata, ids, and every kind of bad input with a clear message."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from rise_core.errors import InputDataError
+from rise_core.ingest import FieldMap, PoolData, coerce_pool, read_pool, read_table, stable_id
+from rise_core.samples import Sample
+
+
+def _jsonl(tmp_path, rows, name="pool.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("columns", "expected"),
+    [
+        (["text", "id"], FieldMap(text="text", prompt=None, completion=None, id="id", label=None)),
+        (["prompt", "completion", "label"], FieldMap(text=None, prompt="prompt", completion="completion", id=None,
+                                                     label="label")),
+        (["instruction", "input", "output"], FieldMap(text=None, prompt="instruction", completion="output", id=None,
+                                                      label=None)),
+        (["Question", "Answer", "ID"], FieldMap(text=None, prompt="Question", completion="Answer", id="ID",
+                                                label=None)),
+        (["content", "response"], FieldMap(text="content", prompt=None, completion=None, id=None, label=None)),
+    ],
+)
+def test_field_map_guess(columns, expected):
+    assert FieldMap.guess(columns) == expected
+
+
+def test_field_map_guess_with_given_names_and_failure():
+    fm = FieldMap.guess(["body", "id", "label"], text="body")
+    assert (fm.text, fm.id, fm.label) == ("body", "id", "label")
+    fm = FieldMap.guess(["q", "a", "instruction"], completion="a")
+    assert (fm.prompt, fm.completion) == ("instruction", "a")
+    with pytest.raises(InputDataError, match=r"--text-field.*"):
+        FieldMap.guess(["foo", "bar"])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+def test_read_formats_keep_metadata(tmp_path, fmt):
+    rows = [{"id": 1, "text": "the cat sat", "label": 1, "topic": "cats", "year": 2020},
+            {"id": 2, "text": "the dog", "label": 0, "topic": "dogs", "year": 2021}]
+    path = tmp_path / f"pool.{fmt}"
+    df = pd.DataFrame(rows)
+    if fmt == "jsonl":
+        df.to_json(path, orient="records", lines=True)
+    elif fmt == "json":
+        df.to_json(path, orient="records")
+    elif fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        df.to_parquet(path, index=False)
+    pool = read_pool(path)
+    assert [s.id for s in pool.samples] == ["1", "2"]
+    assert pool.samples[0].text == "the cat sat" and pool.samples[0].label == 1
+    assert pool.samples[0].meta == {"topic": "cats", "year": 2020}
+    assert isinstance(pool.samples[1].meta["year"], int)
+    assert pool.n_rows == 2 and not pool.skipped
+
+
+def test_read_from_bytes_and_file_object():
+    data = b'{"text": "the cat"}\n\n{"text": "the dog"}\n'
+    assert len(read_table(data, fmt="jsonl")) == 2
+    pool = read_pool(io.BytesIO(data), fmt="jsonl")
+    assert [s.text for s in pool.samples] == ["the cat", "the dog"]
+
+
+def test_csv_cells_stay_verbatim_and_metadata_is_typed(tmp_path):
+    path = tmp_path / "pool.csv"
+    path.write_text("id,text,score,flag,code\n007,42,1.5,true,x1\n008,the cat,,false,x2\n", encoding="utf-8")
+    pool = read_pool(path)
+    assert [s.id for s in pool.samples] == ["007", "008"]
+    assert pool.samples[0].text == "42"
+    assert pool.samples[0].meta == {"score": 1.5, "flag": True, "code": "x1"}
+    assert pool.samples[1].meta == {"flag": False, "code": "x2"}
+
+
+def test_prompt_completion_pool(tmp_path):
+    path = _jsonl(tmp_path, [{"instruction": "what ?", "output": "the cat", "source": "a"},
+                             {"instruction": "", "output": "the dog", "source": "b"}])
+    pool = read_pool(path)
+    assert pool.samples[0] == Sample(prompt="what ?", completion="the cat", id=pool.samples[0].id)
+    assert pool.samples[1].prompt is None and pool.samples[1].completion == "the dog"
+    assert pool.samples[0].meta == {"source": "a"}
+
+
+def test_rows_without_id_get_stable_content_ids(tmp_path):
+    path = _jsonl(tmp_path, [{"text": "the cat"}, {"text": "the dog"}, {"text": "the cat"}])
+    pool = read_pool(path)
+    assert [s.id for s in pool.samples] == [stable_id(Sample(text="the cat")), stable_id(Sample(text="the dog"))]
+    assert pool.skipped == [(3, "duplicate of row 1 (same text, no id)")]
+    assert read_pool(path).samples[0].id == pool.samples[0].id  # stable across reads
+
+
+def test_empty_text_rows_are_skipped_and_reported(tmp_path):
+    path = _jsonl(tmp_path, [{"text": "the cat"}, {"text": ""}, {"text": "   "}, {"text": None}, {"other": 1},
+                             {"text": ["a", "list"]}])
+    pool = read_pool(path, FieldMap(text="text"))
+    assert len(pool.samples) == 1
+    assert [r for r, _ in pool.skipped] == [2, 3, 4, 5, 6]
+    assert "empty text" in pool.skipped[0][1] and "list" in pool.skipped[-1][1]
+    assert pool.n_rows == 6
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+def test_empty_file(tmp_path, content):
+    path = tmp_path / "pool.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(InputDataError, match="empty"):
+        read_pool(path)
+
+
+def test_csv_with_header_only(tmp_path):
+    path = tmp_path / "pool.csv"
+    path.write_text("id,text\n", encoding="utf-8")
+    with pytest.raises(InputDataError, match="no rows"):
+        read_pool(path)
+
+
+def test_missing_field_lists_columns(tmp_path):
+    path = _jsonl(tmp_path, [{"body": "the cat", "id": 1}])
+    with pytest.raises(InputDataError, match=r"missing field 'text'.*\['body', 'id'\].*--text-field"):
+        read_pool(path, FieldMap(text="text"))
+    with pytest.raises(InputDataError, match=r"missing field 'uid' \(id\)"):
+        read_pool(path, {"text": "body", "id": "uid"})
+    assert read_pool(path).samples[0].text == "the cat"  # "body" is guessed
+    with pytest.raises(InputDataError, match="cannot tell which column"):
+        read_pool(_jsonl(tmp_path, [{"words": "the cat"}], "other.jsonl"))
+
+
+def test_non_utf8_bytes(tmp_path):
+    path = tmp_path / "pool.jsonl"
+    path.write_bytes(b'{"text": "the cat"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(InputDataError, match=r"not valid UTF-8.*line 2.*iconv"):
+        read_pool(path)
+    csv_path = tmp_path / "pool.csv"
+    csv_path.write_bytes(b"text\nthe cat\ncaf\xe9\n")
+    with pytest.raises(InputDataError, match="line 3"):
+        read_pool(csv_path)
+
+
+def test_invalid_json_line(tmp_path):
+    path = tmp_path / "pool.jsonl"
+    path.write_text('{"text": "the cat"}\n{"text": oops}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(InputDataError, match="line 2 is not valid JSON"):
+        read_pool(path)
+    path.write_text('{"text": "the cat"}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(InputDataError, match="line 2 is a JSON list"):
+        read_pool(path)
+
+
+def test_duplicate_ids_refused(tmp_path):
+    path = _jsonl(tmp_path, [{"id": "a", "text": "the cat"}, {"id": "b", "text": "the dog"},
+                             {"id": "a", "text": "the moon"}])
+    with pytest.raises(InputDataError, match=r"duplicate ids 'a' \(rows 1, 3\)"):
+        read_pool(path)
+    with pytest.raises(InputDataError, match="duplicate ids"):
+        coerce_pool([Sample(text="x", id="1"), Sample(text="y", id="1")])
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    with pytest.raises(InputDataError, match="extension"):
+        read_pool(tmp_path / "pool.txt")
+    with pytest.raises(InputDataError, match="no such file"):
+        read_pool(tmp_path / "missing.jsonl")
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(InputDataError, match="Parquet"):
+        read_pool(bad)
+
+
+def test_coerce_pool_from_samples():
+    pool = coerce_pool(["the cat", {"text": "the dog", "id": 7}, Sample(prompt="p", completion="c")])
+    assert isinstance(pool, PoolData)
+    assert pool.samples[1].id == "7"
+    assert all(s.id for s in pool.samples)
