@@ -1,7 +1,34 @@
-"""RISE explorer home page (placeholder until the explorer lands)."""
+"""RISE explorer, Home: what RISE is, the indexes present, and a one-click demo on the embedded default model."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.set_page_config(page_title="RISE attribution explorer", layout="wide")
-st.title("RISE attribution explorer")
-st.write("Forward-only training-data attribution: which training examples drive a generation.")
+import explorer_ui as ui
+from rise_core.ui_support import DEMO_ROWS
+
+s = ui.page("RISE attribution explorer", ":material/explore:")
+st.markdown(
+    "RISE traces what a language model says back to the training examples that shaped it, using forward passes "
+    "only: each token's LM-head gradient is the outer product of its prediction residual and its final hidden "
+    "state, which RISE sketches into a small per-example signature. Two channels score each example: "
+    "**RH** (lexical, which tokens were predicted) and **GH** (semantic, in embedding space)."
+)
+
+st.subheader("Indexes")
+with ui.friendly("list the indexes"):
+    overview = ui.index_overview(s.index_dir)
+    if len(overview):
+        st.dataframe(overview, hide_index=True)
+    else:
+        st.caption(f"No index in `{s.index_dir}` yet.")
+
+st.subheader("One-click demo")
+st.write(f"Builds (or reuses) an index of the first {DEMO_ROWS} rows of a bundled pool (the Howdy! backdoor pool: "
+         f"~9% of its rows carry the trigger) with `{s.model_id}`, then opens Attribute with a trigger query. "
+         "The first run takes a few minutes on a laptop CPU (it loads the model and indexes the slice); later runs "
+         "reuse the index.")
+if st.button("Run the demo", type="primary", key="demo", icon=":material/play_arrow:"):
+    with ui.friendly("start the demo"):
+        ui.start_demo(s)
+ui.finish_demo()

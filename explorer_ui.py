@@ -1,0 +1,401 @@
+"""Streamlit glue shared by the explorer's pages: settings, cached models and indexes, session state, friendly errors.
+
+Everything that is not Streamlit-specific lives in `rise_core` (see `rise_core.ui_support`); this module is the
+only place that caches resources (`st.cache_resource`) and the only place that turns exceptions into messages.
+
+Configuration (environment variables):
+    RISE_MODEL      model for new indexes and the demo: hub id, local path, or the embedded default (the default)
+    RISE_INDEX_DIR  where indexes live (default ./indexes)
+    RISE_DATA_DIR   where bundled pools live (default: the repository's data/ directory)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rise_core.config import PRESETS, RiseConfig, ScoreOptions
+from rise_core.default_model import DEFAULT_MODEL_ID
+from rise_core.errors import (
+    ConfigError,
+    IndexMismatchError,
+    IndexStoreError,
+    InputDataError,
+    ModelLoadError,
+    RiseError,
+)
+from rise_core.ingest import FieldMap
+from rise_core.models import LoadedModel, load_model
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix
+from rise_core.ui_support import BuildJob, IndexRegistry, format_bytes
+
+logger = logging.getLogger("rise.explorer")
+
+ROOT = Path(__file__).resolve().parent
+PAGES = {
+    "home": "app.py",
+    "build": "pages/1_Build_index.py",
+    "attribute": "pages/2_Attribute.py",
+    "compare": "pages/3_Compare_BM25.py",
+    "select": "pages/4_Select_data.py",
+    "evaluate": "pages/5_Evaluate.py",
+    "diagnostics": "pages/6_Diagnostics.py",
+}
+# Session-state defaults of the widgets that keep their value across pages (persist_state="session").
+DEFAULTS: dict[str, Any] = {
+    "query_prompt": "",
+    "query_completion": "",
+    "lambda_rh": ScoreOptions().lambda_rh,
+    "lambda_gh": ScoreOptions().lambda_gh,
+    "sample_norm": ScoreOptions().sample_norm,
+    "top_k": 10,
+    "where": "",
+}
+MAX_CACHED_QUERIES = 16
+
+HINTS = {
+    ModelLoadError: "Check the model id or path: a local Hugging Face checkpoint directory, a hub id (needs network "
+    f"access), or '{DEFAULT_MODEL_ID}' for the embedded default.",
+    IndexMismatchError: "Use the model this index was built with, or build a new index for this model.",
+    IndexStoreError: "Pick another index on the left, or rebuild this one on the Build index page.",
+    InputDataError: "Check the input: the text fields, the file format and the field mapping.",
+    ConfigError: "Fix the value and try again.",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    model_id: str
+    index_dir: Path
+    data_dir: Path
+
+
+def settings() -> Settings:
+    """Read the configuration from the environment (on every run, so tests can change it)."""
+    return Settings(
+        model_id=os.environ.get("RISE_MODEL") or DEFAULT_MODEL_ID,
+        index_dir=Path(os.environ.get("RISE_INDEX_DIR") or "indexes").expanduser(),
+        data_dir=Path(os.environ.get("RISE_DATA_DIR") or ROOT / "data").expanduser(),
+    )
+
+
+# --- page scaffolding -----------------------------------------------------------------------------------------------
+
+
+def page(title: str, icon: str = ":material/search:") -> Settings:
+    """Page config, session-state defaults and the title; returns the settings."""
+    st.set_page_config(page_title=f"{title} · RISE", page_icon=icon, layout="wide")
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+    st.title(f"{icon} {title}")
+    return settings()
+
+
+@contextmanager
+def friendly(action: str, stop: bool = False) -> Iterator[None]:
+    """Show errors raised inside the block as a message saying what to do, never as a traceback.
+
+    With `stop`, the page ends after the message (for steps the rest of the page depends on)."""
+    try:
+        yield
+    except RiseError as exc:
+        hint = next((h for cls, h in HINTS.items() if isinstance(exc, cls)), "")
+        st.error(f"**Could not {action}.** {exc}" + (f"\n\n{hint}" if hint else ""), icon=":material/warning:")
+    except Exception as exc:  # noqa: BLE001 - unexpected: log the traceback for developers, show a message
+        logger.exception("unexpected error while trying to %s", action)
+        st.error(f"**Could not {action}:** unexpected {type(exc).__name__}: {exc}\n\n"
+                 "This looks like a bug; the details are in the server log. Try again, or reload the page.",
+                 icon=":material/bug_report:")
+    else:
+        return
+    if stop:
+        st.stop()
+
+
+# --- cached resources -----------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Loading the model (the embedded default takes up to a minute the first time)…",
+                   max_entries=3)
+def load_lm(model_id: str) -> LoadedModel:
+    return load_model(model_id)
+
+
+@st.cache_resource
+def registry() -> IndexRegistry:
+    """Open indexes and running builds, shared by every session of this server."""
+    return IndexRegistry()
+
+
+def open_index(path: str | Path) -> Any:
+    return registry().open(path)
+
+
+def model_for(index: Any) -> LoadedModel:
+    """The model an index was built with (its features are only comparable with that model's)."""
+    return load_lm(index.manifest.model_id)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Indexing the pool for BM25…")
+def _bm25(path: str, stamp: str) -> Any:
+    from rise_core.baselines import BM25Scorer
+    from rise_core.ui_support import samples_from_frame
+
+    scorer = BM25Scorer()
+    scorer.fit(samples_from_frame(open_index(path).samples()))
+    return scorer
+
+
+def bm25_for(path: str | Path) -> Any:
+    """A BM25 scorer fitted on the index's pool, in `samples()` order (cached until the index changes)."""
+    index = open_index(path)
+    return _bm25(str(path), f"{index.manifest.updated_at}:{len(index)}")
+
+
+def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
+    """Indexes in the directory (empty when it does not exist yet)."""
+    from rise_core.index_store import list_indexes as _list
+
+    if not index_dir.is_dir():
+        return []
+    return [dict(entry, path=str(entry["path"])) for entry in _list(index_dir)]
+
+
+def index_overview(index_dir: Path) -> pd.DataFrame:
+    """One row per index for the Home page: model, pool size, dims, size on disk, build status."""
+    rows = []
+    for e in list_indexes(index_dir):
+        job = registry().job(e["path"])
+        if job is not None and job.running:
+            status = f"building now ({job.done}/{job.total or '?'})"
+        elif "error" in e:
+            status = f"unreadable: {e['error']}"
+        else:
+            status = e.get("status")
+        rows.append({"index": Path(e["path"]).name, "model": e.get("model_id"), "pool size": e.get("n_samples"),
+                     "dims (K_r, K_h, K_g)": ", ".join(map(str, e["dims"])) if e.get("dims") else None,
+                     "size on disk": format_bytes(e["size_bytes"]) if e.get("size_bytes") else None,
+                     "build status": status})
+    return pd.DataFrame(rows)
+
+
+def index_picker() -> str | None:
+    """The sidebar's index selector (shared by the pages); None, with a hint, when there is no index yet."""
+    s = settings()
+    with friendly("list the indexes"):
+        entries = [e for e in list_indexes(s.index_dir) if "error" not in e]
+        paths = [e["path"] for e in entries]
+        if not paths:
+            st.info(f"No index in `{s.index_dir}` yet. Build one on the Build index page, or run the demo on Home.")
+            st.page_link(PAGES["build"], label="Build an index", icon=":material/construction:")
+            return None
+        if st.session_state.get("index_path") not in paths:
+            st.session_state["index_path"] = paths[0]
+        by_path = {e["path"]: e for e in entries}
+        chosen = st.sidebar.selectbox(
+            "Index", paths, key="index_path", persist_state="session",
+            format_func=lambda p: f"{Path(p).name} ({by_path[p].get('n_samples', '?')} samples)",
+            help=f"Indexes found in {s.index_dir} (set RISE_INDEX_DIR to look elsewhere).",
+        )
+        entry = by_path[chosen]
+        st.sidebar.caption(f"Model: `{entry.get('model_id')}` · {format_bytes(entry.get('size_bytes'))} · "
+                           f"{entry.get('status')}")
+        return chosen
+    return None
+
+
+def score_options() -> ScoreOptions:
+    return ScoreOptions(lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
+                        sample_norm=st.session_state["sample_norm"])
+
+
+def score_controls() -> ScoreOptions:
+    """λ_rh / λ_gh sliders and the per-sample normalisation: moving them rescores without running the model."""
+    help_ = {f.name: f.metadata.get("help") for f in dataclasses.fields(ScoreOptions)}
+    st.slider("λ_rh (lexical)", 0.0, 2.0, step=0.05, key="lambda_rh", persist_state="session", help=help_["lambda_rh"])
+    st.slider("λ_gh (semantic)", 0.0, 2.0, step=0.05, key="lambda_gh", persist_state="session", help=help_["lambda_gh"])
+    st.selectbox("Per-sample normalisation", ["channel", "joint", "none"], key="sample_norm", persist_state="session",
+                help=help_["sample_norm"])
+    return score_options()
+
+
+def query_inputs(path: str) -> None:
+    """The query's prompt, a button to let the index's model generate the continuation, and the generation."""
+    st.text_area("Prompt", key="query_prompt", persist_state="session", height=80,
+                 help="The instruction or context the generation answers (optional).")
+    if st.button("Generate the continuation with the model", key="generate", icon=":material/auto_awesome:",
+                 help="Greedy decoding (48 new tokens) with the index's model, through its chat template."):
+        with friendly("generate a continuation"):
+            from rise_core.ui_support import generate_continuation
+
+            lm = model_for(open_index(path))
+            with st.spinner("Generating…"):
+                st.session_state["query_completion"] = generate_continuation(lm, st.session_state["query_prompt"])
+    st.text_area("Generation (the query to attribute)", key="query_completion", persist_state="session", height=100,
+                 help="The model output whose training-data sources you want; its tokens are the ones that count.")
+
+
+def query_sample() -> Sample | None:
+    """The typed query as a sample (prompt + generation); a warning and None when the generation is empty."""
+    prompt = (st.session_state.get("query_prompt") or "").strip()
+    completion = (st.session_state.get("query_completion") or "").strip()
+    if not completion:
+        st.warning("Type the generation to attribute (or let the model generate it from the prompt).")
+        return None
+    return Sample(prompt=prompt or None, completion=completion, id="query")
+
+
+def query_features(index: Any, lm: LoadedModel, queries: list[Sample]) -> FeatureMatrix:
+    """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model."""
+    from rise_core import attribution
+
+    cache: dict[tuple, FeatureMatrix] = st.session_state.setdefault("_query_features", {})
+    m = index.manifest
+    key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(),
+           tuple((q.prompt, q.completion, q.text) for q in queries))
+    if key not in cache:
+        with st.spinner("Running the model on the query…"):
+            cache[key] = attribution.query_features(index, lm, queries)
+        while len(cache) > MAX_CACHED_QUERIES:
+            cache.pop(next(iter(cache)))
+    return cache[key]
+
+
+# --- building ---
+
+FIELD_NAMES = ("text", "prompt", "completion", "id", "label")
+NO_COLUMN = "(none)"
+
+
+def field_mapping(df: pd.DataFrame) -> FieldMap:
+    """Selectboxes mapping an uploaded table's columns onto the sample fields, prefilled with a guess."""
+    columns = [NO_COLUMN, *map(str, df.columns)]
+    try:
+        guess = FieldMap.guess(list(df.columns))
+    except InputDataError:  # no recognisable text column: the user maps it
+        guess = FieldMap(text=None, prompt=None, completion=None, id=None, label=None)
+    st.markdown("**Field mapping**: the column with the text (or the prompt and the completion), the id and the label.")
+    cols = st.columns(len(FIELD_NAMES))
+    picked = {}
+    for col, name in zip(cols, FIELD_NAMES, strict=True):
+        current = getattr(guess, name) or NO_COLUMN
+        picked[name] = col.selectbox(name, columns, index=columns.index(current) if current in columns else 0,
+                                     key=f"map_{name}")
+    return FieldMap(**{k: (None if v == NO_COLUMN else v) for k, v in picked.items()})
+
+
+def _apply_preset() -> None:
+    for name, value in PRESETS[st.session_state["build_preset"]].to_dict().items():
+        st.session_state[f"cfg_{name}"] = value
+
+
+def config_form() -> RiseConfig:
+    """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
+    helps = RiseConfig.field_help()
+    for name, value in RiseConfig().to_dict().items():
+        st.session_state.setdefault(f"cfg_{name}", value)
+    with st.expander("RISE hyperparameters (hover a field for what it does)"):
+        st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index("default"), key="build_preset",
+                     on_change=_apply_preset, help="'paper': the paper's exact recipe; 'default': this project's.")
+        cols = st.columns(4)
+        for i, (name, default) in enumerate(RiseConfig().to_dict().items()):
+            col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}
+            if isinstance(default, bool):
+                col.checkbox(name, key=key, **kw)
+            elif name == "counted_positions":
+                col.selectbox(name, ["completion", "all"], key=key, **kw)
+            elif isinstance(default, float):
+                col.number_input(name, key=key, format="%.3f", **kw)
+            else:
+                col.number_input(name, step=1, key=key, **kw)
+    return RiseConfig(**{name: st.session_state[f"cfg_{name}"] for name in RiseConfig().to_dict()})
+
+
+# --- builds ---------------------------------------------------------------------------------------------------------
+
+
+def start_build(job: BuildJob) -> BuildJob:
+    return registry().start_build(job)
+
+
+def show_build(path: str | Path | None) -> BuildJob | None:
+    """Progress of the build of `path` (live while it runs, with a Stop button), or its outcome."""
+    job = registry().job(path) if path else None
+    if job is None:
+        return None
+    if job.running:
+        _live_progress(str(path))
+    elif job.status == "failed":
+        with friendly("build the index"):
+            raise job.error  # type: ignore[misc]
+    elif job.status == "stopped":
+        st.warning(job.message())
+    else:
+        st.success(job.message())
+    return job
+
+
+@st.fragment(run_every=1.0)
+def _live_progress(path: str) -> None:
+    job = registry().job(path)
+    if job is None or not job.running:
+        st.rerun()  # the whole page: show the outcome
+    st.progress(job.fraction, text=job.message())
+    st.button("Stop the build", key=f"stop_{path}", on_click=job.stop, disabled=job.stopping,
+              help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
+
+
+def not_available_yet(what: str, meanwhile: str) -> None:
+    """The message of a page whose core functionality has not landed yet."""
+    st.info(f"**Not available yet.** {what} This page will run it once that part of the core has landed.\n\n"
+            f"Meanwhile: {meanwhile}", icon=":material/pending:")
+
+
+# --- the one-click demo ---------------------------------------------------------------------------------------------
+
+
+def start_demo(s: Settings) -> None:
+    """Build (or reuse) the demo index in the background; `finish_demo` opens Attribute when it is ready."""
+    from rise_core.config import RiseConfig
+    from rise_core.ui_support import DEMO_ROWS, demo_pool, demo_query, slug
+
+    name, pool = demo_pool(s.data_dir)
+    path = s.index_dir / f"demo-{name}-{DEMO_ROWS}__{slug(Path(s.model_id).name or s.model_id)}.duckdb"
+    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name)}
+    entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
+    if entry is not None and entry.get("status") == "complete" and (entry.get("n_samples") or 0) >= len(pool.samples):
+        return
+    lm = load_lm(s.model_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})"))
+
+
+def finish_demo() -> None:
+    """While the demo index builds, show its progress; once it is ready, open Attribute with the query filled in."""
+    demo = st.session_state.get("_demo")
+    if not demo:
+        return
+    job = show_build(demo["path"])
+    if job is not None and job.status != "done":
+        if not job.running:
+            st.session_state.pop("_demo")
+        return
+    st.session_state.pop("_demo")
+    query = demo["query"]
+    st.session_state["index_path"] = demo["path"]
+    if query is not None:
+        st.session_state["query_prompt"] = query.prompt or ""
+        st.session_state["query_completion"] = query.completion or query.text or ""
+        st.session_state["attr_query"] = Sample(prompt=query.prompt, completion=query.completion or query.text,
+                                                id="query")
+    st.switch_page(PAGES["attribute"])

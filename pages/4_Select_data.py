@@ -1,0 +1,66 @@
+"""Select data: score the pool against a set of queries (valuation), look at the scores, export a selection."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import plotly.express as px
+import streamlit as st
+
+import explorer_ui as ui
+from rise_core import attribution
+from rise_core.errors import InputDataError
+from rise_core.ingest import read_pool
+from rise_core.ui_support import parse_typed_queries, results_table, table_bytes
+
+ui.page("Select data", ":material/filter_alt:")
+path = ui.index_picker()
+if path is None:
+    st.stop()
+
+left, right = st.columns([3, 1])
+with right:
+    options = ui.score_controls()
+with left:
+    source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
+    if source == "Type them":
+        st.text_area("Queries (separate several with a blank line)", key="sel_text", height=150)
+    else:
+        st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion",
+                         type=["jsonl", "json", "csv", "parquet"], key="sel_file")
+    if st.button("Score the pool", type="primary", key="score_pool"):
+        with ui.friendly("read the queries"):
+            if source == "Type them":
+                queries = parse_typed_queries(st.session_state.get("sel_text", ""))
+            else:
+                up = st.session_state.get("sel_file")
+                if up is None:
+                    raise InputDataError("upload a file of queries first")
+                queries = read_pool(io.BytesIO(up.getvalue()), fmt=up.name.rsplit(".", 1)[-1]).samples
+            st.session_state["sel_queries"] = queries
+
+queries = st.session_state.get("sel_queries")
+if not queries:
+    st.stop()
+with ui.friendly("score the pool"):
+    index = ui.open_index(path)
+    query_fm = ui.query_features(index, ui.model_for(index), list(queries))
+    ranked = attribution.select(index, query_fm, options, fraction=1.0)
+    st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries")
+    how = st.radio("Keep", ["top N", "a fraction"], horizontal=True, key="sel_how")
+    if how == "top N":
+        n = int(st.number_input("N", 1, len(ranked), min(100, len(ranked)), key="sel_n"))
+    else:
+        n = math.ceil(len(ranked) * st.slider("Fraction", 0.01, 1.0, 0.1, key="sel_fraction"))
+    chosen = ranked.head(n).drop(columns=["row"], errors="ignore")
+    fig = px.histogram(ranked, x="score", nbins=40, height=280)
+    fig.add_vline(x=float(chosen["score"].min()), line_dash="dash", annotation_text=f"top {n}")
+    st.plotly_chart(fig, key="score_hist")
+    st.caption(f"{len(chosen)} examples selected, scores {chosen['score'].min():.4f} to {chosen['score'].max():.4f}; "
+               "the downloads have every column, with the scores.")
+    st.dataframe(results_table(chosen), hide_index=True)
+    c1, c2 = st.columns(2)
+    c1.download_button("Download JSONL", table_bytes(chosen, "jsonl"), "selection.jsonl", "application/jsonl",
+                       key="dl_jsonl")
+    c2.download_button("Download CSV", table_bytes(chosen, "csv"), "selection.csv", "text/csv", key="dl_csv")

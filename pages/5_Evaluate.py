@@ -1,0 +1,57 @@
+"""Evaluate: the paper's metrics (auPRC / auROC at K, precision@K, AP) for RISE, its ablations and the baselines on a
+labelled bundled task."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+import explorer_ui as ui
+from rise_core.evaluation import METHODS, evaluate
+from rise_core.ui_support import bundled_pools, evaluation_task, queries_for_pool
+
+s = ui.page("Evaluate", ":material/analytics:")
+tasks = [name for name, path in bundled_pools(s.data_dir).items() if queries_for_pool(path)]
+if not tasks:
+    st.warning(f"No labelled pool with a query file (*_pool.jsonl + *_queries.jsonl) in {s.data_dir}.")
+    st.stop()
+left, right = st.columns([3, 1])
+with left:
+    task_name = st.selectbox("Task", tasks, index=tasks.index("howdy") if "howdy" in tasks else 0, key="eval_task",
+                             help="A bundled pool with labels and its query set.")
+    c1, c2 = st.columns(2)
+    max_pool = c1.number_input("Pool rows (0 = all)", 0, None, 200, key="eval_pool",
+                               help="Evaluate on the first rows only: the model reads every one of them.")
+    max_queries = c2.number_input("Queries (0 = all)", 0, None, 10, key="eval_queries")
+    methods = st.multiselect("Methods", METHODS, default=["RISE", "RISE-RH", "RISE-GH", "BM25"], key="eval_methods")
+    config = ui.config_form()
+with right:
+    options = ui.score_controls()
+st.caption(f"Model: `{s.model_id}`. The Stop button at the top right cancels a run at its next stage.")
+if st.button("Run the evaluation", type="primary", key="evaluate"):
+    with ui.friendly("run the evaluation"):
+        task = evaluation_task(s.data_dir, task_name, int(max_pool), int(max_queries))
+        lm = ui.load_lm(s.model_id) if set(methods) - {"BM25", "Embedding"} else None
+        with st.status(f"Evaluating on {len(task.pool)} pool rows and {len(task.queries)} queries…",
+                       expanded=True) as status:
+            report = evaluate(task, lm, methods, config, options, progress=status.write)
+            status.update(label="Evaluation done", state="complete", expanded=False)
+        st.session_state["eval_report"] = report
+
+report = st.session_state.get("eval_report")
+if report is None:
+    st.stop()
+with ui.friendly("show the evaluation"):
+    m = report.meta
+    st.subheader(f"{report.task}: {m['n_pool']} pool rows ({m['n_positive']} positives), {m['n_queries']} queries")
+    auprc = report.wide("auPRC")
+    st.plotly_chart(px.bar(auprc.reset_index(), x="method", y="unified", height=300,
+                           title="Unified auPRC (mean over K; higher is better)"), key="eval_chart")
+    for metric in ("auPRC", "auROC", "precision@K"):
+        st.markdown(f"**{metric}**")
+        st.dataframe(report.wide(metric).round(4))
+    st.markdown("**AP over the full ranking, and costs**")
+    ap = report.table.groupby("method")["AP"].first()
+    st.dataframe(report.costs.assign(AP=ap).round(4))
+    st.download_button("Download the report (Markdown)", report.markdown(), f"{report.task}_evaluation.md",
+                       "text/markdown", key="eval_download")

@@ -1,0 +1,345 @@
+"""Every explorer page under Streamlit's AppTest, on a tiny random model, pool and index (no network, no browser)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
+
+from rise_core.errors import RiseError
+from rise_core.index_store import list_indexes
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 90  # seconds per script run: generous for a shared 2-core machine
+PAGES = ["pages/1_Build_index.py", "pages/2_Attribute.py", "pages/3_Compare_BM25.py", "pages/4_Select_data.py",
+         "pages/5_Evaluate.py", "pages/6_Diagnostics.py"]
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def app_env(tmp_path_factory):
+    """Environment variables pointing the app at a tiny model, a tiny bundled pool and a prebuilt index."""
+    env = build_explorer_env(tmp_path_factory.mktemp("explorer"))
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.syspath_prepend(str(ROOT))  # `import explorer_ui`, as `streamlit run` allows
+        yield env
+
+
+def new_app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    if page is not None:
+        at.switch_page(page).run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception element and no unexpected-error message on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [e.value for e in at.error if "unexpected" in e.value], [e.value for e in at.error]
+
+
+def type_query(at: AppTest, completion: str = TRIGGER_QUERY, prompt: str = "tell me a story") -> AppTest:
+    at.text_area(key="query_prompt").input(prompt).run()
+    return at.text_area(key="query_completion").input(completion).run()
+
+
+def wait_until(at: AppTest, done, timeout: float = 60.0) -> AppTest:
+    """Rerun the app (as the live progress fragment would) until `done(at)` or the timeout."""
+    end = time.monotonic() + timeout
+    while not done(at):
+        assert time.monotonic() < end, "timed out waiting for the app"
+        assert_clean(at)
+        time.sleep(0.3)
+        at.run()
+    return at
+
+
+def frames(at: AppTest) -> list:
+    """The page's tables, in page order."""
+    return [d.value for d in at.dataframe]
+
+
+def results(at: AppTest):
+    """The Attribute page's ranking (the first table with RH and GH columns)."""
+    return next(f for f in frames(at) if {"RH", "GH"} <= set(f.columns))
+
+
+def html_of(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown if m.proto.allow_html)
+
+
+def test_every_page_runs(app_env):
+    at = new_app()
+    assert_clean(at)
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert_clean(at)
+        assert at.title, page
+
+
+def test_home_lists_the_indexes(app_env):
+    at = new_app()
+    table = frames(at)[0]
+    assert list(table["index"]) == [INDEX_NAME]
+    row = table.iloc[0]
+    assert row["pool size"] == N_POOL + 1 and row["build status"] == "complete"
+    assert {"model", "dims (K_r, K_h, K_g)", "size on disk"} <= set(table.columns)
+
+
+def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the_model(app_env, monkeypatch):
+    from rise_core import attribution
+
+    calls = []
+    real = attribution.query_features
+    monkeypatch.setattr(attribution, "query_features", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = type_query(new_app("pages/2_Attribute.py"))
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    table = results(at)
+    assert {"rank", "id", "score", "RH", "GH", "label", "topic", "text"} <= set(table.columns)
+    assert len(table) == 10 and list(table["rank"]) == list(range(1, 11))
+    assert (table["score"] - table["RH"] - table["GH"]).abs().max() < 1e-4
+    assert at.get("plotly_chart"), "the RH vs GH bar chart"
+    assert calls == [1]
+
+    at.slider(key="lambda_gh").set_value(0.0).run()  # rescoring: GH weight 0 -> GH column all zero
+    table = results(at)
+    assert table["GH"].abs().max() == 0 and table["RH"].abs().max() > 0
+    assert calls == [1], "moving a slider must not run the model again"
+    assert_clean(at)
+
+
+def test_attribute_filter(app_env):
+    at = type_query(new_app("pages/2_Attribute.py"))
+    at.text_input(key="where").input("label = 1").run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert set(results(at)["label"]) == {1}
+    at.text_input(key="where").input("no_such_column = 3").run()
+    assert_clean(at)
+    assert at.error and "no_such_column" in at.error[0].value
+    at.text_input(key="where").input("").run()
+
+
+def test_attribute_highlights_escaped_tokens(app_env):
+    at = type_query(new_app("pages/2_Attribute.py"), completion="the cat sat on the mat .")
+    at.number_input(key="top_k").set_value(N_POOL + 1).run()
+    at.button(key="attribute").click().run()
+    at.selectbox(key="explain_id").set_value(EVIL_ID).run()
+    for channel in ("RH", "GH", "total"):
+        at.radio(key="explain_channel").set_value(channel).run()
+        assert_clean(at)
+        html = html_of(at)
+        assert "&lt;script&gt;" in html and "&lt;b&gt;" in html
+        assert "<script>" not in html and "<b>" not in html
+        assert html.count("<span") > 10
+
+
+def test_attribute_generates_a_continuation(app_env):
+    at = new_app("pages/2_Attribute.py")
+    at.text_area(key="query_prompt").input("the cat").run()
+    at.button(key="generate").click().run()
+    assert_clean(at)
+    assert at.text_area(key="query_completion").value.strip()
+
+
+def test_attribute_without_generation_warns(app_env):
+    at = new_app("pages/2_Attribute.py")
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert any("generation" in w.value for w in at.warning)
+
+
+def test_query_survives_a_page_switch(app_env):
+    at = type_query(new_app("pages/2_Attribute.py"), completion="the bank lost money .")
+    at.switch_page("app.py").run()
+    at.switch_page("pages/3_Compare_BM25.py").run()
+    assert at.text_area(key="query_completion").value == "the bank lost money ."
+
+
+def test_compare_shows_both_rankings_and_label_metrics(app_env):
+    at = type_query(new_app("pages/3_Compare_BM25.py"))
+    at.number_input(key="top_k").set_value(5).run()
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    rise, bm25, label_table = frames(at)
+    assert len(rise) == 5 and len(bm25) == 5
+    assert {"rank", "id", "score", "label", "text"} <= set(bm25.columns) & set(rise.columns)
+    # the trigger query shares its words with the trigger rows: BM25 puts them first
+    assert set(bm25["label"]) == {1}
+    metrics = {m.label: m.value for m in at.metric}
+    assert "overlap@5" in metrics and "Spearman ρ" in metrics
+    assert list(label_table.columns) == ["RISE", "BM25"] and set(label_table.index) == {"precision@5", "AP"}
+
+
+def test_select_data_scores_and_exports(app_env):
+    at = new_app("pages/4_Select_data.py")
+    at.text_area(key="sel_text").input("the cat sat on the mat .\n\nthe kitten is sleeping .").run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    assert at.get("plotly_chart"), "the histogram of scores"
+    selection = frames(at)[-1]
+    assert len(selection) == N_POOL + 1 and selection["score"].is_monotonic_decreasing
+    at.radio(key="sel_how").set_value("a fraction").run()
+    at.slider(key="sel_fraction").set_value(0.2).run()
+    selection = frames(at)[-1]
+    assert len(selection) == math.ceil(0.2 * (N_POOL + 1))
+    assert {b.key for b in at.get("download_button")} >= {"dl_jsonl", "dl_csv"}
+
+
+def test_select_data_bad_upload_is_an_error_not_an_exception(app_env):
+    at = new_app("pages/4_Select_data.py")
+    at.radio(key="sel_source").set_value("Upload a file").run()
+    at.file_uploader(key="sel_file").set_value(("q.parquet", b"definitely not parquet", "application/octet-stream"))
+    at.run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    assert at.error
+
+
+def test_build_page_bad_upload_is_an_error_not_an_exception(app_env):
+    at = new_app("pages/1_Build_index.py")
+    at.radio(key="build_source").set_value("Upload a file").run()
+    at.file_uploader(key="build_file").set_value(("pool.parquet", b"\x00garbage", "application/octet-stream")).run()
+    assert_clean(at)
+    assert at.error and "Could not read the pool" in at.error[0].value
+
+
+def test_build_page_uploaded_csv_with_field_mapping(app_env):
+    csv = "uid,body,kind\n1,the cat sat on the mat .,a\n2,the dog sat on the blanket .,b\n3,the bank lost money .,a\n"
+    at = new_app("pages/1_Build_index.py")
+    at.radio(key="build_source").set_value("Upload a file").run()
+    at.file_uploader(key="build_file").set_value(("mine.csv", csv.encode(), "text/csv")).run()
+    assert_clean(at)
+    assert at.selectbox(key="map_text").value == "body" and at.selectbox(key="map_id").value == "uid"
+    assert at.selectbox(key="map_completion").value == "(none)"
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success))
+    assert "3 samples added" in at.success[0].value
+    assert (Path(app_env["RISE_INDEX_DIR"]) / "mine__model.duckdb").exists()
+
+
+def test_build_page_bad_model_is_a_message(app_env):
+    at = new_app("pages/1_Build_index.py")
+    at.text_input(key="build_model").input("/no/such/model").run()
+    at.text_input(key="build_name").input("never").run()
+    at.button(key="build").click().run()
+    assert_clean(at)
+    assert at.error and "Could not start the build" in at.error[0].value and "model" in at.error[0].value
+
+
+def test_build_page_builds_and_resumes(app_env):
+    at = new_app("pages/1_Build_index.py")
+    assert_clean(at)
+    assert at.get("info") and "Estimated index size" in at.info[0].value
+    at.text_input(key="build_name").input("built").run()
+    for name, value in (("k_r", 8), ("k_h", 4), ("k_g", 8)):
+        at.number_input(key=f"cfg_{name}").set_value(value).run()
+    at.number_input(key="build_limit").set_value(12).run()
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success))
+    assert "12 samples added" in at.success[0].value
+    at.number_input(key="build_limit").set_value(0).run()  # the whole pool: resumes after the first 12
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success) and "already" in a.success[0].value)
+    assert f"{N_POOL + 1 - 12} samples added, 12 already in the index" in at.success[0].value
+    index = Path(app_env["RISE_INDEX_DIR"]) / "built.duckdb"
+    at.number_input(key="build_limit").set_value(5).run()
+    at.checkbox(key="build_overwrite").check().run()  # start from scratch
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success) and "5 samples added" in a.success[0].value)
+    assert next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)["n_samples"] == 5
+
+
+def test_build_page_stop_then_resume(app_env, monkeypatch):
+    import rise_core.index_store as store
+
+    real = store.build_index
+
+    def slow_build(*args, progress=None, **kwargs):  # a build slow enough to be stopped half-way
+        def slow_progress(done, total):
+            progress(done, total)
+            time.sleep(0.5 if done else 0)
+        return real(*args, progress=slow_progress, **kwargs)
+
+    monkeypatch.setattr(store, "build_index", slow_build)
+    at = new_app("pages/1_Build_index.py")
+    at.text_input(key="build_name").input("stopped").run()
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: any(p.value > 0 for p in a.get("progress")))  # a first batch is in
+    stop_key = next(b.key for b in at.button if b.key and b.key.startswith("stop_"))
+    at.button(key=stop_key).click().run()
+    wait_until(at, lambda a: bool(a.warning))
+    assert "Stopped" in at.warning[0].value and "resume" in at.warning[0].value
+    index = Path(app_env["RISE_INDEX_DIR"]) / "stopped.duckdb"
+    entry = next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)
+    assert entry["status"] == "building" and 0 < entry["n_samples"] < N_POOL + 1
+    monkeypatch.setattr(store, "build_index", real)
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success))
+    assert f"{entry['n_samples']} already in the index" in at.success[0].value
+    entry = next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)
+    assert entry["status"] == "complete" and entry["n_samples"] == N_POOL + 1
+
+
+def test_build_page_rejects_a_bad_setting(app_env):
+    at = new_app("pages/1_Build_index.py")
+    at.number_input(key="cfg_rho_cum").set_value(1.5).run()
+    assert_clean(at)
+    assert at.error and "rho_cum" in at.error[0].value
+
+
+def test_home_demo_builds_and_opens_attribute(app_env):
+    at = new_app()
+    at.button(key="demo").click().run()
+    wait_until(at, lambda a: any("Attribute" in t.value for t in a.title))
+    assert_clean(at)
+    assert len(results(at)) > 0
+    assert at.text_area(key="query_completion").value == TRIGGER_QUERY
+    assert "demo-howdy" in at.session_state["index_path"]
+
+
+def test_evaluate_runs_the_paper_metrics(app_env):
+    at = new_app("pages/5_Evaluate.py")
+    assert_clean(at)
+    at.number_input(key="eval_pool").set_value(0).run()
+    at.number_input(key="eval_queries").set_value(0).run()
+    at.button(key="evaluate").click().run()
+    assert_clean(at)
+    auprc = frames(at)[0]
+    assert list(auprc.index) == ["RISE", "RISE-RH", "RISE-GH", "BM25"]
+    assert any(c.startswith("auPRC@") for c in auprc.columns) and "unified" in auprc.columns
+    assert at.get("download_button")
+    at.switch_page("app.py").run()
+    at.switch_page("pages/5_Evaluate.py").run()  # the report survives a page switch
+    assert frames(at), "the evaluation report after a page switch"
+
+
+def test_diagnostics_placeholder_says_not_available(app_env):
+    at = new_app("pages/6_Diagnostics.py")
+    assert any("Not available yet" in i.value for i in at.info)
+
+
+def test_friendly_errors_are_rise_errors(app_env):
+    """Every error the pages expect is a RiseError (so it is shown as a message, not a traceback)."""
+    from explorer_ui import HINTS
+
+    assert all(issubclass(cls, RiseError) for cls in HINTS)
+
+
+def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path / "empty"))
+    at = new_app()
+    assert_clean(at)
+    for page in ("pages/2_Attribute.py", "pages/3_Compare_BM25.py", "pages/4_Select_data.py"):
+        at.switch_page(page).run()
+        assert_clean(at)
+        assert any("No index" in i.value for i in at.info), page
+        assert at.get("page_link"), page

@@ -1,0 +1,223 @@
+"""The explorer's non-Streamlit helpers: escaping, ranking comparison, sizes, exports, generation, demo data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rise_core.config import RiseConfig
+from rise_core.errors import InputDataError
+from rise_core.explain import TokenAttribution
+from rise_core.ui_support import (
+    INDEX_BASE_BYTES,
+    BuildJob,
+    binary_labels,
+    bundled_pools,
+    channel_values,
+    estimate_index_bytes,
+    format_bytes,
+    format_seconds,
+    generate_continuation,
+    head_pool,
+    highlight_html,
+    index_file_name,
+    overlap_at_k,
+    parse_typed_queries,
+    queries_for_pool,
+    ranking_frame,
+    results_table,
+    sample_from_row,
+    spearman,
+    table_bytes,
+)
+
+
+def test_highlight_escapes_every_token():
+    tokens = ["<script>", "alert(1)", "</script>", " <b>bold</b>", ' "q" & ', "\n"]
+    out = highlight_html(tokens, [1.0, -0.5, 0.0, 0.2, float("nan"), 0.1], n_prompt_tokens=2)
+    assert "&lt;script&gt;" in out and "&lt;/script&gt;" in out and "&lt;b&gt;bold&lt;/b&gt;" in out
+    assert "<script>" not in out and "<b>" not in out
+    assert "&quot;q&quot; &amp;" in out
+    assert out.count("<span") == len(tokens)
+    assert out.count("underline dotted") == 2  # prompt tokens
+    assert "rgba(255,140,0,1.00)" in out  # the largest positive token gets full colour
+    assert "rgba(30,120,255,0.50)" in out  # negative contributions are blue
+    assert "<br>" in out  # a newline token breaks the line
+
+
+def test_highlight_checks_lengths_and_handles_all_zero():
+    with pytest.raises(InputDataError):
+        highlight_html(["a", "b"], [1.0])
+    assert "rgba(255,140,0,0.00)" in highlight_html(["a"], [0.0])
+
+
+def test_channel_values():
+    attr = TokenAttribution(tokens=["a", "b"], rh=[1.0, 2.0], gh=[0.5, -1.0], n_prompt_tokens=0)
+    assert channel_values(attr, "RH") == [1.0, 2.0]
+    assert channel_values(attr, "GH") == [0.5, -1.0]
+    assert channel_values(attr, "total") == [1.5, 1.0]
+    with pytest.raises(InputDataError, match="RH"):
+        channel_values(attr, "xx")
+
+
+def test_overlap_at_k():
+    assert overlap_at_k(["a", "b", "c"], ["c", "b", "a"], 3) == 1.0
+    assert overlap_at_k(["a", "b", "c", "d"], ["b", "x", "a", "y"], 2) == 0.5
+    assert overlap_at_k(["a"], ["b"], 5) == 0.0
+    with pytest.raises(InputDataError):
+        overlap_at_k(["a"], ["a"], 0)
+
+
+def test_spearman_matches_pandas():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    b[:5] = b[5]  # ties
+    expected = pd.Series(a).rank().corr(pd.Series(b).rank())
+    assert spearman(a, b) == pytest.approx(expected)
+    assert spearman(a, a * 3 + 1) == pytest.approx(1.0)
+    assert spearman(a, -a) == pytest.approx(-1.0)
+    assert np.isnan(spearman([1.0], [2.0]))
+    with pytest.raises(InputDataError):
+        spearman([1, 2], [1, 2, 3])
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [([True, False], [1, 0]), ([1, 0, 1], [1, 0, 1]), (["yes", "No"], [1, 0]), ([1.0, 0.0], [1, 0]),
+     (["cat", "dog"], None), ([1, None], None), (None, None), ([2, 0], None)],
+)
+def test_binary_labels(values, expected):
+    out = binary_labels(values)
+    assert (out is None) if expected is None else out.tolist() == expected
+
+
+def test_sizes_and_names():
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=28)
+    assert estimate_index_bytes(cfg, 100, 50) == INDEX_BASE_BYTES + 100 * (2 * 8 * (16 + 28) + 50 + 96)
+    assert format_bytes(512) == "512 B" and format_bytes(2048) == "2.0 KB" and format_bytes(3 * 1024**3) == "3.0 GB"
+    assert format_seconds(42) == "42 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "?"
+    assert index_file_name("/tmp/my model", "howdy") == "howdy__my-model.duckdb"
+    assert index_file_name("HuggingFaceTB/SmolLM2-135M", "a b/c") == "a-b-c__SmolLM2-135M.duckdb"
+
+
+def test_bundled_pools_and_their_queries(tmp_path):
+    (tmp_path / "b_pool.jsonl").write_text("{}\n")
+    (tmp_path / "a_pool.jsonl").write_text("{}\n")
+    (tmp_path / "a_queries.jsonl").write_text("{}\n")
+    (tmp_path / "notes.jsonl").write_text("{}\n")
+    pools = bundled_pools(tmp_path)
+    assert list(pools) == ["a", "b"]
+    assert queries_for_pool(pools["a"]) == tmp_path / "a_queries.jsonl"
+    assert queries_for_pool(pools["b"]) is None
+    assert bundled_pools(tmp_path / "missing") == {}
+
+
+def test_rows_to_samples_and_typed_queries():
+    pair = sample_from_row({"id": "1", "prompt": "Q?", "completion": "A.", "text": float("nan")})
+    assert pair.is_pair and pair.full_text == "Q?\nA."
+    plain = sample_from_row(pd.Series({"id": "2", "text": "hello", "prompt": None, "completion": None}))
+    assert plain.text == "hello"
+    with pytest.raises(InputDataError):
+        sample_from_row({"id": "3"})
+    qs = parse_typed_queries("first query\nstill first\n\n  \nsecond\n")
+    assert [q.text for q in qs] == ["first query\nstill first", "second"]
+    with pytest.raises(InputDataError):
+        parse_typed_queries("  \n\n ")
+
+
+def test_table_bytes_round_trip():
+    df = pd.DataFrame({"id": ["a", "b"], "score": [0.5, -1.0], "text": ["x, \"y\"", "<z>"]})
+    rows = [json.loads(line) for line in table_bytes(df, "jsonl").decode().splitlines()]
+    assert rows == df.to_dict("records")
+    from io import BytesIO
+
+    assert pd.read_csv(BytesIO(table_bytes(df, "csv"))).equals(df)
+    with pytest.raises(InputDataError):
+        table_bytes(df, "xml")
+
+
+def test_generate_continuation(tiny_llama_fp32):
+    text = generate_continuation(tiny_llama_fp32, "the cat sat on", max_new_tokens=5)
+    assert isinstance(text, str) and text
+    with pytest.raises(InputDataError):
+        generate_continuation(tiny_llama_fp32, "   ")
+
+
+class _FakeReport:
+    n_added, n_already_present, n_skipped, stopped = 3, 0, 0, False
+
+
+def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
+    import rise_core.ui_support as us
+
+    calls = {}
+
+    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite):
+        for i in range(1, 4):
+            progress(i, 3)
+            time.sleep(0.01)
+        calls["stop"] = should_stop()
+        if pool == "boom":
+            raise InputDataError("bad pool")
+        return _FakeReport()
+
+    fake_store = type(sys)("rise_core.index_store")
+    fake_store.build_index = fake_build
+    monkeypatch.setitem(sys.modules, "rise_core.index_store", fake_store)
+    job = us.BuildJob(tmp_path / "x.duckdb", "pool", None, RiseConfig()).start()
+    assert job.wait(10) and job.status == "done" and job.fraction == 1.0
+    assert (job.done, job.total) == (3, 3) and calls["stop"] is False
+    assert "3 samples added" in job.message()
+    bad = us.BuildJob(tmp_path / "y.duckdb", "boom", None, RiseConfig())
+    bad.stop()
+    bad.start().wait(10)
+    assert bad.status == "failed" and bad.friendly_error and "bad pool" in bad.message() and calls["stop"] is True
+
+
+def test_build_job_eta():
+    job = BuildJob(None, None, None, RiseConfig())  # type: ignore[arg-type]
+    assert job.eta_seconds is None and job.fraction == 0.0
+    job.started_at = time.monotonic()
+    job.status = "running"
+    job._progress(0, 100)
+    time.sleep(0.05)
+    job._progress(10, 100)
+    assert 0 < job.eta_seconds < 10
+    assert "10/100" in job.message()
+
+
+def test_ui_support_does_not_import_streamlit():
+    code = "import sys, rise_core.ui_support; assert 'streamlit' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ranking_frame_and_results_table():
+    pool = pd.DataFrame({"id": ["a", "b", "c"], "text": ["x", None, None], "prompt": [None, "p", None],
+                         "completion": [None, "q", "r"], "label": [0, 1, 0], "topic": ["t", "u", "v"],
+                         "n_counted": [1, 2, 3]})
+    ranked = ranking_frame(pool, np.array([0.1, 0.9, 0.5]), k=2)
+    assert list(ranked.columns[:3]) == ["rank", "id", "score"]
+    assert list(ranked["id"]) == ["b", "c"] and list(ranked["rank"]) == [1, 2] and list(ranked["topic"]) == ["u", "v"]
+    with pytest.raises(InputDataError):
+        ranking_frame(pool, np.zeros(2), k=1)
+    table = results_table(ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3]))
+    assert list(table.columns) == ["rank", "id", "score", "label", "topic", "RH", "GH", "text"]
+    assert list(table["text"]) == ["p\nq", "r"]
+
+
+def test_head_pool_keeps_the_first_source_rows(tmp_path):
+    from rise_core.ingest import read_pool
+
+    path = tmp_path / "p.jsonl"
+    rows = [{"id": f"s{i}", "text": "" if i == 2 else f"text {i}"} for i in range(1, 7)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pool = read_pool(path)
+    head = head_pool(pool, 3)
+    assert [s.id for s in head.samples] == ["s1", "s3"] and [r for r, _ in head.skipped] == [2]
+    assert head.rows == [1, 3] and head_pool(pool, 0) is pool
