@@ -119,17 +119,14 @@ class RiseScorer(CachedLMScorer):
         return len(self.pool) * self.config.bytes_per_sample()
 
 
-class HiddenCosineScorer(CachedLMScorer):
-    """Cosine of mean final hidden states over the counted positions (the 'representation' baseline)."""
+class CachedCosineScorer(CachedLMScorer):
+    """Cosine similarity of one vector per sample derived from the cache (`_vectors`)."""
 
-    name = "Hidden-cosine"
-
-    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
-        super().__init__(cache)
-        self.counted = counted
+    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
+        raise NotImplementedError
 
     def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
-        x = self.cache.mean_hidden(samples, self.counted)
+        x = self._vectors(samples).double()
         return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
     def fit(self, pool: Sequence[Sample]) -> None:
@@ -142,10 +139,23 @@ class HiddenCosineScorer(CachedLMScorer):
 
     @property
     def index_bytes(self) -> int:
-        return len(self.pool) * self.cache.lm.hidden_size * 2
+        return len(self.pool) * int(self.pool_vecs.shape[1]) * 2
 
 
-class GradSketchScorer(CachedLMScorer):
+class HiddenCosineScorer(CachedCosineScorer):
+    """Cosine of mean final hidden states over the counted positions (the 'representation' baseline)."""
+
+    name = "Hidden-cosine"
+
+    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
+        super().__init__(cache)
+        self.counted = counted
+
+    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
+        return self.cache.mean_hidden(samples, self.counted)
+
+
+class GradSketchScorer(CachedCosineScorer):
     """Exact dense LM-head gradient sum_t r_t h_t^T, TensorSketched to RISE's index size, cosine-scored."""
 
     name = "Grad-Sketch"
@@ -156,21 +166,8 @@ class GradSketchScorer(CachedLMScorer):
             raise ConfigError("the readout cache was built without a gradient sketch dimension")
         self.counted = counted
 
-    def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
-        x = self.cache.grad_sketch(samples, self.counted).double()
-        return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        super().fit(pool)
-        self.pool_vecs = self._unit(self.pool)
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        self.cache.add(list(queries))
-        return (self._unit(queries) @ self.pool_vecs.T).float().numpy()
-
-    @property
-    def index_bytes(self) -> int:
-        return len(self.pool) * int(self.cache.grad_sketch_dim) * 2
+    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
+        return self.cache.grad_sketch(samples, self.counted)
 
 
 METHODS = ("RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding")
