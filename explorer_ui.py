@@ -355,12 +355,6 @@ def _live_progress(path: str) -> None:
               help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
 
 
-def not_available_yet(what: str, meanwhile: str) -> None:
-    """The message of a page whose core functionality has not landed yet."""
-    st.info(f"**Not available yet.** {what} This page will run it once that part of the core has landed.\n\n"
-            f"Meanwhile: {meanwhile}", icon=":material/pending:")
-
-
 # --- the one-click demo ---------------------------------------------------------------------------------------------
 
 

@@ -574,3 +574,110 @@ def evaluation_task(data_dir: str | Path, name: str, max_pool: int | None = None
     n = len(task.pool)
     ks = tuple(k for k in TASK_KS.get(name, DEFAULT_KS) if 2 * k < n) or (max(1, n // 4),)
     return _dc.replace(task, name=name, ks=ks)
+
+
+# --- diagnostics page -----------------------------------------------------------------------------------------------
+
+DIAGNOSTIC_LABELS = {
+    "energy": "Layer gradient energy",
+    "discriminativeness": "Hidden-state discriminativeness",
+    "sparsity": "Sparse active tokens",
+    "rhgh": "RH vs GH rankings",
+    "fidelity": "Sketch fidelity",
+}
+# sparsity sweep columns shown as lines: column -> legend name (all fractions kept by the support, in [0, 1])
+SPARSITY_LINES = {"mass": "probability mass", "e_full": "full residual energy", "e_tail": "tail energy",
+                  "gh_cos": "GH cosine"}
+CHANNEL_NAMES = {"rh": "RH", "gh": "GH", "rh_gh": "RH+GH"}
+_RANK_COLUMNS = {
+    "candidate": "candidate", "group": "group", "semantic": "semantic", "lexical": "lexical",
+    "rank_rh": "RH rank", "rank_gh": "GH rank", "rank_rh_gh": "RH+GH rank", "delta_gh": "Δ (GH − RH)",
+    "rank_rh_sketch": "RH rank (sketch)", "rank_gh_sketch": "GH rank (sketch)",
+    "rank_rh_gh_sketch": "RH+GH rank (sketch)", "rh": "RH score", "gh": "GH score", "n_counted": "tokens counted",
+}
+
+
+def energy_bars(components: pd.DataFrame) -> pd.DataFrame:
+    """The `energy` diagnostic's components table as bars: component (forward order), share, share_std and group
+    ('LM head', 'embedding', 'transformer block' or 'other', for the colour)."""
+    df = components.sort_values("order") if "order" in components.columns else components
+    group = df["kind"].map({"head": "LM head", "embedding": "embedding", "block": "transformer block"})
+    return pd.DataFrame({"component": df["component"].astype(str).to_numpy(),
+                         "share": df["share_mean"].astype(float).to_numpy(),
+                         "share_std": df["share_std"].astype(float).fillna(0.0).to_numpy(),
+                         "group": group.fillna("other").to_numpy()})
+
+
+def sweep_lines(sweep: pd.DataFrame, x: str) -> pd.DataFrame:
+    """A sparsity sweep (`k_sweep` by 'k', `tau_sweep` by 'tau') in long format for a line chart: x, metric (the
+    readable names of SPARSITY_LINES, in that order), kept."""
+    if x not in sweep.columns:
+        raise InputDataError(f"the sweep has no column {x!r}; columns: {list(sweep.columns)}")
+    cols = [c for c in SPARSITY_LINES if c in sweep.columns]
+    long = sweep.sort_values(x)[[x, *cols]].melt(id_vars=x, var_name="metric", value_name="kept")
+    long["metric"] = long["metric"].map(SPARSITY_LINES)
+    return long.reset_index(drop=True)
+
+
+def rank_view(ranking: pd.DataFrame) -> pd.DataFrame:
+    """An `rh_gh_ranking` table as shown to people: the candidate (and its annotations), the exact RH / GH / RH+GH
+    ranks side by side, Δ = GH rank − RH rank (negative: GH ranks it higher), the sketched ranks, then the scores."""
+    present = [c for c in _RANK_COLUMNS if c in ranking.columns]
+    return ranking[present].rename(columns=_RANK_COLUMNS).reset_index(drop=True)
+
+
+def fidelity_views(correlation: pd.DataFrame, stability: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The `fidelity` tables, shaped for the page.
+
+    Returns (correlations: one row per sketch dims and channel -- dims, channel, pearson and spearman as the mean and
+    the minimum over sketch seeds, seeds, pairs; stability in long format for grouped bars -- dims, channel, k (as
+    'top-k'), measure ('across seeds' | 'with exact'), overlap)."""
+    corr = correlation.assign(channel=correlation["channel"].map(CHANNEL_NAMES).fillna(correlation["channel"]))
+    summary = (corr.groupby(["dims", "channel"], sort=False)
+               .agg(pearson=("pearson", "mean"), pearson_min=("pearson", "min"), spearman=("spearman", "mean"),
+                    spearman_min=("spearman", "min"), seeds=("seed", "nunique"), pairs=("n_pairs", "first"))
+               .reset_index())
+    stab = stability.assign(channel=stability["channel"].map(CHANNEL_NAMES).fillna(stability["channel"]),
+                            k=[f"top-{int(k)}" for k in stability["k"]])
+    long = stab.melt(id_vars=["dims", "channel", "k"], value_vars=["overlap_across_seeds", "overlap_with_exact"],
+                     var_name="measure", value_name="overlap")
+    long["measure"] = long["measure"].map({"overlap_across_seeds": "across seeds", "overlap_with_exact": "with exact"})
+    return summary, long.reset_index(drop=True)
+
+
+def parse_lines(text: str, what: str = "line") -> list[str]:
+    """Non-empty lines of `text`, stripped (e.g. candidates typed one per line)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        raise InputDataError(f"type at least one {what}, one per line")
+    return lines
+
+
+def index_identity(index: Any) -> dict[str, Any]:
+    """What a diagnostics cache entry records about the index it used (the same fields as `rise diagnose --index`,
+    so the page and the command line share cached results for the same inputs)."""
+    index.config  # noqa: B018 - loads the manifest when the handle has not read it yet
+    m = index.manifest
+    return {"path": str(Path(index.path).resolve()), "model_fingerprint": m.model_fingerprint,
+            "config": m.config.fingerprint(), "sketch_digest": m.sketch_digest, "n_samples": m.n_samples,
+            "updated_at": m.updated_at, "index_uuid": getattr(m, "index_uuid", "")}
+
+
+def diagnostics_provenance(out_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """For each stored diagnostic in a cache directory: created_at, seconds, n_samples, model_id and index (the
+    identity it was computed against, or None); unreadable entries are left out."""
+    import json
+
+    from .diagnostics.runner import DIAGNOSTICS, RESULT
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in DIAGNOSTICS:
+        try:
+            record = json.loads((Path(out_dir) / name / RESULT).read_text())
+        except (OSError, ValueError):
+            continue
+        context = record.get("context") or {}
+        out[name] = {"created_at": record.get("created_at"), "seconds": record.get("seconds"),
+                     "n_samples": context.get("n_samples"), "model_id": context.get("model_id"),
+                     "index": context.get("index")}
+    return out

@@ -322,11 +322,6 @@ def test_evaluate_runs_the_paper_metrics(app_env):
     assert frames(at), "the evaluation report after a page switch"
 
 
-def test_diagnostics_placeholder_says_not_available(app_env):
-    at = new_app("pages/6_Diagnostics.py")
-    assert any("Not available yet" in i.value for i in at.info)
-
-
 def test_friendly_errors_are_rise_errors(app_env):
     """Every error the pages expect is a RiseError (so it is shown as a message, not a traceback)."""
     from explorer_ui import HINTS
@@ -343,3 +338,110 @@ def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monk
         assert_clean(at)
         assert any("No index" in i.value for i in at.info), page
         assert at.get("page_link"), page
+
+
+# --- Diagnostics ----------------------------------------------------------------------------------------------------
+
+DIAG_TIMEOUT = 120  # seconds per script run: the diagnostics run the model several times
+
+
+def diagnostics_app() -> AppTest:
+    """The Diagnostics page on the tiny prebuilt index (other tests may have added indexes to the folder)."""
+    import os
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=DIAG_TIMEOUT).run()
+    at.switch_page("pages/6_Diagnostics.py").run()
+    at.selectbox(key="index_path").set_value(str(Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME)).run()
+    return at
+
+
+def diag_manifest(app_env) -> Path:
+    from rise_core.diagnostics import default_output_dir
+
+    return default_output_dir(Path(app_env["RISE_INDEX_DIR"]) / INDEX_NAME) / "manifest.json"
+
+
+def test_diagnostics_page_without_an_index(app_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path / "empty"))
+    at = new_app("pages/6_Diagnostics.py")
+    assert_clean(at)
+    assert any("No index" in i.value for i in at.info) and at.get("page_link")
+
+
+def test_diagnostics_run_charts_and_cache(app_env, monkeypatch):
+    import rise_core.diagnostics.runner as runner
+
+    manifest = diag_manifest(app_env)
+    at = diagnostics_app()
+    assert_clean(at)
+    at.number_input(key="diag_n").set_value(4).run()
+    at.multiselect(key="diag_which").set_value(["discriminativeness", "sparsity", "rhgh"]).run()
+    at.button(key="diag_run").click().run()
+    assert_clean(at)
+    assert at.success and "Computed" in at.success[0].value, [e.value for e in at.error]
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 4, "discriminativeness, K sweep, tau sweep, support sizes"
+    assert {m.label for m in at.metric} >= {"Minimum at layer", "U-shape", "Residual energy kept"}
+    ranks = next(f for f in frames(at) if "RH rank" in f.columns)
+    assert {"candidate", "RH rank", "GH rank", "Δ (GH − RH)"} <= set(ranks.columns) and len(ranks) == 8
+    assert (ranks["Δ (GH − RH)"] == ranks["GH rank"] - ranks["RH rank"]).all()
+    assert manifest.exists()
+    stamp = manifest.stat().st_mtime_ns
+
+    at.button(key="diag_run").click().run()  # same inputs: every result comes from the cache
+    assert_clean(at)
+    assert "loaded from the cache" in at.success[0].value and "Computed" not in at.success[0].value
+    assert manifest.stat().st_mtime_ns == stamp
+
+    # a new session shows the cached results on load, without running anything
+    calls = []
+    real = runner._run_one
+    monkeypatch.setattr(runner, "_run_one", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    at = diagnostics_app()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) >= 4 and calls == []
+    assert not at.success  # nothing was run in this session
+
+    at.number_input(key="diag_n").set_value(4).run()
+    at.multiselect(key="diag_which").set_value(["sparsity"]).run()
+    at.checkbox(key="diag_force").check().run()  # "Recompute": runs even though the cache matches
+    at.button(key="diag_run").click().run()
+    assert_clean(at)
+    assert calls == ["sparsity"] and "Computed" in at.success[0].value
+    assert manifest.stat().st_mtime_ns != stamp
+
+
+def test_diagnostics_energy_and_fidelity_charts(app_env):
+    at = diagnostics_app()
+    at.number_input(key="diag_n").set_value(4).run()
+    at.multiselect(key="diag_which").set_value(["energy", "fidelity"]).run()
+    at.button(key="diag_run").click().run()
+    assert_clean(at)
+    keys = {c.proto.id for c in at.get("plotly_chart")}
+    assert any("diag_energy" in k for k in keys) and any("diag_topk" in k for k in keys), keys
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["LM head share"].endswith("%") and metrics["Head / average block"].endswith("×")
+    corr = next(f for f in frames(at) if "pearson" in f.columns)
+    assert set(corr["channel"]) == {"RH", "GH", "RH+GH"}
+
+
+def test_diagnostics_user_query_ranks_candidates(app_env):
+    at = diagnostics_app()
+    at.button(key="diag_rank").click().run()  # nothing typed: a message, not an exception
+    assert_clean(at)
+    assert at.error and "query" in at.error[0].value
+    at.text_input(key="diag_query").input("the cat is sleeping on the blanket .").run()
+    at.text_area(key="diag_candidates").input("the kitten is sleeping .\n\nthe bank lost money .\n<b> a cat </b>").run()
+    at.button(key="diag_rank").click().run()
+    assert_clean(at)
+    table = next(f for f in frames(at) if "RH rank" in f.columns and len(f) == 3)
+    assert {"RH rank", "GH rank", "RH+GH rank", "Δ (GH − RH)"} <= set(table.columns)
+    assert "<b> a cat </b>" in set(table["candidate"])  # shown as text in a table, never as HTML
+
+
+def test_diagnostics_bad_input_is_a_message(app_env):
+    at = diagnostics_app()
+    at.radio(key="diag_source").set_value("Type or upload texts").run()
+    at.button(key="diag_run").click().run()
+    assert_clean(at)
+    assert at.error and "Could not run the diagnostics" in at.error[0].value

@@ -221,3 +221,95 @@ def test_head_pool_keeps_the_first_source_rows(tmp_path):
     head = head_pool(pool, 3)
     assert [s.id for s in head.samples] == ["s1", "s3"] and [r for r, _ in head.skipped] == [2]
     assert head.rows == [1, 3] and head_pool(pool, 0) is pool
+
+
+# --- diagnostics page helpers ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_diagnostics(tiny_llama, tmp_path_factory):
+    from conftest import CORPUS
+
+    from rise_core.diagnostics import DiagnosticsOptions, run_diagnostics
+
+    out = tmp_path_factory.mktemp("diag")
+    results = run_diagnostics(tiny_llama, CORPUS[:4], options=DiagnosticsOptions(n_samples=4, n_seeds=2),
+                              which=["energy", "sparsity", "rhgh", "fidelity"], out_dir=out)
+    return out, results
+
+
+def test_energy_bars_keep_forward_order_and_mark_the_head(tiny_diagnostics):
+    from rise_core.ui_support import energy_bars
+
+    comps = tiny_diagnostics[1]["energy"]["components"]
+    bars = energy_bars(comps.iloc[::-1])  # shuffled rows: back in forward order
+    assert list(bars.columns) == ["component", "share", "share_std", "group"]
+    assert list(bars["component"]) == list(comps["component"])
+    assert bars["group"].iloc[-1] == "LM head" and bars["group"].iloc[0] == "embedding"
+    assert (bars["group"] == "LM head").sum() == 1 and set(bars["group"]) <= {"LM head", "embedding",
+                                                                               "transformer block", "other"}
+    assert abs(bars["share"].sum() - 1) < 1e-9 and (bars["share_std"] >= 0).all()
+
+
+def test_sweep_lines_long_format(tiny_diagnostics):
+    from rise_core.ui_support import SPARSITY_LINES, sweep_lines
+
+    sweep = pd.DataFrame({"k": [16, 8], "mass": [0.9, 0.8], "e_full": [0.99, 0.97], "e_tail": [0.7, 0.5],
+                          "gh_cos": [0.98, 0.95], "support_size": [16, 8]})
+    long = sweep_lines(sweep, "k")
+    assert list(long.columns) == ["k", "metric", "kept"] and len(long) == 8
+    assert list(long["metric"].unique()) == list(SPARSITY_LINES.values())
+    mass = long[long["metric"] == "probability mass"]
+    assert list(mass["k"]) == [8, 16] and list(mass["kept"]) == [0.8, 0.9]
+    with pytest.raises(InputDataError):
+        sweep_lines(sweep, "tau")
+    res = tiny_diagnostics[1]["sparsity"]
+    for table, x in (("k_sweep", "k"), ("tau_sweep", "tau")):
+        long = sweep_lines(res[table], x)
+        assert len(long) == 4 * len(res[table]) and long["kept"].notna().all()
+
+
+def test_rank_view_and_parse_lines(tiny_diagnostics):
+    from rise_core.ui_support import parse_lines, rank_view
+
+    view = rank_view(tiny_diagnostics[1]["rhgh"]["examples"])
+    assert list(view.columns[:8]) == ["candidate", "group", "semantic", "lexical", "RH rank", "GH rank",
+                                      "RH+GH rank", "Δ (GH − RH)"]
+    assert (view["Δ (GH − RH)"] == view["GH rank"] - view["RH rank"]).all() and len(view) == 8
+    plain = rank_view(pd.DataFrame({"candidate": ["a"], "rank_rh": [1], "rank_gh": [1], "delta_gh": [0],
+                                    "extra": [3]}))
+    assert list(plain.columns) == ["candidate", "RH rank", "GH rank", "Δ (GH − RH)"]
+    assert parse_lines("  one \n\n two\n") == ["one", "two"]
+    with pytest.raises(InputDataError, match="candidate"):
+        parse_lines(" \n ", "candidate")
+
+
+def test_fidelity_views(tiny_diagnostics):
+    from rise_core.ui_support import fidelity_views
+
+    res = tiny_diagnostics[1]["fidelity"]
+    corr, stab = fidelity_views(res["correlation"], res["topk_stability"])
+    assert list(corr["channel"]) == ["RH", "GH", "RH+GH"] and (corr["seeds"] == 2).all()
+    assert (corr["pearson_min"] <= corr["pearson"] + 1e-12).all() and (corr["pairs"] == 6).all()
+    assert set(stab["measure"]) == {"across seeds", "with exact"}
+    assert set(stab["k"]) == {f"top-{k}" for k in res["topk_stability"]["k"]}
+    assert len(stab) == 2 * len(res["topk_stability"]) and stab["overlap"].between(0, 1).all()
+
+
+def test_diagnostics_provenance_and_index_identity(tiny_diagnostics, tmp_path):
+    from types import SimpleNamespace
+
+    from rise_core.config import RiseConfig
+    from rise_core.ui_support import diagnostics_provenance, index_identity
+
+    out, _ = tiny_diagnostics
+    prov = diagnostics_provenance(out)
+    assert set(prov) == {"energy", "sparsity", "rhgh", "fidelity"}
+    assert prov["energy"]["n_samples"] == 4 and prov["energy"]["index"] is None and prov["energy"]["created_at"]
+    assert diagnostics_provenance(tmp_path / "none") == {}
+    manifest = SimpleNamespace(model_fingerprint="f", config=RiseConfig(), sketch_digest="d", n_samples=3,
+                               updated_at="t", index_uuid="u")
+    ident = index_identity(SimpleNamespace(path=tmp_path / "x.duckdb", manifest=manifest, config=RiseConfig()))
+    assert ident == {"path": str((tmp_path / "x.duckdb").resolve()), "model_fingerprint": "f",
+                     "config": RiseConfig().fingerprint(), "sketch_digest": "d", "n_samples": 3, "updated_at": "t",
+                     "index_uuid": "u"}
