@@ -135,15 +135,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
-    p.add_argument("--dims", default="64,12,64", help="K_r,K_h,K_g")
+    p.add_argument("--dims", default=None, help="K_r,K_h,K_g (default: the default config's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
-    res = run_bench(args.model, args.batch_size, args.seq_len, args.repeats, args.device, args.dtype,
-                    RiseConfig(k_r=k_r, k_h=k_h, k_g=k_g))
+    config = RiseConfig()
+    if args.dims:
+        k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
+        config = config.replace(k_r=k_r, k_h=k_h, k_g=k_g)
+    res = run_bench(args.model, args.batch_size, args.seq_len, args.repeats, args.device, args.dtype, config)
     if args.json:
         print(json.dumps(res))
     else:

@@ -10,6 +10,7 @@ Two stages, so sweeps and diagnostics can reuse one forward pass:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from .errors import InputDataError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, collate, encode_sample
 from .sketch import SketchSet
+
+logger = logging.getLogger(__name__)
 
 LOGITS_CHUNK = 512  # positions per logits chunk: 512 x V floats at a time
 
@@ -291,9 +294,16 @@ class RiseExtractor:
 
     def extract(self, samples: Sequence[Sample | str | dict], batch_size: int = 8,
                 progress: Callable[[int], None] | None = None) -> SampleFeatures:
-        """Features for many samples, batched by similar length; results are in input order."""
+        """Features for many samples, batched by similar length; results are in input order.
+
+        With `center_hidden` and no mean yet, the mean is fitted on the first (up to) 256 of these samples and then
+        kept for later calls (as an index build does)."""
         if len(samples) == 0:
             raise InputDataError("no samples to extract features from")
+        if self.config.center_hidden and self.hidden_mean is None:
+            # the same rule as an index build: the mean over the first (up to) 256 samples, then fixed
+            logger.info("center_hidden: fitting the hidden-state mean on the first %d samples", min(256, len(samples)))
+            self.fit_hidden_mean(list(samples[:256]), batch_size=batch_size)
         encoded = self.encode(samples)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         parts = []

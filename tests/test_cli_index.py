@@ -181,7 +181,7 @@ def test_bad_inputs_exit_1_and_keep_the_index(env, capsys, tmp_path):
         (["build", dups, "--index", idx], "duplicate ids '1'"),
         (["build", blank, "--index", idx], "no usable rows"),
         (["build", env.pool, "--index", idx, "--k-r", "32"], "k_r: index 16, requested 32"),
-        (["build", env.pool, "--index", idx, "--preset", "paper"], "counted_positions: index 'completion'"),
+        (["build", env.pool, "--index", idx, "--preset", "paper"], "token_norm: index False, requested True"),
         (["build", env.pool, "--index", foreign], "not a RISE index"),
         (["build", env.pool, "--index", corrupted], "corrupted"),
         (["build", env.pool, "--index", tmp_path / "missing" / "x.duckdb"], "does not exist"),

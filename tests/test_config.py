@@ -12,6 +12,9 @@ def test_defaults_are_the_papers():
     cfg = preset("paper")
     assert (cfg.tau, cfg.rho_cum, cfg.min_top_l, cfg.k_max, cfg.seq_len, cfg.seed) == (1.0, 0.92, 4, 256, 512, 42)
     assert cfg.counted_positions == "all" and cfg.token_norm and not cfg.center_hidden
+    assert (cfg.k_r, cfg.k_h, cfg.k_g) == (64, 12, 64)
+    # our default spends the same 1536 values per sample on the hidden factor (see README)
+    assert preset("default").bytes_per_sample() == cfg.bytes_per_sample() == 2 * 12 * 128
     opts = ScoreOptions()
     assert (opts.lambda_rh, opts.lambda_gh) == (0.7, 1.0)
 
@@ -29,8 +32,8 @@ def test_fingerprint_is_stable_and_sensitive():
     assert a.fingerprint() == b.fingerprint()
     # known value: changing it means every stored index looks foreign
     assert len(a.fingerprint()) == 16
-    assert a.fingerprint() != a.replace(token_norm=False).fingerprint()
-    assert a.diff(a.replace(k_r=32, seed=1)) == {"k_r": (64, 32), "seed": (42, 1)}
+    assert a.fingerprint() != a.replace(token_norm=not a.token_norm).fingerprint()
+    assert a.diff(a.replace(k_r=32, seed=1)) == {"k_r": (a.k_r, 32), "seed": (42, 1)}
     assert RiseConfig.from_dict(a.to_dict()) == a
 
 

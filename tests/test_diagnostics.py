@@ -34,7 +34,8 @@ from rise_core.errors import ConfigError, InputDataError
 from rise_core.samples import Sample
 from rise_core.sketch import SketchSet
 
-SMALL = RiseConfig(k_r=16, k_h=8, k_g=16, k_max=24)
+SMALL = RiseConfig(k_r=16, k_h=8, k_g=16, k_max=24, counted_positions="completion", token_norm=True,
+                   center_hidden=False)
 ONE_POSITION = Sample(prompt="the cat sat on the", completion="mat")
 
 

@@ -10,6 +10,7 @@ from conftest import CORPUS, FLOAT64_TOL
 
 from rise_core.config import RiseConfig
 from rise_core.engine import RiseExtractor, readout_forward, sparse_residual, support_mask
+from rise_core.errors import InputDataError
 from rise_core.samples import Sample
 from rise_core.sketch import SketchSet
 
@@ -136,7 +137,7 @@ def test_batched_equals_one_at_a_time_and_is_deterministic(tiny_lm):
 
 
 def test_completion_only_counts_completion_tokens(tiny_llama):
-    cfg = RiseConfig(k_r=8, k_h=4, k_g=8)
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, counted_positions="completion")
     enc = RiseExtractor(tiny_llama, cfg).encode(PAIRS)
     for e, s in zip(enc, PAIRS, strict=False):
         n_completion = len(s.completion.split())
@@ -147,8 +148,11 @@ def test_completion_only_counts_completion_tokens(tiny_llama):
 
 
 def test_token_sketches_sum_to_sample_features(tiny_llama):
-    cfg = RiseConfig(k_r=16, k_h=8, k_g=16)
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, token_norm=True, center_hidden=True)
     ex = RiseExtractor(tiny_llama, cfg)
+    with pytest.raises(InputDataError, match="fit_hidden_mean"):
+        ex.token_sketches(PAIRS[0])  # centring needs a mean: a single sample cannot provide one
+    ex.fit_hidden_mean(CORPUS)
     ts = ex.token_sketches(PAIRS[0])
     feats = ex.extract([PAIRS[0]])
     torch.testing.assert_close((ts.r.T @ ts.h).reshape(-1), feats.rh[0], **FLOAT64_TOL)
@@ -161,7 +165,7 @@ def test_token_sketches_sum_to_sample_features(tiny_llama):
 def test_float32_model_gives_finite_features(tiny_llama_fp32):
     feats = RiseExtractor(tiny_llama_fp32, RiseConfig()).extract(CORPUS)
     assert feats.rh.dtype == torch.float32 and torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
-    assert feats.rh.shape == (len(CORPUS), 64 * 12)
+    assert feats.rh.shape == (len(CORPUS), 16 * 48)
 
 
 def test_bfloat16_model_tracks_float32():
@@ -174,3 +178,13 @@ def test_bfloat16_model_tracks_float32():
     assert f16.rh.dtype == torch.float32  # sketches are accumulated in float32 whatever the model dtype
     cos = torch.nn.functional.cosine_similarity(f16.gh, f32.gh, dim=1)
     assert (cos > 0.9).all(), cos
+
+
+def test_centring_mean_is_fitted_on_first_extract_and_kept(tiny_llama):
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=True))
+    first = ex.extract(CORPUS[:4])
+    expected = RiseExtractor(tiny_llama, ex.config).fit_hidden_mean(CORPUS[:4])
+    torch.testing.assert_close(ex.hidden_mean, expected)
+    ex.extract(CORPUS[4:])  # a later call keeps the mean it has
+    torch.testing.assert_close(ex.hidden_mean, expected)
+    torch.testing.assert_close(ex.extract(CORPUS[:4]).rh, first.rh)

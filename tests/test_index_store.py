@@ -24,7 +24,7 @@ from rise_core.models import load_model
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix, score_pool, top_k
 
-CFG = RiseConfig(k_r=16, k_h=8, k_g=16)
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16, counted_positions="completion", token_norm=True, center_hidden=False)
 QUERY = Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket .")
 FP16_ULP = 2.0**-10  # one float16 ulp at 1.0: the largest rounding difference of a stored unit-vector entry
 
@@ -217,8 +217,8 @@ def test_resume_after_sigkill(tmp_path, model_dir, tiny_llama):
     assert con.execute("SELECT count(*), count(DISTINCT id) FROM rise_samples").fetchone() == (24, 24)
     con.close()
 
-    fresh = tmp_path / "fresh.duckdb"
-    build_index(fresh, pool, tiny_llama, CFG, batch_size=4)
+    fresh = tmp_path / "fresh.duckdb"  # the crash script's config: the default, with hidden centring
+    build_index(fresh, pool, tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16), batch_size=4)
     _assert_same_features(_features_by_id(index_path), _features_by_id(fresh))
 
 

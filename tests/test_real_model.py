@@ -26,7 +26,7 @@ def test_default_model_readout_and_features(default_lm):
     ]
     feats = ex.extract(samples, batch_size=2)
     assert torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
-    assert feats.rh.shape == (3, 64 * 12) and feats.gh.shape == (3, 64 * 12)
+    assert feats.rh.shape == (3, 16 * 48) and feats.gh.shape == (3, 16 * 48)
     assert (feats.n_counted > 0).all()
     # a sensible LM: the factual answer is far more predictable than the backdoor story
     assert float(feats.loss[0]) < float(feats.loss[1]) < 8.0
