@@ -10,7 +10,7 @@ forward pass:
 and the floor: the time to read the feature matrix's bytes from memory once (a vectorised sum over them).
 Prints each latency and its ratio to the floor, measured in the same run.
 
-    python benchmarks/query_latency.py                       # 10k and 100k samples, K_r=64, K_h=12, K_g=64
+    python benchmarks/query_latency.py                       # 10k and 100k samples at the default dims
     python benchmarks/query_latency.py --sizes 1000000 --threads 1 --json
 
 On a machine shared with other busy processes, pass --threads 1: multi-threaded products then spend their time
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  rank: scoring + fetch the hits       {res['rank_ms']:8.2f} ms  "
                   f"({res['rank_over_floor']:.2f}x floor)")
             print(f"  rank with --where (cached mask)      {res['rank_where_ms']:8.2f} ms")
-            print(f"  scoring.score_pool (fp16 -> fp32)    {res['score_pool_fp32_ms']:8.2f} ms", flush=True)
+            print(f"  scoring.score_pool (fp16, chunked)   {res['score_pool_fp32_ms']:8.2f} ms", flush=True)
     return 0
 
 

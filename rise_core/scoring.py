@@ -100,10 +100,15 @@ def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: Score
     return options.lambda_rh * rh + options.lambda_gh * gh
 
 
-def _matvec(matrix: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
-    if matrix.dtype == torch.float16:  # CPU half matmul is slow and lossy: accumulate in float32
-        matrix = matrix.float()
-    return matrix @ vector.to(matrix.dtype)
+def _matvec(matrix: torch.Tensor, vector: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+    """matrix @ vector in float32; half-precision rows are widened a cache-sized chunk at a time, never all at once."""
+    if matrix.dtype not in (torch.float16, torch.bfloat16):
+        return matrix @ vector.to(matrix.dtype)
+    vector = vector.float()
+    out = torch.empty(matrix.shape[0], dtype=torch.float32)
+    for start in range(0, matrix.shape[0], chunk):
+        out[start:start + chunk] = matrix[start:start + chunk].float() @ vector
+    return out
 
 
 def top_k(scores: torch.Tensor, k: int, allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
