@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from .config import RiseConfig
-from .engine import RiseExtractor
+from .engine import RiseExtractor, readout_forward
 from .samples import EncodedSample, collate
 
 
@@ -102,6 +102,8 @@ def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, de
     ids = bench_token_rows(lm, batch_size, seq_len)
     encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
                for row in ids]
+    if extractor.config.center_hidden:  # the centring mean is fixed before timing, as an index build does
+        extractor.hidden_mean = readout_forward(lm, encoded, extractor.config).hidden.mean(dim=0)
     batch = collate(encoded, lm.pad_id)
     input_ids, attn = batch.input_ids.to(lm.device), batch.attention_mask.to(lm.device)
 
