@@ -25,18 +25,16 @@ CORPUS = [
 FLOAT64_TOL = dict(rtol=1e-9, atol=1e-9)
 
 
-def build_tokenizer():
-    """A whitespace word-level tokenizer over WORDS, with pad/bos/eos/unk specials."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+def build_tokenizer(extra_words: tuple[str, ...] = ()):
+    """A whitespace word-level tokenizer over WORDS (+ extra_words), with pad/bos/eos/unk specials."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
-    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
+    vocab = {tok: i for i, tok in enumerate(specials + WORDS + list(extra_words))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
-    from tokenizers import decoders
-
     tok.decoder = decoders.WordPiece(prefix="##")
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
                                    unk_token="<unk>")

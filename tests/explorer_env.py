@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import torch
-from conftest import CORPUS, WORDS, build_tiny_model
+from conftest import CORPUS, build_tiny_model, build_tokenizer
 
 # Words the tiny tokenizer knows on top of conftest's, so that a pool row with HTML in it keeps its tags as tokens.
 HTML_WORDS = ["<script>", "alert(1)", "</script>", "<b>", "</b>"]
@@ -20,17 +20,7 @@ N_POOL = 30
 
 def build_html_tokenizer():
     """conftest's word-level tokenizer with HTML_WORDS added to its vocabulary."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
-    vocab = {tok: i for i, tok in enumerate(specials + WORDS + HTML_WORDS)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
-    tok.decoder = decoders.WordPiece(prefix="##")
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
-                                   unk_token="<unk>")
+    return build_tokenizer(tuple(HTML_WORDS))
 
 
 def pool_rows() -> list[dict]:
