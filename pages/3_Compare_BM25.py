@@ -6,6 +6,7 @@ import streamlit as st
 
 import explorer_ui as ui
 from rise_core import attribution
+from rise_core.scoring import score_pool
 from rise_core.ui_support import binary_labels, label_metrics, overlap_at_k, ranking_frame, results_table, spearman
 
 ui.page("Compare with BM25", ":material/balance:")
@@ -29,7 +30,7 @@ with ui.friendly("compare the rankings"):
     index = ui.open_index(path)
     query_fm = ui.query_features(index, ui.model_for(index), [query])
     pool = index.samples()  # feature-row order, as the scores below
-    rise_scores = attribution.score_all(index.feature_matrix(), query_fm, options).total.numpy().astype(float)
+    rise_scores = score_pool(index.feature_matrix(), query_fm, options).total.numpy().astype(float)
     bm25_scores = ui.bm25_for(path).score([query])[0].astype(float)
     rise = attribution.rank(index, query_fm, options, k=k)
     bm25 = ranking_frame(pool, bm25_scores, k)

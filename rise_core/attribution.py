@@ -21,9 +21,8 @@ from .explain import TokenAttribution, explain_hit
 from .index_store import RiseIndex
 from .models import LoadedModel
 from .samples import Sample, encode_sample
-from .scoring import FeatureMatrix, Scores, channel_scales, query_vectors
+from .scoring import FeatureMatrix, Scores, channel_scales, matvec, query_vectors, score_pool
 
-CHUNK_ROWS = 16384  # rows per float16 -> float32 conversion chunk when every score is needed
 _HALF_GEMV_OK: bool | None = None
 
 
@@ -89,28 +88,6 @@ def _weights(fm: FeatureMatrix, options: ScoreOptions) -> tuple[torch.Tensor, to
     return options.lambda_rh * c_rh.float(), options.lambda_gh * c_gh.float()
 
 
-def _exact(matrix: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """matrix @ q as `scoring.score_pool` computes it (float16 rows converted to float32 first)."""
-    if matrix.dtype == torch.float16:
-        matrix = matrix.float()
-    return (matrix @ q.to(matrix.dtype)).float()
-
-
-def score_all(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
-    """Every row's score (weighted channel parts), as `scoring.score_pool`, converting float16 rows in chunks."""
-    options = options or ScoreOptions()
-    q_rh, q_gh = query_vectors(query_fm, options)
-    w_rh, w_gh = _weights(fm, options)
-    n = len(fm)
-    rh, gh = torch.empty(n), torch.empty(n)
-    for s in range(0, n, CHUNK_ROWS):
-        e = min(n, s + CHUNK_ROWS)
-        rh[s:e] = _exact(fm.rh[s:e], q_rh)
-        gh[s:e] = _exact(fm.gh[s:e], q_gh)
-    rh, gh = w_rh * rh, w_gh * gh
-    return Scores(total=rh + gh, rh=rh, gh=gh)
-
-
 def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
              allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, Scores]:
     """Rows of the k highest scores (descending) and their scores, among `allowed` rows if given.
@@ -138,13 +115,13 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
         if allowed is not None:
             candidates &= allowed
         cand = candidates.nonzero()[:, 0]
-        rh = w_rh[cand] * _exact(fm.rh[cand], q_rh)
-        gh = w_gh[cand] * _exact(fm.gh[cand], q_gh)
+        rh = w_rh[cand] * matvec(fm.rh[cand], q_rh).float()
+        gh = w_gh[cand] * matvec(fm.gh[cand], q_gh).float()
         total = rh + gh
         best = torch.topk(total, k).indices
         return cand[best], Scores(total=total[best], rh=rh[best], gh=gh[best])
-    rh = w_rh * _exact(fm.rh, q_rh)
-    gh = w_gh * _exact(fm.gh, q_gh)
+    rh = w_rh * matvec(fm.rh, q_rh).float()
+    gh = w_gh * matvec(fm.gh, q_gh).float()
     total = rh + gh
     if allowed is not None:
         total = torch.where(allowed, total, torch.full_like(total, -math.inf))
@@ -212,7 +189,7 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
         if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
-    scores = score_all(fm, query_fm, options)
+    scores = score_pool(fm, query_fm, options)
     total = scores.total if allowed is None else torch.where(allowed, scores.total,
                                                              torch.full_like(scores.total, -math.inf))
     rows = torch.topk(total, n_keep).indices if n_keep else torch.empty(0, dtype=torch.long)

@@ -85,8 +85,8 @@ def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOption
     options = options or ScoreOptions()
     q_rh, q_gh = query_vectors(queries, options)
     c_rh, c_gh = channel_scales(pool, options.sample_norm)
-    rh = options.lambda_rh * c_rh * _matvec(pool.rh, q_rh)
-    gh = options.lambda_gh * c_gh * _matvec(pool.gh, q_gh)
+    rh = options.lambda_rh * c_rh * matvec(pool.rh, q_rh)
+    gh = options.lambda_gh * c_gh * matvec(pool.gh, q_gh)
     return Scores(total=rh + gh, rh=rh, gh=gh)
 
 
@@ -100,7 +100,7 @@ def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: Score
     return options.lambda_rh * rh + options.lambda_gh * gh
 
 
-def _matvec(matrix: torch.Tensor, vector: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+def matvec(matrix: torch.Tensor, vector: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
     """matrix @ vector in float32; half-precision rows are widened a cache-sized chunk at a time, never all at once."""
     if matrix.dtype not in (torch.float16, torch.bfloat16):
         return matrix @ vector.to(matrix.dtype)

@@ -14,7 +14,7 @@ import torch
 from conftest import make_lm
 from index_helpers import pool_rows, save_tiny_model, write_jsonl
 
-from rise_core.attribution import explain, query_features, rank, score_all, select, top_rows
+from rise_core.attribution import explain, query_features, rank, select, top_rows
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import IndexMismatchError, IndexStoreError, InputDataError
@@ -114,7 +114,7 @@ def test_fast_top_rows_equals_dense_scoring(mode):
         assert set(rows.tolist()) == set(idx.tolist()) or torch.allclose(dense.total[rows], vals, atol=1e-6)
         if mask is not None:
             assert mask[rows].all()
-    full = score_all(fm, queries, opts)
+    full = score_pool(fm.to(torch.float32), queries, opts)  # the fp16 path (chunked widening) vs float32 rows
     torch.testing.assert_close(full.total, dense.total, rtol=1e-6, atol=1e-6)
 
 
@@ -143,7 +143,7 @@ def test_select_top_n_and_fraction(built, tiny_llama):
     path, _ = built
     with RiseIndex.open(path) as index:
         qfm = query_features(index, tiny_llama, [QUERY, "the stock market crashed ."])
-        everything = score_all(index.feature_matrix(), qfm)
+        everything = score_pool(index.feature_matrix(), qfm)
         best = select(index, qfm, fraction=0.25)
         assert len(best) == 6 and best["score"].is_monotonic_decreasing
         torch.testing.assert_close(torch.tensor(best["score"].tolist()),

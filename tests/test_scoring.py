@@ -63,3 +63,16 @@ def test_explanations_sum_to_channel_scores(extracted):
         assert sum(q_attr.total) == pytest.approx(float(scores.total[i]), rel=1e-4, abs=1e-6)
         assert ex_attr.rh[0] == 0.0  # the first token is never predicted
         assert len(q_attr.tokens) > len(query.completion.split())
+
+
+def test_matvec_widens_half_rows_chunk_by_chunk():
+    from rise_core.scoring import matvec
+
+    gen = torch.Generator().manual_seed(0)
+    half = torch.randn(10, 7, generator=gen).half()
+    vec = torch.randn(7, generator=gen)
+    expected = half.float() @ vec
+    for chunk in (1, 3, 10, 64):  # chunk boundaries inside, at and beyond the matrix
+        out = matvec(half, vec, chunk=chunk)
+        assert out.dtype == torch.float32
+        torch.testing.assert_close(out, expected)
