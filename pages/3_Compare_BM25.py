@@ -6,8 +6,9 @@ import streamlit as st
 
 import explorer_ui as ui
 from rise_core import attribution
+from rise_core.metrics import spearman
 from rise_core.scoring import score_pool
-from rise_core.ui_support import binary_labels, label_metrics, overlap_at_k, ranking_frame, results_table, spearman
+from rise_core.ui_support import binary_labels, label_metrics, overlap_at_k, ranking_frame, results_table
 
 ui.page("Compare with BM25", ":material/balance:")
 path = ui.index_picker()

@@ -20,6 +20,7 @@ Conventions (shared by every function here):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -260,3 +261,17 @@ class EvalResult:
     def as_dict(self) -> dict[tuple[str, int], float]:
         """{(metric, K): macro average} for every metric and K."""
         return {(m, int(row["K"])): float(row[m]) for _, row in self.table.iterrows() for m in METRICS}
+
+
+def spearman(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] | np.ndarray) -> float:
+    """Spearman rank correlation of two score vectors over the same items (average ranks for ties)."""
+    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise InputDataError(f"score vectors must have the same length, got {a.shape} and {b.shape}")
+    if a.size < 2:
+        return float("nan")
+    ra = pd.Series(a).rank(method="average").to_numpy()
+    rb = pd.Series(b).rank(method="average").to_numpy()
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = math.sqrt(float((ra**2).sum() * (rb**2).sum()))
+    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")

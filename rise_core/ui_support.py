@@ -97,20 +97,6 @@ def overlap_at_k(ids_a: Sequence[Any], ids_b: Sequence[Any], k: int) -> float:
     return sum(1 for i in top_a if i in top_b) / min(k, len(top_a))
 
 
-def spearman(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] | np.ndarray) -> float:
-    """Spearman rank correlation of two score vectors over the same items (average ranks for ties)."""
-    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise InputDataError(f"score vectors must have the same length, got {a.shape} and {b.shape}")
-    if a.size < 2:
-        return float("nan")
-    ra = pd.Series(a).rank(method="average").to_numpy()
-    rb = pd.Series(b).rank(method="average").to_numpy()
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = math.sqrt(float((ra**2).sum() * (rb**2).sum()))
-    return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
-
-
 def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None:
     """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise."""
     if values is None:

@@ -14,6 +14,7 @@ import pytest
 from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
+from rise_core.metrics import spearman
 from rise_core.ui_support import (
     INDEX_BASE_BYTES,
     BuildJob,
@@ -33,7 +34,6 @@ from rise_core.ui_support import (
     ranking_frame,
     results_table,
     sample_from_row,
-    spearman,
     table_bytes,
 )
 

@@ -20,6 +20,7 @@ import torch
 from ..config import RiseConfig, ScoreOptions
 from ..engine import RiseExtractor, SampleFeatures, aggregate, readout_forward, sketch_readout
 from ..errors import InputDataError
+from ..metrics import spearman
 from ..models import LoadedModel
 from ..samples import Sample
 from ..sketch import SketchSet
@@ -32,10 +33,6 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2 or a.std() == 0 or b.std() == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return _pearson(pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy())
 
 
 def _top_sets(scores: torch.Tensor, k: int) -> list[set[int]]:
@@ -117,7 +114,7 @@ def sketch_fidelity(lm: LoadedModel, samples: Sequence[Sample | str | dict], con
             a = exact[ch][iu[0], iu[1]].numpy()
             b = sk_scores[ch][iu[0], iu[1]].numpy()
             corr_rows.append({"dims": dims_label(d), "k_r": d[0], "k_h": d[1], "k_g": d[2], "seed": s,
-                              "channel": ch, "pearson": _pearson(a, b), "spearman": _spearman(a, b),
+                              "channel": ch, "pearson": _pearson(a, b), "spearman": spearman(a, b),
                               "n_pairs": int(a.size)})
         if d == primary and s == config.seed:
             pair_df = pd.DataFrame({"i": iu[0].numpy(), "j": iu[1].numpy()})

@@ -19,6 +19,7 @@ import torch
 from ..config import RiseConfig, ScoreOptions
 from ..engine import RiseExtractor, aggregate, readout_forward, sketch_readout
 from ..errors import InputDataError
+from ..metrics import spearman
 from ..models import LoadedModel
 from ..samples import Sample
 from ..sketch import SketchSet
@@ -139,7 +140,7 @@ def rh_gh_ranking(lm: LoadedModel, query: Sample | str | dict, candidates: Seque
     for ch in ("rh", "gh", "rh_gh"):
         finite_rows = df[ch].abs() < float("inf")
         summary[f"spearman_{ch}_exact_vs_sketch"] = finite(
-            df.loc[finite_rows, ch].rank().corr(df.loc[finite_rows, f"{ch}_sketch"].rank()))
+            spearman(df.loc[finite_rows, ch].to_numpy(), df.loc[finite_rows, f"{ch}_sketch"].to_numpy()))
     if "semantic" in df.columns and "lexical" in df.columns:
         lexical_only = df["lexical"].astype(bool) & ~df["semantic"].astype(bool)
         semantic_only = df["semantic"].astype(bool) & ~df["lexical"].astype(bool)
