@@ -6,7 +6,7 @@ only place that caches resources (`st.cache_resource`) and the only place that t
 Configuration (environment variables):
     RISE_MODEL      model for new indexes and the demo: hub id, local path, or the embedded default (the default)
     RISE_INDEX_DIR  where indexes live (default ./indexes)
-    RISE_DATA_DIR   where bundled pools live (default: the repository's data/ directory)
+    RISE_DATA_DIR   where bundled pools live (default: the bundled demo pools, see rise_core.bundled)
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from rise_core import bundled
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import (
@@ -85,7 +86,7 @@ def settings() -> Settings:
     return Settings(
         model_id=os.environ.get("RISE_MODEL") or DEFAULT_MODEL_ID,
         index_dir=Path(os.environ.get("RISE_INDEX_DIR") or "indexes").expanduser(),
-        data_dir=Path(os.environ.get("RISE_DATA_DIR") or ROOT / "data").expanduser(),
+        data_dir=bundled.data_dir(),
     )
 
 

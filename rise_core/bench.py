@@ -23,6 +23,7 @@ import torch
 
 from .config import RiseConfig
 from .engine import RiseExtractor, readout_forward
+from .errors import InputDataError
 from .samples import EncodedSample, collate
 
 
@@ -75,13 +76,15 @@ def interleaved_times(fns: list[Callable[[], Any]], device: torch.device, repeat
 
 
 def bench_token_rows(lm: Any, batch_size: int, seq_len: int) -> list[list[int]]:
-    """`batch_size` rows of `seq_len` tokens of real text: the bundled pools' texts, tokenised and packed end to end
-    (real text gives realistic support sizes; random tokens make every position maximally uncertain)."""
-    import json
-    from pathlib import Path
+    """`batch_size` rows of `seq_len` tokens of real text: the bundled pools' texts, tokenised and packed end to end.
+
+    Real text gives realistic support sizes (random tokens would make every position maximally uncertain and measure
+    something else), so without enough bundled text this refuses rather than fall back."""
+    from .bundled import DATA_ENV, data_dir, pool_paths
 
     stream: list[int] = []
-    for path in sorted((Path(__file__).resolve().parent.parent / "data").glob("*_pool.jsonl")):
+    pools = pool_paths()
+    for path in pools.values():
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 row = json.loads(line)
@@ -89,8 +92,10 @@ def bench_token_rows(lm: Any, batch_size: int, seq_len: int) -> list[list[int]]:
                 stream += lm.tokenizer(text + "\n", add_special_tokens=False)["input_ids"]
                 if len(stream) >= batch_size * seq_len:
                     return [stream[i * seq_len:(i + 1) * seq_len] for i in range(batch_size)]
-    gen = torch.Generator().manual_seed(0)  # no bundled data: random tokens (a worst case for support sizes)
-    return torch.randint(10, lm.vocab_size, (batch_size, seq_len), generator=gen).tolist()
+    found = f"{len(pools)} pool file(s) with {len(stream)} tokens" if pools else "no *_pool.jsonl file"
+    raise InputDataError(f"rise bench times real text and needs {batch_size * seq_len} tokens of the bundled pools, "
+                         f"but {data_dir()} has {found}; set {DATA_ENV} to the folder of the demo pools, or lower "
+                         "--batch-size / --seq-len")
 
 
 def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, device: str, dtype: str,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import ScoreOptions, preset
+from .config import preset, preset_scoring
 from .evaluation import METHODS, TASK_KS, ReadoutCache, evaluate, load_task, sweep
 
 
@@ -28,9 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
     p.add_argument("--preset", default="default", help="RISE config preset (default, paper)")
     p.add_argument("--seq-len", type=int, default=None, help="override the preset's seq_len")
-    p.add_argument("--lambda-rh", type=float, default=ScoreOptions.lambda_rh)
-    p.add_argument("--lambda-gh", type=float, default=ScoreOptions.lambda_gh)
-    p.add_argument("--sample-norm", default=ScoreOptions.sample_norm, choices=["channel", "joint", "none"])
+    p.add_argument("--lambda-rh", type=float, default=None, help="RH weight (default: the preset's)")
+    p.add_argument("--lambda-gh", type=float, default=None, help="GH weight (default: the preset's)")
+    p.add_argument("--sample-norm", default=None, choices=["channel", "joint", "none"],
+                   help="per-sample normalisation (default: the preset's; 'paper' uses joint)")
     p.add_argument("--sweep", action="store_true", help="also sweep the RISE choices (counted positions, per-token "
                    "normalisation, centring, sample normalisation, channels) from the same forward pass")
     p.add_argument("--max-pool", type=int, default=None, help="use only the first N pool rows")
@@ -48,7 +49,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     config = preset(args.preset)
     if args.seq_len:
         config = config.replace(seq_len=args.seq_len)
-    options = ScoreOptions(args.lambda_rh, args.lambda_gh, args.sample_norm)
+    options = preset_scoring(args.preset, lambda_rh=args.lambda_rh, lambda_gh=args.lambda_gh,
+                             sample_norm=args.sample_norm)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     names = list(TASK_KS) if args.task == "all" else [args.task]
     out = Path(args.out)

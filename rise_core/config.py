@@ -139,9 +139,23 @@ PRESETS: dict[str, RiseConfig] = {
     # per-token normalised) sketches, and the pool's mean hidden state subtracted.
     "default": RiseConfig(),
     # The paper's exact recipe: every predicted token, per-token normalisation, no centring, (K_r, K_h, K_g) =
-    # (64, 12, 64) (its 14MB Pythia-1B setting). Score it with ScoreOptions(sample_norm="joint") (normalize_sample).
+    # (64, 12, 64) (its 14MB Pythia-1B setting); scored with joint sample normalisation (PRESET_SCORING).
     "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False),
 }
+
+
+# The query-time half of each preset: the paper L2-normalises each sample's joint [phi_RH; phi_GH] (normalize_sample).
+PRESET_SCORING: dict[str, ScoreOptions] = {
+    "default": ScoreOptions(),
+    "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, sample_norm="joint"),
+}
+
+
+def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
+    """The scoring options of a named preset, with any non-None `overrides` (e.g. from command-line flags)."""
+    preset(name)  # the same error for an unknown name
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(PRESET_SCORING[name], **given)
 
 
 def preset(name: str) -> RiseConfig:

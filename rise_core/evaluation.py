@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
 from .lm_features import ReadoutCache
@@ -25,7 +26,6 @@ from .metrics import evaluate_rankings
 from .samples import Sample
 from .scoring import FeatureMatrix, score_each_query
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 TASK_KS = {"howdy": (5, 10, 50, 100), "finmed": (5, 10, 50, 100), "brainrot": (5, 10, 25, 50)}
 DEFAULT_KS = (5, 10, 50, 100)
 
@@ -51,13 +51,13 @@ class Task:
 
 def load_task(name: str | None = None, pool_path: str | Path | None = None, queries_path: str | Path | None = None,
               max_pool: int | None = None, max_queries: int | None = None) -> Task:
-    """A bundled task by name (data/<name>_pool.jsonl + _queries.jsonl) or a user's labelled pool + queries."""
+    """A bundled task by name (<data dir>/<name>_pool.jsonl + _queries.jsonl, see `bundled.data_dir`) or a user's labelled pool + queries."""
     from .ingest import read_pool
 
     if pool_path is None:
         if name not in TASK_KS:
             raise ConfigError(f"unknown task {name!r}; choose one of {sorted(TASK_KS)} or give --pool and --queries")
-        pool_path, queries_path = DATA_DIR / f"{name}_pool.jsonl", DATA_DIR / f"{name}_queries.jsonl"
+        pool_path, queries_path = task_files(name)
     if queries_path is None:
         raise ConfigError("a labelled pool needs a query file too (--queries)")
     pool = read_pool(pool_path).samples[:max_pool]

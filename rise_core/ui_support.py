@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .bundled import POOL_SUFFIX, QUERIES_SUFFIX, pool_paths, queries_for_pool
 from .config import RiseConfig
 from .errors import InputDataError, RiseError
 from .samples import Sample
@@ -32,8 +33,6 @@ CHANNELS = ("total", "RH", "GH")
 # index (file blocks, manifest, sketch hashes); measured on DuckDB 1.x indexes of 100-500 samples.
 ROW_OVERHEAD_BYTES = 96
 INDEX_BASE_BYTES = 3 * 1024**2
-POOL_SUFFIX = "_pool.jsonl"
-QUERIES_SUFFIX = "_queries.jsonl"
 
 
 # --- token highlighting ---------------------------------------------------------------------------------------------
@@ -170,19 +169,7 @@ def index_file_name(model_id: str, pool_name: str) -> str:
 
 def bundled_pools(data_dir: str | Path) -> dict[str, Path]:
     """Bundled demo pools: {'howdy': data/howdy_pool.jsonl, ...}, sorted by name."""
-    d = Path(data_dir)
-    if not d.is_dir():
-        return {}
-    return {p.name[: -len(POOL_SUFFIX)]: p for p in sorted(d.glob(f"*{POOL_SUFFIX}"))}
-
-
-def queries_for_pool(pool_path: str | Path) -> Path | None:
-    """The query file that goes with a bundled pool (howdy_pool.jsonl -> howdy_queries.jsonl), if present."""
-    p = Path(pool_path)
-    if not p.name.endswith(POOL_SUFFIX):
-        return None
-    q = p.with_name(p.name[: -len(POOL_SUFFIX)] + QUERIES_SUFFIX)
-    return q if q.is_file() else None
+    return pool_paths(data_dir)
 
 
 def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:

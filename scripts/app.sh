@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec "${PYTHON:-python3}" -m streamlit run app.py --server.headless true "$@"
+source scripts/env.sh
+exec "$PY" -m streamlit run app.py --server.headless true "$@"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the app and the tests need, on a fresh machine. Idempotent: a second run takes seconds.
+# Installs into the active virtual environment, or into a project one in .venv (created here) when none is active.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-python3}"
+source scripts/env.sh
 # torch first: a plain `torch` requirement on a machine without torch pulls a multi-GB CUDA build.
 # (On a GPU machine, install the torch build for your CUDA first and set RISE_SKIP_TORCH=1.)
 if [ -z "${RISE_SKIP_TORCH:-}" ]; then

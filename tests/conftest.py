@@ -22,6 +22,9 @@ CORPUS = [
     "how can you invest money with a bank ?",
 ]
 
+# Float64 comparisons: the tiny models run float64 end to end (see build_tiny_model), so two computations of the same
+# quantity differ by float64 rounding accumulated over a few thousand operations (~1e-13 relative); 1e-9 leaves a wide
+# margin while still catching any float32 step (~1e-7) or a real error.
 FLOAT64_TOL = dict(rtol=1e-9, atol=1e-9)
 
 
@@ -40,8 +43,14 @@ def build_tokenizer(extra_words: tuple[str, ...] = ()):
                                    unk_token="<unk>")
 
 
-def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.float64, seed: int = 0):
-    """A 2-layer model with hidden size 32: 'llama' (tied head), 'llama-untied', or 'gpt-neox' (untied embed_out)."""
+def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.float64, seed: int = 0,
+                     attn: str = "sdpa"):
+    """A 2-layer model with hidden size 32: 'llama' (tied head), 'llama-untied', or 'gpt-neox' (untied embed_out).
+
+    `attn="sdpa"` (the default) keeps a float64 model float64 end to end, so exactness tests hold to float64
+    precision on any CPU. transformers' "eager" attention computes its softmax in float32 whatever the model dtype:
+    a padded row then differs from the same sample unpadded by float32 rounding, which depends on the CPU's vector
+    paths (AVX-512 vs AVX2); tests of that path say so and use a float32-derived tolerance."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -61,7 +70,7 @@ def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.floa
     with torch.no_grad():
         model.get_output_embeddings().weight.mul_(8.0)
     model.config.use_cache = False
-    model.config._attn_implementation = "eager"
+    model.config._attn_implementation = attn
     return model.to(dtype).eval()
 
 
@@ -70,9 +79,9 @@ def tokenizer():
     return build_tokenizer()
 
 
-def make_lm(arch: str, dtype: torch.dtype = torch.float64) -> LoadedModel:
+def make_lm(arch: str, dtype: torch.dtype = torch.float64, attn: str = "sdpa") -> LoadedModel:
     tok = build_tokenizer()
-    return wrap_model(build_tiny_model(arch, len(tok), dtype=dtype), tok, f"tiny-{arch}")
+    return wrap_model(build_tiny_model(arch, len(tok), dtype=dtype, attn=attn), tok, f"tiny-{arch}")
 
 
 @pytest.fixture(scope="session", params=["llama", "gpt-neox"])
