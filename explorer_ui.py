@@ -165,7 +165,7 @@ def bm25_for(path: str | Path) -> Any:
 
 def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
     """Indexes in the directory (empty when it does not exist yet)."""
-    from rise_core.index_store import list_indexes as _list
+    from rise_core.store import list_indexes as _list
 
     if not index_dir.is_dir():
         return []

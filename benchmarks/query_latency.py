@@ -35,10 +35,10 @@ import torch
 from rise_core.attribution import rank, top_rows
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
-from rise_core.index_store import RiseIndex
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix, score_pool
 from rise_core.sketch import SketchSet
+from rise_core.store import RiseIndex
 
 TOPICS = ["cooking", "finance", "medicine", "travel"]
 

@@ -10,7 +10,10 @@ Quick start::
 
 from __future__ import annotations
 
-from .config import PRESETS, RiseConfig, ScoreOptions, preset
+import importlib
+from typing import Any
+
+from .config import PRESETS, RiseConfig, ScoreOptions, preset, preset_scoring
 from .engine import RiseExtractor, SampleFeatures
 from .errors import RiseError
 from .models import LoadedModel, load_model
@@ -19,7 +22,21 @@ from .scoring import FeatureMatrix, score_pool, top_k
 
 __version__ = "0.1.0"
 
+# the index and attribution API, imported on first use (they pull in DuckDB and pandas)
+_LAZY = {
+    "RiseIndex": "store", "build_index": "store", "list_indexes": "store",
+    "query_features": "attribution", "rank": "attribution", "rank_each": "attribution", "select": "attribution",
+    "explain": "attribution", "read_pool": "ingest",
+}
+
 __all__ = [
     "PRESETS", "FeatureMatrix", "LoadedModel", "RiseConfig", "RiseError", "RiseExtractor", "Sample",
-    "SampleFeatures", "ScoreOptions", "load_model", "preset", "score_pool", "top_k", "__version__",
+    "SampleFeatures", "ScoreOptions", "load_model", "preset", "preset_scoring", "score_pool", "top_k", "__version__",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,10 +18,10 @@ from .config import ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
-from .index_store import RiseIndex
 from .models import LoadedModel
 from .samples import Sample, encode_sample
 from .scoring import FeatureMatrix, Scores, channel_scales, matvec, query_vectors, score_pool
+from .store import RiseIndex
 
 _HALF_GEMV_OK: bool | None = None
 
@@ -120,6 +120,13 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
         total = rh + gh
         best = torch.topk(total, k).indices
         return cand[best], Scores(total=total[best], rh=rh[best], gh=gh[best])
+    return _exact_top_rows(fm, q_rh, q_gh, w_rh, w_gh, k, allowed)
+
+
+def _exact_top_rows(fm: FeatureMatrix, q_rh: torch.Tensor, q_gh: torch.Tensor, w_rh: torch.Tensor, w_gh: torch.Tensor,
+                    k: int, allowed: torch.Tensor | None) -> tuple[torch.Tensor, Scores]:
+    """`top_rows` by scoring every row in float32 (features not float16, or a float16 product without the float32
+    accumulation the fast path's bound assumes)."""
     rh = w_rh * matvec(fm.rh, q_rh).float()
     gh = w_gh * matvec(fm.gh, q_gh).float()
     total = rh + gh

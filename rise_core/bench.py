@@ -1,4 +1,4 @@
-"""`rise bench`: RISE feature-extraction cost against the bare forward pass on the same batch.
+"""RISE feature-extraction cost against the bare forward pass on the same batch.
 
 Prints time and peak memory of (a) the model's own forward pass (`model(input_ids)`, logits at every position, as
 anyone computing a loss would run it) and (b) RISE extraction (forward through the body, logits at counted positions
@@ -9,12 +9,9 @@ reported as the increase over the resident model.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +21,7 @@ import torch
 from .config import RiseConfig
 from .engine import RiseExtractor, readout_forward
 from .errors import InputDataError
+from .models import LoadedModel
 from .samples import EncodedSample, collate
 
 
@@ -98,12 +96,11 @@ def bench_token_rows(lm: Any, batch_size: int, seq_len: int) -> list[list[int]]:
                          "--batch-size / --seq-len")
 
 
-def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, device: str, dtype: str,
-              config: RiseConfig) -> dict[str, Any]:
-    from .models import load_model
-
-    lm = load_model(model, device=device, dtype=dtype)
-    extractor = RiseExtractor(lm, config.replace(seq_len=seq_len, counted_positions="all"))
+def run_bench(lm: LoadedModel, config: RiseConfig, batch_size: int = 8, repeats: int = 3) -> dict[str, Any]:
+    """Time and peak memory of the bare forward pass and of RISE extraction on the same `batch_size` rows of
+    `config.seq_len` tokens of real text (every position counted), and their ratios."""
+    seq_len = config.seq_len
+    extractor = RiseExtractor(lm, config.replace(counted_positions="all"))
     ids = bench_token_rows(lm, batch_size, seq_len)
     encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
                for row in ids]
@@ -124,47 +121,10 @@ def run_bench(model: str | None, batch_size: int, seq_len: int, repeats: int, de
     t_fwd, t_rise = interleaved_times([bare_forward, rise_features], lm.device, repeats)
     tokens = batch_size * seq_len
     return {
-        "model": lm.model_id, "device": str(lm.device), "dtype": dtype, "batch_size": batch_size, "seq_len": seq_len,
+        "model": lm.model_id, "device": str(lm.device), "dtype": str(lm.dtype).replace("torch.", ""), "batch_size": batch_size, "seq_len": seq_len,
         "dims": [config.k_r, config.k_h, config.k_g], "threads": torch.get_num_threads(),
         "forward_s": round(t_fwd, 4), "rise_s": round(t_rise, 4), "time_ratio": round(t_rise / t_fwd, 3),
         "forward_tokens_per_s": round(tokens / t_fwd, 1), "rise_tokens_per_s": round(tokens / t_rise, 1),
         "forward_peak_mb": round(m_fwd / 2**20, 1), "rise_peak_mb": round(m_rise / 2**20, 1),
         "memory_ratio": round(m_rise / max(m_fwd, 1), 3),
     }
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="time RISE extraction against the bare forward pass",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None, help="hub id or local path (default: embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--dims", default=None, help="K_r,K_h,K_g (default: the default config's)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_cmd_bench)
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    config = RiseConfig()
-    if args.dims:
-        k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
-        config = config.replace(k_r=k_r, k_h=k_h, k_g=k_g)
-    res = run_bench(args.model, args.batch_size, args.seq_len, args.repeats, args.device, args.dtype, config)
-    if args.json:
-        print(json.dumps(res))
-    else:
-        width = max(map(len, res))
-        for key, value in res.items():
-            print(f"{key:<{width}}  {value}")
-        print(f"\nRISE / forward time: {res['time_ratio']:.3f}x   peak memory: {res['memory_ratio']:.3f}x", file=sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from .cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))

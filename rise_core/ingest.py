@@ -223,25 +223,34 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
     return df
 
 
+def _loads(text: str, name: str, where: str) -> Any:
+    """json.loads, with every failure (malformed text, nesting deeper than the decoder's recursion limit) an
+    InputDataError naming the file and `where` ("line 3")."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if where == "the file":
+            raise InputDataError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise InputDataError(f"{name}: {where} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise InputDataError(f"{name}: {where} is nested too deeply to read (more than a few hundred levels of "
+                             "arrays or objects)") from None
+
+
 def _parse_json(text: str, name: str, lines: bool) -> list[dict[str, Any]]:
     stripped = text.lstrip()
     if not lines and stripped.startswith("["):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        records = _loads(text, name, "the file")
         bad = next((i for i, r in enumerate(records, 1) if not isinstance(r, dict)), None)
         if bad is not None:
             raise InputDataError(f"{name}: item {bad} of the JSON array is not an object")
         return records
     records = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # split on "\n" only: JSON strings may hold U+2028, U+0085 and other characters str.splitlines breaks at
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"{name}: line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+        rec = _loads(line, name, f"line {lineno}")
         if not isinstance(rec, dict):
             raise InputDataError(f"{name}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
         records.append(rec)
@@ -372,9 +381,12 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         df = read_table(source, fmt)
     columns = [str(c) for c in df.columns]
     df.columns = columns
-    if fields is None or isinstance(fields, dict):
-        fields = FieldMap.guess(columns, **(fields or {}))
-    fields = fields.resolve(columns)
+    try:
+        if fields is None or isinstance(fields, dict):
+            fields = FieldMap.guess(columns, **(fields or {}))
+        fields = fields.resolve(columns)
+    except InputDataError as exc:
+        raise InputDataError(f"{name}: {exc}") from None
     used = fields.used()
     meta_cols = [c for c in columns if c not in used]
     if is_csv:
@@ -404,8 +416,13 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
             skipped.append((row, str(exc)))
             continue
         sample_id = _normalise_id(rec[fields.id]) if fields.id else None
-        label = jsonable(rec[fields.label]) if fields.label else None
-        meta = {c: v for c in meta_cols if (v := jsonable(rec[c])) is not None}
+        try:
+            label = jsonable(rec[fields.label]) if fields.label else None
+            meta = {c: v for c in meta_cols if (v := jsonable(rec[c])) is not None}
+            json.dumps([label, meta])  # what the index stores: it must encode too
+        except RecursionError:
+            skipped.append((row, "a label or metadata value is nested too deeply to store"))
+            continue
         sample = Sample(**kwargs, id=sample_id, label=label, meta=meta)
         if sample_id is None:
             sid = stable_id(sample)
@@ -469,3 +486,20 @@ def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
         kept_rows.append(row)
     _check_unique(explicit, derived, source)
     return PoolData(samples=samples, skipped=skipped, rows=kept_rows, n_rows=n_rows, source=source, fields=fields)
+
+
+def read_samples(path: str | Path) -> list[Sample]:
+    """Samples for a quick run (diagnostics, candidates): a pool file (JSONL/JSON/CSV/Parquet, read by `read_pool`,
+    every row usable) or, for any other extension (.txt), one plain-text sample per non-empty line."""
+    p = Path(path)
+    if p.suffix.lower() in _EXTENSIONS:
+        data = read_pool(p)
+        if data.skipped:
+            row, why = data.skipped[0]
+            raise InputDataError(f"{p}: row {row}: {why}")
+        return data.require_samples().samples
+    raw, name = _read_bytes(p)
+    texts = [line for line in _decode(raw, name).split("\n") if line.strip()]
+    if not texts:
+        raise InputDataError(f"{name} holds no samples")
+    return [Sample(text=t.rstrip("\r")) for t in texts]

@@ -16,6 +16,7 @@ import torch
 
 from .config import RiseConfig
 from .engine import Readout, aggregate, readout_forward, sketch_readout
+from .errors import ConfigError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, encode_sample
 from .scoring import FeatureMatrix
@@ -117,9 +118,13 @@ class ReadoutCache:
             spec_comp.index_add_(0, idx, prod * comp[sl].cpu()[:, None])
         return torch.fft.irfft(spec_all, n=k).float(), torch.fft.irfft(spec_comp, n=k).float()
 
-    def _readout_of(self, samples: Sequence[Sample], counted: str) -> Readout:
+    def _readout_of(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None) -> Readout:
+        """The cached positions of `samples` counted under `counted`, within the first `seq_len` tokens (a shorter
+        seq_len only drops trailing positions: the model is causal, so the earlier ones are unchanged)."""
         parts = [self.readouts[self.key(s)] for s in samples]
         masks = [p.completion if counted == "completion" else torch.ones_like(p.completion) for p in parts]
+        if seq_len is not None:
+            masks = [m & (torch.arange(len(m)) < seq_len - 1) for m in masks]
         cat = lambda name: torch.cat([getattr(p, name)[m] for p, m in zip(parts, masks, strict=False)])  # noqa: E731
         sample_index = torch.cat([torch.full((int(m.sum()),), i, dtype=torch.long) for i, m in enumerate(masks)])
         position = torch.cat([m.nonzero(as_tuple=True)[0] for m in masks])
@@ -127,20 +132,32 @@ class ReadoutCache:
                        cand_idx=cat("cand_idx").long(), cand_logit=cat("cand_logit"), target_slot=cat("target_slot"),
                        lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts))
 
-    def hidden_mean(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
-        ro = self._readout_of(samples, counted)
+    def hidden_mean(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None) -> torch.Tensor:
+        ro = self._readout_of(samples, counted, seq_len)
         return ro.hidden.double().mean(dim=0).to(ro.hidden.dtype)
 
     @torch.no_grad()
     def rise_features(self, samples: Sequence[Sample], config: RiseConfig, hidden_mean: torch.Tensor | None = None,
                       group: int = 32) -> FeatureMatrix:
-        """RISE features of cached samples under `config` (k_max and seq_len must not exceed the cache's)."""
+        """RISE features of cached samples under `config`, as `RiseExtractor` computes them.
+
+        The cache keeps the top-k_max candidates of z (tau = 1) of every position of its first seq_len tokens: a
+        config with a larger seq_len or k_max is refused. Any tau is honoured: TopK(z / tau) is the same candidate
+        set, and the features need only z / tau at the candidates (the support and the residual are softmaxes over
+        them)."""
+        cache, vocab = self.base_config, self.lm.vocab_size
+        if config.seq_len > cache.seq_len:
+            raise ConfigError(f"the config's seq_len={config.seq_len} exceeds this readout cache's "
+                              f"seq_len={cache.seq_len}; build the ReadoutCache with seq_len >= {config.seq_len}")
+        if min(config.k_max, vocab) > min(cache.k_max, vocab):  # k_max >= vocab: every token is a candidate
+            raise ConfigError(f"the config's k_max={config.k_max} exceeds this readout cache's k_max={cache.k_max}; "
+                              f"build the ReadoutCache with k_max >= {config.k_max}")
         sketches = SketchSet.from_seed(self.lm.vocab_size, self.lm.hidden_size, config.k_r, config.k_h, config.k_g,
                                        config.seed)
         weight = self.lm.readout_weight.detach().cpu()
         parts = []
         for start in range(0, len(samples), group):
-            ro = self._readout_of(samples[start:start + group], config.counted_positions)
+            ro = self._readout_of(samples[start:start + group], config.counted_positions, config.seq_len)
             if config.k_max < ro.cand_idx.shape[1]:
                 ro.cand_idx, ro.cand_logit = ro.cand_idx[:, : config.k_max].clone(), ro.cand_logit[:, : config.k_max]
                 missing = ro.target_slot >= config.k_max
@@ -150,6 +167,10 @@ class ReadoutCache:
                 # the target's logit is not kept past the cut; recover it from the nll (z_y = lse - nll at tau=1)
                 ro.cand_logit = ro.cand_logit.clone()
                 ro.cand_logit[missing, -1] = (ro.lse - ro.nll)[missing].to(ro.cand_logit.dtype)
+            if config.tau != 1.0:
+                # the same division readout_forward applies before its TopK; lse and p_sq_sum stay at tau = 1
+                # (full-vocabulary sums the cache cannot redo; sketch_readout and aggregate do not read them)
+                ro.cand_logit = ro.cand_logit / config.tau
             sk = sketch_readout(ro, weight, config, sketches, hidden_mean)
             parts.append(FeatureMatrix.from_features(aggregate(ro, sk)))
         return FeatureMatrix.concat(parts)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import html
 import io
-import math
 import re
 import threading
 import time
@@ -27,6 +26,8 @@ from .bundled import POOL_SUFFIX, QUERIES_SUFFIX, pool_paths, queries_for_pool
 from .config import RiseConfig
 from .errors import InputDataError, RiseError
 from .samples import Sample
+from .store.index import sample_from_row
+from .units import format_bytes, format_seconds  # noqa: F401  (re-exported for the pages)
 
 CHANNELS = ("total", "RH", "GH")
 # Rough DuckDB cost of one stored sample beyond its features and text (id, stats, row overhead), and of an empty
@@ -133,29 +134,6 @@ def estimate_index_bytes(config: RiseConfig, n_samples: int, mean_text_bytes: fl
     return int(INDEX_BASE_BYTES + n_samples * (config.bytes_per_sample() + mean_text_bytes + ROW_OVERHEAD_BYTES))
 
 
-def format_bytes(n: float | None) -> str:
-    if n is None or n != n:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
-
-
-def format_seconds(seconds: float | None) -> str:
-    if seconds is None or seconds != seconds or seconds == math.inf:
-        return "?"
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
 def slug(text: str, max_len: int = 48) -> str:
     """A file-name-safe version of `text` (letters, digits, '-', '_', '.')."""
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", text.strip()).strip("-.")
@@ -170,21 +148,6 @@ def index_file_name(model_id: str, pool_name: str) -> str:
 def bundled_pools(data_dir: str | Path) -> dict[str, Path]:
     """Bundled demo pools: {'howdy': data/howdy_pool.jsonl, ...}, sorted by name."""
     return pool_paths(data_dir)
-
-
-def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
-    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, or prompt + completion)."""
-    get = row.get
-
-    def clean(v: Any) -> Any:
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v
-
-    text, prompt, completion = clean(get("text")), clean(get("prompt")), clean(get("completion"))
-    if completion is not None:
-        return Sample(prompt=prompt, completion=str(completion), id=clean(get("id")))
-    if text is not None:
-        return Sample(text=str(text), id=clean(get("id")))
-    raise InputDataError(f"row {clean(get('id'))!r} has neither text nor a completion")
 
 
 def samples_from_frame(df: pd.DataFrame) -> list[Sample]:
@@ -276,7 +239,7 @@ def generate_continuation(lm: Any, prompt: str, max_new_tokens: int = 48) -> str
 class BuildJob:
     """An index build running in a background thread, so the page can show progress, switch pages and stop it.
 
-    The thread calls `rise_core.index_store.build_index` with a progress callback and a `should_stop` that reads
+    The thread calls `rise_core.store.build_index` with a progress callback and a `should_stop` that reads
     this job's stop flag; a stopped build leaves finished samples in the index and a later build resumes.
     """
 
@@ -310,7 +273,7 @@ class BuildJob:
         self.done, self.total = int(done), int(total)
 
     def _run(self) -> None:
-        from .index_store import build_index
+        from .store import build_index
 
         try:
             self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
@@ -422,7 +385,7 @@ class IndexRegistry:
 
     def open(self, path: str | Path) -> Any:
         from .errors import IndexStoreError
-        from .index_store import RiseIndex
+        from .store import RiseIndex
 
         key = self.key(path)
         with self._lock:

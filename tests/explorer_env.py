@@ -54,8 +54,8 @@ def build_explorer_env(root: Path, prebuild: bool = True) -> dict[str, str]:
     ])
     if prebuild:
         from rise_core.config import RiseConfig
-        from rise_core.index_store import build_index
         from rise_core.models import load_model
+        from rise_core.store import build_index
 
         lm = load_model(str(model_dir))
         build_index(index_dir / INDEX_NAME, data_dir / "howdy_pool.jsonl", lm, RiseConfig(k_r=16, k_h=8, k_g=16))

@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 
-from rise_core.errors import RiseError
-from rise_core.index_store import list_indexes
+from rise_core.errors import (
+    ConfigError,
+    IndexMismatchError,
+    IndexStoreError,
+    InputDataError,
+    ModelLoadError,
+    RiseError,
+)
+from rise_core.store import list_indexes
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90  # seconds per script run: generous for a shared 2-core machine
@@ -259,7 +266,7 @@ def test_build_page_builds_and_resumes(app_env):
 
 
 def test_build_page_stop_then_resume(app_env, monkeypatch):
-    import rise_core.index_store as store
+    import rise_core.store as store
 
     real = store.build_index
 
@@ -322,11 +329,51 @@ def test_evaluate_runs_the_paper_metrics(app_env):
     assert frames(at), "the evaluation report after a page switch"
 
 
-def test_friendly_errors_are_rise_errors(app_env):
-    """Every error the pages expect is a RiseError (so it is shown as a message, not a traceback)."""
+def _raise_inside_friendly(error: type[Exception], stop: bool) -> None:
+    """An AppTest script: `error` raised inside `ui.friendly`, then a line that shows whether the page went on."""
+    import streamlit as st
+
+    import explorer_ui as ui
+
+    with ui.friendly("do the thing", stop=stop):
+        raise error("the details")
+    st.write("after the block")
+
+
+@pytest.mark.parametrize(("error", "hint"), [
+    (ModelLoadError, "Check the model id or path"),
+    (IndexMismatchError, "Use the model this index was built with"),
+    (IndexStoreError, "rebuild this one on the Build index page"),
+    (InputDataError, "Check the input: the text fields"),
+    (ConfigError, "Fix the value and try again."),
+    (RiseError, None),  # a RiseError without a hint of its own: the message alone
+])
+@pytest.mark.parametrize("stop", [False, True])
+def test_friendly_shows_each_error_with_its_hint(app_env, error, hint, stop):
     from explorer_ui import HINTS
 
-    assert all(issubclass(cls, RiseError) for cls in HINTS)
+    at = AppTest.from_function(_raise_inside_friendly, args=(error, stop), default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 1 and at.error[0].proto.icon == ":material/warning:"
+    message, _, shown_hint = at.error[0].value.partition("\n\n")
+    assert message == "**Could not do the thing.** the details"
+    if hint is None:
+        assert shown_hint == "" and error not in HINTS
+    else:
+        assert hint in shown_hint and shown_hint == HINTS[error]
+    assert [m.value for m in at.markdown] == ([] if stop else ["after the block"])
+
+
+def test_friendly_shows_an_unexpected_error_as_a_bug_and_logs_it(app_env, caplog):
+    at = AppTest.from_function(_raise_inside_friendly, args=(KeyError, False), default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.error) == 1 and at.error[0].proto.icon == ":material/bug_report:"
+    assert at.error[0].value.startswith("**Could not do the thing:** unexpected KeyError: 'the details'")
+    assert "looks like a bug" in at.error[0].value
+    assert not any(h in at.error[0].value for h in ("Check the", "Fix the value", "rebuild"))
+    logged = [r for r in caplog.records if r.name == "rise.explorer" and r.exc_info]
+    assert logged and "do the thing" in logged[0].getMessage() and logged[0].exc_info[0] is KeyError
+    assert [m.value for m in at.markdown] == ["after the block"]
 
 
 def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 from index_helpers import pool_rows, save_tiny_model, write_jsonl
 
 from rise_core.cli import main
-from rise_core.index_store import RiseIndex
+from rise_core.store import RiseIndex
 
 DIMS = ["--k-r", "16", "--k-h", "8", "--k-g", "16"]
 

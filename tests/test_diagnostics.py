@@ -11,7 +11,6 @@ import torch
 from conftest import CORPUS, FLOAT64_TOL
 
 from rise_core.cli import main
-from rise_core.cli_diagnose import read_samples
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.diagnostics import (
     DiagnosticsOptions,
@@ -31,6 +30,7 @@ from rise_core.diagnostics import runner as runner_mod
 from rise_core.diagnostics._common import exact_factors, exact_grams, rh_inner
 from rise_core.engine import RiseExtractor, readout_forward, sparse_residual, support_mask
 from rise_core.errors import ConfigError, InputDataError
+from rise_core.ingest import read_samples
 from rise_core.samples import Sample
 from rise_core.sketch import SketchSet
 
@@ -385,17 +385,24 @@ def test_parse_which_and_options_validate():
 
 def test_read_samples(tmp_path):
     f = tmp_path / "s.jsonl"
-    f.write_text('{"text": "the cat sat"}\n\n{"prompt": "what ?", "completion": "a dog", "id": "x"}\n"plain"\n')
+    f.write_text('{"prompt": "", "completion": "the cat sat"}\n\n{"prompt": "what ?", "completion": "a dog", "id": "x"}\n')
     samples = read_samples(f)
-    assert [s.full_text for s in samples] == ["the cat sat", "what ?\na dog", "plain"]
+    assert [s.full_text for s in samples] == ["the cat sat", "what ?\na dog"]
+    lines = tmp_path / "s.txt"
+    lines.write_text("the cat sat\n\nplain\n")
+    assert [s.full_text for s in read_samples(lines)] == ["the cat sat", "plain"]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": \n')
-    with pytest.raises(InputDataError, match=":2:"):
+    with pytest.raises(InputDataError, match="bad.jsonl: line 2"):
         read_samples(bad)
-    empty = tmp_path / "e.jsonl"
-    empty.write_text('{"title": "no text"}\n')
-    with pytest.raises(InputDataError, match=":1:"):
-        read_samples(empty)
+    no_text = tmp_path / "e.jsonl"
+    no_text.write_text('{"title": "no text"}\n')
+    with pytest.raises(InputDataError, match="e.jsonl"):
+        read_samples(no_text)
+    empty_row = tmp_path / "r.jsonl"
+    empty_row.write_text('{"text": "ok"}\n{"text": "  "}\n')
+    with pytest.raises(InputDataError, match="r.jsonl: row 2: empty text"):
+        read_samples(empty_row)
 
 
 @pytest.fixture(scope="module")
@@ -417,7 +424,7 @@ def test_cli_diagnose_writes_and_reuses_tables(saved_tiny_model, tmp_path, capsy
     out = tmp_path / "out"
     args = ["diagnose", "--model", str(saved_tiny_model), "--samples", str(samples), "--out", str(out),
             "--k-values", "2,8", "--tau-values", "1,2", "--tau-sweep-k", "8", "--seeds", "2", "--top-k", "1,2",
-            "--n-tokens", "30", "--set", "k_max=16", "--set", "k_r=16", "--set", "k_h=4", "--set", "k_g=16",
+            "--n-tokens", "30", "--k-max", "16", "--k-r", "16", "--k-h", "4", "--k-g", "16",
             "--query", "the kitten is sleeping on the blanket .", "--candidates", str(cands)]
     assert main(args) == 0
     captured = capsys.readouterr()
@@ -433,7 +440,7 @@ def test_cli_diagnose_writes_and_reuses_tables(saved_tiny_model, tmp_path, capsy
 
 
 def test_cli_diagnose_with_index(saved_tiny_model, tmp_path, capsys):
-    index_store = pytest.importorskip("rise_core.index_store")
+    import rise_core.store as index_store
     from rise_core.diagnostics import default_output_dir
     from rise_core.models import load_model
 
@@ -453,21 +460,22 @@ def test_cli_diagnose_with_index(saved_tiny_model, tmp_path, capsys):
     capsys.readouterr()
     assert main(args) == 0
     assert "fidelity: cached" in capsys.readouterr().err
-    assert main(args + ["--set", "tau=2"]) == 1  # the index fixes the config
+    assert main(args + ["--tau", "2"]) == 1  # the index fixes the config
 
 
 def test_cli_diagnose_user_errors(saved_tiny_model, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
     assert main(["diagnose", "--model", str(saved_tiny_model), "--samples", str(bad), "--out", str(tmp_path)]) == 1
-    assert "bad.jsonl:1" in capsys.readouterr().err
+    assert "bad.jsonl: line 1" in capsys.readouterr().err
     assert main(["diagnose", "--model", str(saved_tiny_model), "--which", "nope", "--out", str(tmp_path)]) == 1
-    assert main(["diagnose", "--model", str(saved_tiny_model), "--set", "bogus=1", "--out", str(tmp_path)]) == 1
+    with pytest.raises(SystemExit):  # an unknown config field is a usage error
+        main(["diagnose", "--model", str(saved_tiny_model), "--bogus", "1", "--out", str(tmp_path)])
     assert main(["diagnose", "--model", str(saved_tiny_model), "--query", "q", "--out", str(tmp_path)]) == 1
 
 
 def test_no_streamlit_import():
-    code = "import sys, rise_core.diagnostics, rise_core.cli_diagnose; assert 'streamlit' not in sys.modules"
+    code = "import sys, rise_core.diagnostics, rise_core.cli.diagnose; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

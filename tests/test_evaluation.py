@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS
+from conftest import CORPUS, FLOAT64_TOL
 from test_engine import PAIRS, autograd_head_gradient
 
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
+from rise_core.errors import ConfigError
 from rise_core.evaluation import Task, evaluate, sweep
 from rise_core.lm_features import ReadoutCache
 from rise_core.samples import Sample
@@ -19,22 +20,57 @@ from rise_core.scoring import FeatureMatrix
 SAMPLES = PAIRS + [Sample(text=t) for t in CORPUS]
 
 
-@pytest.mark.parametrize("changes", [dict(), dict(counted_positions="all"), dict(token_norm=False),
-                                     dict(center_hidden=True), dict(k_max=5, rho_cum=0.99)])
+CACHE_K_MAX = 48  # under the tiny vocabulary (64 tokens): the cache itself forces targets outside its top 48 in
+
+
+@pytest.mark.parametrize("changes", [
+    dict(),  # the default: every position, raw sketches, centred
+    dict(counted_positions="completion"),
+    dict(token_norm=True),
+    dict(center_hidden=False),
+    dict(counted_positions="completion", token_norm=True, center_hidden=False),  # the paper's recipe
+    dict(tau=2.0),
+    dict(tau=0.5, rho_cum=0.5, min_top_l=2),
+    dict(k_max=5, rho_cum=0.99),  # fewer candidates than the cache: the cut recovers targets from the nll
+    dict(k_max=8, min_top_l=8, rho_cum=0.3, tau=2.0),
+    dict(seq_len=8),  # shorter than the cache's: the longer samples lose their trailing positions
+])
 def test_cached_features_equal_direct_extraction(tiny_lm, changes):
-    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, **changes)
-    cache = ReadoutCache(tiny_lm, seq_len=cfg.seq_len, k_max=64)
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, **{"k_max": CACHE_K_MAX, **changes})
+    cache = ReadoutCache(tiny_lm, seq_len=512, k_max=CACHE_K_MAX)
     cache.add(SAMPLES, batch_size=3)
     ex = RiseExtractor(tiny_lm, cfg)
     mean = None
     if cfg.center_hidden:
         mean = ex.fit_hidden_mean(SAMPLES)
-        torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions), mean)
+        torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions, cfg.seq_len), mean,
+                                   **FLOAT64_TOL)
     direct = FeatureMatrix.from_features(ex.extract(SAMPLES), dtype=torch.float64)
     cached = cache.rise_features(SAMPLES, cfg, mean)
-    torch.testing.assert_close(cached.rh.double(), direct.rh, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(cached.gh.double(), direct.gh, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(cached.rh_norm, direct.rh_norm, rtol=1e-5, atol=1e-6)
+    # Both paths compute in float64 (the tiny models are float64, and so is what the cache keeps of them), so they
+    # agree to ~1e-13 before the end; the cached FeatureMatrix then stores float32 unit vectors (entries within
+    # half a float32 ulp at 1.0 of the float64 ones, 2^-24) and both store float32 norms (the same float64 value
+    # rounded, 1 ulp apart at most when it lands near a rounding boundary: 2^-23 relative).
+    torch.testing.assert_close(cached.rh.double(), direct.rh, rtol=0, atol=2.0**-24)
+    torch.testing.assert_close(cached.gh.double(), direct.gh, rtol=0, atol=2.0**-24)
+    torch.testing.assert_close(cached.rh_norm, direct.rh_norm, rtol=2.0**-23, atol=0)
+    torch.testing.assert_close(cached.gh_norm, direct.gh_norm, rtol=2.0**-23, atol=0)
+
+
+def test_cache_refuses_a_larger_seq_len_or_k_max(tiny_llama):
+    cache = ReadoutCache(tiny_llama, seq_len=64, k_max=16)
+    cache.add(PAIRS)
+    base = RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64, k_max=16, center_hidden=False)
+    with pytest.raises(ConfigError, match=r"seq_len=65 exceeds this readout cache's seq_len=64"):
+        cache.rise_features(PAIRS, base.replace(seq_len=65))
+    with pytest.raises(ConfigError, match=r"k_max=17 exceeds this readout cache's k_max=16"):
+        cache.rise_features(PAIRS, base.replace(k_max=17))
+    # a cache that keeps the whole vocabulary serves any k_max
+    whole = ReadoutCache(tiny_llama, k_max=tiny_llama.vocab_size)
+    whole.add(PAIRS)
+    a = whole.rise_features(PAIRS, base.replace(seq_len=512, k_max=256))
+    b = whole.rise_features(PAIRS, base.replace(seq_len=512, k_max=tiny_llama.vocab_size))
+    assert torch.equal(a.rh, b.rh) and torch.equal(a.gh, b.gh)
 
 
 def test_grad_sketch_is_countsketch_of_exact_head_gradient(tiny_llama):

@@ -18,11 +18,11 @@ from rise_core.attribution import explain, query_features, rank, select, top_row
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import IndexMismatchError, IndexStoreError, InputDataError
-from rise_core.index_store import RiseIndex, build_index, list_indexes
 from rise_core.ingest import read_pool
 from rise_core.models import load_model
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix, score_pool, top_k
+from rise_core.store import RiseIndex, build_index, list_indexes
 
 CFG = RiseConfig(k_r=16, k_h=8, k_g=16, counted_positions="completion", token_norm=True, center_hidden=False)
 QUERY = Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket .")
@@ -93,7 +93,17 @@ def test_round_trip_same_scores_as_in_memory(built, tiny_llama):
 
 
 @pytest.mark.parametrize("mode", ["channel", "joint", "none"])
-def test_fast_top_rows_equals_dense_scoring(mode):
+def test_fast_top_rows_equals_dense_scoring(mode, monkeypatch):
+    from rise_core import attribution
+
+    if not attribution._half_gemv_accumulates_in_fp32():
+        pytest.skip("this CPU's float16 matrix-vector product does not accumulate in float32: top_rows rightly "
+                    "scores every row exactly, there is no fast path to test")
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("top_rows fell back to scoring every row exactly")
+
+    monkeypatch.setattr(attribution, "_exact_top_rows", no_fallback)  # so only the float16 fast path can answer
     gen = torch.Generator().manual_seed(1)
     n, d = 4000, 96
     raw = torch.randn(n, 2 * d, generator=gen, dtype=torch.float64)
@@ -178,7 +188,7 @@ def model_dir(tmp_path_factory):
 CRASH_SCRIPT = r"""
 import os, signal, sys
 from rise_core.config import RiseConfig
-from rise_core.index_store import RiseIndex, build_index
+from rise_core.store import RiseIndex, build_index
 from rise_core.models import load_model
 
 model_dir, pool, index_path, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

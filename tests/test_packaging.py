@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -55,7 +56,7 @@ def test_paper_preset_carries_joint_sample_normalisation(tmp_path, monkeypatch):
         seen["config"], seen["options"] = config, options
         raise InputDataError("stop here")
 
-    import rise_core.cli_eval as cli_eval
+    import rise_core.cli.evaluate as cli_eval
 
     monkeypatch.setattr(cli_eval, "evaluate", fake_evaluate)
     assert main(["evaluate", "--task", "howdy", "--preset", "paper", "--methods", "BM25", "--max-pool", "20",
@@ -64,8 +65,12 @@ def test_paper_preset_carries_joint_sample_normalisation(tmp_path, monkeypatch):
 
 
 def _build_wheel(out: Path) -> Path:
+    # build from a copy: an in-tree build/ folder would keep files deleted since the last build and ship them
+    src = out.parent / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",
+                                                              "indexes", "results", ".rise_cache"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True)
+                    str(src)], check=True, capture_output=True)
     (wheel,) = out.glob("rise_core-*.whl")
     return wheel
 

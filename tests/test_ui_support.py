@@ -167,9 +167,9 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
             raise InputDataError("bad pool")
         return _FakeReport()
 
-    fake_store = type(sys)("rise_core.index_store")
+    fake_store = type(sys)("rise_core.store")
     fake_store.build_index = fake_build
-    monkeypatch.setitem(sys.modules, "rise_core.index_store", fake_store)
+    monkeypatch.setitem(sys.modules, "rise_core.store", fake_store)
     job = us.BuildJob(tmp_path / "x.duckdb", "pool", None, RiseConfig()).start()
     assert job.wait(10) and job.status == "done" and job.fraction == 1.0
     assert (job.done, job.total) == (3, 3) and calls["stop"] is False

@@ -6,18 +6,26 @@ Exit codes (see rise_core.cli): 0 success, 1 a user-facing error (message on std
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .config import RiseConfig, ScoreOptions, preset
-from .errors import InputDataError
+from ..errors import InputDataError
+from ..units import format_bytes
+from .options import (
+    add_config_options,
+    add_field_options,
+    add_model_options,
+    add_score_options,
+    config_from_args,
+    load_model_from_args,
+    read_pool_from_args,
+    score_options_from_args,
+)
 
 EXAMPLES_BUILD = """examples:
   rise build pool.jsonl --index pool.duckdb                       # text or prompt/completion columns guessed
@@ -38,58 +46,6 @@ EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400\""""
 
 
-def _config_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("RISE config (default: the existing index's config, else --preset)")
-    group.add_argument("--preset", choices=["default", "paper"], default=None,
-                       help="named configuration to start from (default: 'default')")
-    helps = RiseConfig.field_help()
-    hints = typing.get_type_hints(RiseConfig)
-    for f in dataclasses.fields(RiseConfig):
-        flag = "--" + f.name.replace("_", "-")
-        kind = hints[f.name]
-        text = f"{helps[f.name]} (default {f.default!r})"
-        if kind is bool:
-            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
-        elif typing.get_origin(kind) is typing.Literal:
-            group.add_argument(flag, dest=f.name, choices=typing.get_args(kind), default=None, help=text)
-        else:
-            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=text)
-
-
-def _field_flags(parser: argparse.ArgumentParser, prefix: str = "") -> None:
-    group = parser.add_argument_group(f"{prefix or 'pool'} file columns (default: guessed from the column names)")
-    for name, what in (("text", "plain text"), ("prompt", "prompt / instruction"),
-                       ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
-        group.add_argument(f"--{prefix}{name}-field", dest=f"{prefix.replace('-', '_')}{name}_field", default=None,
-                           metavar="COLUMN", help=f"column holding the {what}")
-    group.add_argument(f"--{prefix}format", dest=f"{prefix.replace('-', '_')}fmt", choices=["jsonl", "json", "csv",
-                       "parquet"], default=None, help="file format (default: from the extension)")
-
-
-def _model_flags(parser: argparse.ArgumentParser, default_help: str) -> None:
-    group = parser.add_argument_group("model")
-    group.add_argument("--model", default=None, help=f"hub id or local checkpoint directory ({default_help})")
-    group.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 or auto (default: auto)")
-    group.add_argument("--dtype", default="float32", help="float32, bfloat16, float16 or float64 (default: float32)")
-    group.add_argument("--trust-remote-code", action="store_true", help="allow the model's own code (off by default)")
-
-
-def _score_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("scoring (applied at query time)")
-    helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(ScoreOptions)}
-    defaults = ScoreOptions()
-    group.add_argument("--lambda-rh", type=float, default=defaults.lambda_rh,
-                       help=f"{helps['lambda_rh']} (default {defaults.lambda_rh})")
-    group.add_argument("--lambda-gh", type=float, default=defaults.lambda_gh,
-                       help=f"{helps['lambda_gh']} (default {defaults.lambda_gh})")
-    group.add_argument("--sample-norm", choices=["channel", "joint", "none"], default=defaults.sample_norm,
-                       help=f"{helps['sample_norm']} (default {defaults.sample_norm})")
-    group.add_argument("--where", default=None, metavar="SQL",
-                       help="SQL condition over the sample columns (id, text, prompt, completion, label, metadata "
-                            "columns, n_counted, loss, n_tokens), e.g. \"topic = 'cooking'\"; rows that fail it are "
-                            "not ranked")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
@@ -103,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=8, help="samples per forward pass and per commit (default 8)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing file at --index")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    _model_flags(p, "default: the index's model when it exists, else the embedded SmolLM2-135M-Instruct")
-    _field_flags(p)
-    _config_flags(p)
+    add_model_options(p, "default: the index's model when it exists, else the embedded SmolLM2-135M-Instruct")
+    add_field_options(p)
+    add_config_options(p, "RISE config (default: the existing index's config, else --preset)")
     p.set_defaults(func=_cmd_build, _parser_error=p.error)
 
     p = sub.add_parser("query", help="rank the pool samples that most influence a query",
@@ -124,9 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true",
                    help="token-level explanation of each hit (which tokens carry the RH and GH scores)")
     p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
-    _score_flags(p)
-    _model_flags(p, "default: the index's model")
-    _field_flags(p, prefix="query-")
+    add_score_options(p)
+    add_where_option(p)
+    add_model_options(p, "default: the index's model")
+    add_field_options(p, prefix="query-")
     p.set_defaults(func=_cmd_query, _parser_error=p.error)
 
     p = sub.add_parser("select", help="valuation: select the pool samples most useful for a query set",
@@ -139,9 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
     size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
     p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
-    _score_flags(p)
-    _model_flags(p, "default: the index's model")
-    _field_flags(p, prefix="query-")
+    add_score_options(p)
+    add_where_option(p)
+    add_model_options(p, "default: the index's model")
+    add_field_options(p, prefix="query-")
     p.set_defaults(func=_cmd_select, _parser_error=p.error)
 
     p = sub.add_parser("info", help="show an index's manifest, counts and size (or list the indexes in a directory)",
@@ -155,39 +113,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- helpers ------------------------------------------------------------------------------------------------------
 
 
-def _fields(args: argparse.Namespace, prefix: str = "") -> dict[str, str | None] | None:
-    """Field names given on the command line (the rest are guessed from the file's columns), or None."""
-    given = {name: getattr(args, f"{prefix}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
-    return None if all(v is None for v in given.values()) else given
-
-
-def _read(path: str, fields: dict[str, str | None] | None, fmt: str | None) -> Any:
-    from .ingest import read_pool
-
-    return read_pool(path, fields, fmt)
-
-
-def _model_path(name: str | None) -> str | None:
-    if name and Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser().resolve())
-    return name
-
-
-def _load(name: str | None, args: argparse.Namespace) -> Any:
-    from .models import load_model
-
-    return load_model(name, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code)
-
-
-def _options(args: argparse.Namespace) -> ScoreOptions:
-    return ScoreOptions(lambda_rh=args.lambda_rh, lambda_gh=args.lambda_gh, sample_norm=args.sample_norm)
+def add_where_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--where", default=None, metavar="SQL",
+                        help="SQL condition over the sample columns (id, text, prompt, completion, label, metadata "
+                             "columns, n_counted, loss, n_tokens), e.g. \"topic = 'cooking'\"; rows that fail it are "
+                             "not ranked")
 
 
 def _queries(args: argparse.Namespace) -> list[Any]:
-    from .samples import Sample
+    from ..samples import Sample
 
     if args.queries is not None:
-        data = _read(args.queries, _fields(args, "query_"), args.query_fmt)
+        data = read_pool_from_args(args.queries, args, prefix="query-")
         if data.skipped:
             print(f"note: {len(data.skipped)} query rows skipped (" +
                   "; ".join(f"row {r}: {why}" for r, why in data.skipped[:3]) + ")", file=sys.stderr)
@@ -208,12 +145,11 @@ def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
 
 
 def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
-    from .index_store import RiseIndex
+    from ..store import RiseIndex
 
     index = RiseIndex.open(args.index, read_only=True)
     try:
-        model = _model_path(args.model) or index.manifest.model_id
-        lm = _load(model, args)
+        lm = load_model_from_args(args, args.model or index.manifest.model_id)
     except BaseException:
         index.close()
         raise
@@ -298,38 +234,25 @@ def _write_frame(df: pd.DataFrame, out: str) -> None:
         raise InputDataError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
-
-
 # -- commands -----------------------------------------------------------------------------------------------------
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from .index_store import RiseIndex, build_index
+    from ..store import RiseIndex, build_index, check_new_location
 
-    data = _read(args.pool, _fields(args), args.fmt).require_samples()  # bad input fails before the index is touched
+    data = read_pool_from_args(args.pool, args).require_samples()  # bad input fails before the index is touched
     path = Path(args.index)
     exists = path.exists() and not args.overwrite
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(RiseConfig)
-                 if getattr(args, f.name) is not None}
-    model = _model_path(args.model)
+    model = args.model
     if exists:
         with RiseIndex.open(path, read_only=True) as existing:
-            base = preset(args.preset) if args.preset else existing.config
+            config = config_from_args(args, base=existing.config)
             model = model or existing.manifest.model_id
-            config = base.replace(**overrides)
             existing.check_config(config)
     else:
-        from .index_store import _check_new_location
-
-        _check_new_location(path, args.overwrite)
-        config = preset(args.preset or "default").replace(**overrides)
-    lm = _load(model, args)
+        check_new_location(path, args.overwrite)
+        config = config_from_args(args)
+    lm = load_model_from_args(args, model)
 
     bar = None
     if not args.quiet:
@@ -366,7 +289,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from .attribution import explain, query_features, rank, rank_each
+    from ..attribution import explain, query_features, rank, rank_each
 
     _check_query_args(args, args._parser_error)
     if args.k < 1:
@@ -379,7 +302,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
                              "(or a --queries file with one row)")
     index, lm = _open_for_query(args)
     try:
-        options = _options(args)
+        options = score_options_from_args(args)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where)
         explanations = None
@@ -404,14 +327,15 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
-    from .attribution import query_features, select
+    from ..attribution import query_features, select
 
     _check_out(args.out)
     queries = _queries(args)
     index, lm = _open_for_query(args)
     try:
         qfm = query_features(index, lm, queries)
-        df = select(index, qfm, _options(args), top_n=args.top_n, fraction=args.fraction, where=args.where)
+        df = select(index, qfm, score_options_from_args(args), top_n=args.top_n, fraction=args.fraction,
+                    where=args.where)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
     finally:
         index.close()
@@ -422,7 +346,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from .index_store import RiseIndex, list_indexes
+    from ..store import RiseIndex, list_indexes
 
     path = Path(args.index)
     if path.is_dir():
@@ -436,7 +360,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 print(f"{row['path']}: {row['error']}")
             else:
                 print(f"{row['path']}: {row['n_samples']} samples, {row['model_id']}, dims {row['dims']}, "
-                      f"{_human(row['size_bytes'])}, {row['status']}")
+                      f"{format_bytes(row['size_bytes'])}, {row['status']}")
         return 0
     with RiseIndex.open(path, read_only=True) as index:
         info = index.info()
@@ -459,7 +383,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ("sketch seeds", f"{info['seeds']} (digest {info['sketch_digest']})"),
         ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
         ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),
-        ("size on disk", _human(info["size_bytes"])),
+        ("size on disk", format_bytes(info["size_bytes"])),
         ("created", info["created_at"]), ("updated", info["updated_at"]),
         ("library", f"rise-core {info['library_version']}, index format {info['format_version']}"),
     ]

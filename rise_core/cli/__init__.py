@@ -1,4 +1,4 @@
-"""The `rise` command line: each subcommand lives in the module of its concern and registers itself here."""
+"""The `rise` command line: one module per group of commands, each registering itself; shared options in `options`."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import importlib
 import logging
 import sys
 
-from .errors import RiseError
+from ..errors import RiseError
 
 # modules exposing `register(subparsers)`; each adds its own subcommands
 COMMAND_MODULES = [
-    "rise_core.cli_diagnose",
-    "rise_core.bench",
-    "rise_core.cli_index",
-    "rise_core.cli_eval",
+    "rise_core.cli.index",
+    "rise_core.cli.evaluate",
+    "rise_core.cli.diagnose",
+    "rise_core.cli.bench",
 ]
 
 

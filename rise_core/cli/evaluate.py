@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import preset, preset_scoring
-from .evaluation import METHODS, TASK_KS, ReadoutCache, evaluate, load_task, sweep
+from ..evaluation import METHODS, TASK_KS, ReadoutCache, evaluate, load_task, sweep
+from .options import (
+    add_config_options,
+    add_model_options,
+    add_score_options,
+    config_from_args,
+    load_model_from_args,
+    score_options_from_args,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,44 +26,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         "K highest- and K lowest-scored candidates (macro-averaged over queries), precision@K and AP, plus index "
         "size, build time and per-query time. Writes <out>/<task>_methods.csv and .md.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task from data/")
+    src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task (the demo pools, see rise_core.bundled)")
     src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet with label 0/1); needs --queries")
     p.add_argument("--queries", help="query file for --pool")
-    p.add_argument("--model", default=None, help="hub id or local path (default: embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32")
     p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
-    p.add_argument("--preset", default="default", help="RISE config preset (default, paper)")
-    p.add_argument("--seq-len", type=int, default=None, help="override the preset's seq_len")
-    p.add_argument("--lambda-rh", type=float, default=None, help="RH weight (default: the preset's)")
-    p.add_argument("--lambda-gh", type=float, default=None, help="GH weight (default: the preset's)")
-    p.add_argument("--sample-norm", default=None, choices=["channel", "joint", "none"],
-                   help="per-sample normalisation (default: the preset's; 'paper' uses joint)")
     p.add_argument("--sweep", action="store_true", help="also sweep the RISE choices (counted positions, per-token "
                    "normalisation, centring, sample normalisation, channels) from the same forward pass")
     p.add_argument("--max-pool", type=int, default=None, help="use only the first N pool rows")
     p.add_argument("--max-queries", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--out", default="results", help="directory for the CSV and Markdown tables")
-    p.set_defaults(func=_cmd_evaluate)
+    add_model_options(p)
+    add_config_options(p)
+    add_score_options(p)
+    p.set_defaults(func=_cmd_evaluate, _parser_error=p.error)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from .models import load_model
-
     if args.pool and not args.queries:
-        raise SystemExit("rise evaluate: error: --pool needs --queries")
-    config = preset(args.preset)
-    if args.seq_len:
-        config = config.replace(seq_len=args.seq_len)
-    options = preset_scoring(args.preset, lambda_rh=args.lambda_rh, lambda_gh=args.lambda_gh,
-                             sample_norm=args.sample_norm)
+        args._parser_error("--pool needs --queries")
+    config = config_from_args(args)
+    options = score_options_from_args(args)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     names = list(TASK_KS) if args.task == "all" else [args.task]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     needs_lm = any(m not in ("BM25", "Embedding") for m in methods)
-    lm = load_model(args.model, device=args.device, dtype=args.dtype) if needs_lm else None
+    lm = load_model_from_args(args) if needs_lm else None
     for name in names:
         task = (load_task(name, max_pool=args.max_pool, max_queries=args.max_queries) if args.task else
                 load_task(None, args.pool, args.queries, max_pool=args.max_pool, max_queries=args.max_queries))

@@ -1,9 +1,9 @@
-"""RISE indexes in DuckDB: manifest, pool samples, per-sample features, resumable and appendable builds.
+"""`RiseIndex`: one DuckDB file holding an index's manifest, pool samples and per-sample features.
 
-One file per index (layout: docs/INDEX_FORMAT.md). A build is the only writer: each batch's samples, features and
-stats are inserted in one transaction, so a killed build leaves whole batches only, and rerunning it skips the ids
-already present. The CountSketch hashes (and the centring mean, when used) are stored in the file, so appends and
-queries use exactly the operators the index was built with, and a model or config that differs is refused.
+A build is the only writer: each batch's samples, features and stats are inserted in one transaction, so a killed
+build leaves whole batches only. The CountSketch hashes (and the centring mean, when used) are stored in the file,
+so appends and queries use exactly the operators the index was built with, and a model or config that differs is
+refused.
 
 Readers open the file read-only and keep the feature matrix in memory (loaded once, extended after appends).
 DuckDB allows one process to write a file, or any number to read it; within one process, a writer first releases
@@ -18,291 +18,61 @@ import logging
 import math
 import tempfile
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 import torch
 
-from .config import RiseConfig
-from .engine import RiseExtractor
-from .errors import ConfigError, IndexMismatchError, IndexStoreError, InputDataError, RiseError
-from .ingest import FieldMap, PoolData, coerce_pool, content_hash, jsonable, read_pool
-from .models import LoadedModel
-from .samples import Sample
-from .scoring import FeatureMatrix
-from .sketch import SketchSet
+from ..config import RiseConfig
+from ..engine import RiseExtractor
+from ..errors import ConfigError, IndexMismatchError, IndexStoreError, InputDataError, RiseError
+from ..models import LoadedModel
+from ..samples import Sample
+from ..scoring import FeatureMatrix
+from ..sketch import SketchSet
+from .rows import features_table, merge_columns, samples_table
+from .schema import (
+    BUILD_STATUSES,
+    FORMAT,
+    FORMAT_VERSION,
+    SCHEMA,
+    Column,
+    IndexManifest,
+    blob_matrix,
+    db_errors,
+    decode_array,
+    encode_array,
+    select_sql,
+    utc_now,
+    view_sql,
+)
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "rise-index"
-FORMAT_VERSION = 1
-FEATURE_DTYPE = np.dtype("<f2")  # stored unit vectors: little-endian float16
-WINDOW_BATCHES = 16  # batches per length-sorting window of a build
-HIDDEN_MEAN_SAMPLES = 256  # samples the centring mean is fitted on at the first build
 
-# columns of the `samples` view other than the label and metadata columns; metadata keys with these names are
-# exposed as meta_<name> (also the names `rank` adds to its output)
-BASE_COLUMNS = ("row", "id", "text", "prompt", "completion", "label", "n_counted", "loss", "mean_support",
-                "n_tokens", "truncated")
-RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {"rank", "score", "rh", "gh", "query", "meta"}
-
-_SCHEMA = (
-    "CREATE TABLE rise_manifest (key VARCHAR PRIMARY KEY, value JSON NOT NULL)",
-    "CREATE TABLE rise_arrays (name VARCHAR PRIMARY KEY, dtype VARCHAR NOT NULL, shape JSON NOT NULL, "
-    "data BLOB NOT NULL)",
-    "CREATE TABLE rise_samples (row BIGINT PRIMARY KEY, id VARCHAR NOT NULL UNIQUE, text VARCHAR, prompt VARCHAR, "
-    "completion VARCHAR, label JSON, meta JSON, content_sha1 VARCHAR NOT NULL, n_tokens INTEGER NOT NULL, "
-    "truncated BOOLEAN NOT NULL, added_at TIMESTAMP NOT NULL)",
-    "CREATE TABLE rise_features (row BIGINT PRIMARY KEY, rh BLOB NOT NULL, gh BLOB NOT NULL, rh_norm FLOAT NOT NULL, "
-    "gh_norm FLOAT NOT NULL, n_counted INTEGER NOT NULL, mean_support FLOAT NOT NULL, loss FLOAT)",
-    "CREATE TABLE rise_columns (name VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, key VARCHAR, "
-    "sql_type VARCHAR NOT NULL, position INTEGER NOT NULL)",
-)
-_ARRAY_DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-                 "float64": np.float64}
+READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
+READERS_LOCK = threading.Lock()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# manifest and report
-
-
-@dataclass
-class IndexManifest:
-    """What an index was built with and where its build stands."""
-
-    model_id: str
-    model_fingerprint: str
-    config: RiseConfig
-    sketch_digest: str
-    library_version: str
-    created_at: str
-    updated_at: str
-    status: str  # "building" | "complete"
-    n_samples: int
-    has_hidden_mean: bool
-    model_info: dict[str, Any] = field(default_factory=dict)  # vocab_size, hidden_size, dtype, architecture, ...
-    seeds: dict[str, int] = field(default_factory=dict)  # CountSketch seeds of CS_r, CS_h, CS_g
-    index_uuid: str = ""
-    format_version: int = FORMAT_VERSION
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        return self.config.k_r, self.config.k_h, self.config.k_g
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["config"] = self.config.to_dict()
-        return out
-
-
-@dataclass
-class BuildReport:
-    """Outcome of one `build_index` run."""
-
-    n_added: int
-    n_already_present: int
-    n_skipped: int
-    skipped: list[tuple[int, str]]  # (source row number, reason)
-    seconds: float
-    stopped: bool  # should_stop() ended the build early; rerun to finish
-    n_truncated: int = 0  # added samples cut to seq_len tokens
-    n_rows: int = 0  # rows in the source
-    n_total: int = 0  # samples in the index afterwards
-    index_path: str = ""
-
-    def summary(self) -> str:
-        parts = [f"{self.n_added} added", f"{self.n_already_present} already present", f"{self.n_skipped} skipped"]
-        if self.n_truncated:
-            parts.append(f"{self.n_truncated} truncated to seq_len")
-        state = "stopped early (rerun to resume)" if self.stopped else "complete"
-        return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
-                f"in {self.seconds:.1f} s")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# DuckDB errors and helpers
-
-
-def _map_duckdb_error(exc: Exception, path: Path, action: str) -> RiseError:
-    msg = str(exc)
-    low = msg.lower()
-    if "not a valid duckdb database file" in low:
-        return IndexStoreError(f"{path} is not a RISE index: it is not a DuckDB database file (or its header is "
-                               "corrupted)")
-    if "could not set lock" in low or "conflicting lock" in low:
-        return IndexStoreError(f"{path} is in use by another process (a build writes it, or a reader such as the "
-                               f"app has it open while writing was asked); close it there or wait. ({msg})")
-    if "different configuration" in low:
-        return IndexStoreError(f"{path} is being written in this process (a build is running); try again when it "
-                               "finishes")
-    if "permission denied" in low or "read-only file system" in low:
-        return IndexStoreError(f"cannot {action} {path}: permission denied (read-only file or directory?)")
-    if "no such file" in low:
-        return IndexStoreError(f"cannot {action} {path}: no such file or directory")
-    if "could not read enough bytes" in low:
-        return IndexStoreError(f"{path} is truncated or corrupted ({msg.splitlines()[0]}); rebuild it with "
-                               "`rise build`")
-    if "corrupt" in low or "checksum" in low or isinstance(exc, (duckdb.InternalException, duckdb.FatalException,
-                                                                   duckdb.SerializationException)):
-        return IndexStoreError(f"{path} is corrupted ({msg.splitlines()[0]}); rebuild it with `rise build`")
-    return IndexStoreError(f"{path}: database error while trying to {action}: {msg.splitlines()[0] if msg else exc}")
-
-
-@contextlib.contextmanager
-def _db_errors(path: Path, action: str) -> Iterator[None]:
-    try:
-        yield
-    except RiseError:
-        raise
-    except duckdb.Error as exc:
-        raise _map_duckdb_error(exc, path, action) from exc
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _json_pointer(key: str) -> str:
-    return "/" + key.replace("~", "~0").replace("/", "~1")
-
-
-def _value_type(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "BOOLEAN"
-    if isinstance(value, int):
-        return "BIGINT"
-    if isinstance(value, float):
-        return "DOUBLE"
-    if isinstance(value, str):
-        return "VARCHAR"
-    return "JSON"
-
-
-def _merge_types(a: str | None, b: str | None) -> str | None:
-    if a is None or a == b:
-        return b
-    if b is None:
-        return a
-    if {a, b} == {"BIGINT", "DOUBLE"}:
-        return "DOUBLE"
-    return "JSON" if "JSON" in (a, b) else "VARCHAR"
-
-
-def _typed_expr(column: str, path: str, sql_type: str) -> str:
-    path_sql = _sql_string(path)
-    if sql_type == "JSON":
-        return f"json_extract({column}, {path_sql})"
-    if sql_type == "VARCHAR":
-        return f"json_extract_string({column}, {path_sql})"
-    return f"TRY_CAST(json_extract_string({column}, {path_sql}) AS {sql_type})"
-
-
-@dataclass
-class _Column:
-    name: str  # column name in the `samples` view
-    source: str  # "label" | "meta"
-    key: str | None  # metadata key
-    sql_type: str
-    position: int
-
-
-def _view_sql(columns: Sequence[_Column]) -> str:
-    """The `samples` view: sample columns, typed label and metadata columns, stats."""
-    return "CREATE OR REPLACE VIEW samples AS " + _select_sql(columns)
-
-
-def _select_sql(columns: Sequence[_Column]) -> str:
-    """The query behind the `samples` view. Identifiers and JSON paths come from the user's column names, quoted
-    here (DDL cannot take parameters); values never enter SQL text."""
-    exprs = []
-    label = next((c for c in columns if c.source == "label"), None)
-    exprs.append(f"{_typed_expr('s.label', '$', label.sql_type)} AS label" if label else
-                 "CAST(NULL AS VARCHAR) AS label")
-    for col in sorted((c for c in columns if c.source == "meta"), key=lambda c: c.position):
-        exprs.append(f"{_typed_expr('s.meta', _json_pointer(col.key or ''), col.sql_type)} AS {_quote_ident(col.name)}")
-    return ("SELECT s.row, s.id, s.text, s.prompt, s.completion, "
-            + ", ".join(exprs)
-            + ", f.n_counted, f.loss, f.mean_support, s.n_tokens, s.truncated "
-            "FROM rise_samples s JOIN rise_features f ON f.row = s.row")
-
-
-def _blob_array(matrix: np.ndarray) -> Any:
-    """A pyarrow binary array with one row's bytes per element, built without copying per row."""
-    import pyarrow as pa
-
-    matrix = np.ascontiguousarray(matrix)
-    n, width = matrix.shape[0], matrix.shape[1] * matrix.itemsize
-    offsets = np.arange(n + 1, dtype=np.int64) * width
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets),
-                                                        pa.py_buffer(matrix.view(np.uint8).reshape(-1))])
-
-
-def _blob_matrix(column: Any, n: int, dim: int, path: Path) -> np.ndarray:
-    """(n, dim) float16 matrix from a pyarrow column of equal-length float16 blobs (one copy)."""
-    import pyarrow as pa
-
-    width = dim * FEATURE_DTYPE.itemsize
-    out = np.empty((n, dim), dtype=FEATURE_DTYPE)
-    flat = out.view(np.uint8).reshape(-1)
-    pos = 0
-    for chunk in column.chunks:
-        m = len(chunk)
-        if m == 0:
-            continue
-        if chunk.null_count:
-            raise IndexStoreError(f"{path} is corrupted: missing feature rows")
-        off_type = np.int64 if pa.types.is_large_binary(chunk.type) else np.int32
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=off_type)[chunk.offset:chunk.offset + m + 1]
-        if not np.all(np.diff(offsets) == width):
-            raise IndexStoreError(f"{path} is corrupted: feature rows of the wrong length (expected {width} bytes)")
-        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
-        flat[pos:pos + data.size] = data
-        pos += data.size
-    if pos != flat.size:
-        raise IndexStoreError(f"{path} is corrupted: {pos // width} feature rows where {n} were expected")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# the index
-
-
-_READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
-_READERS_LOCK = threading.Lock()
-
-
-def _path_key(path: Path) -> str:
+def path_key(path: Path) -> str:
     return str(path.resolve())
 
 
-def _release_readers(path: Path) -> None:
+def release_readers(path: Path) -> None:
     """Close the read-only connections of this process's open indexes on `path` (they reconnect lazily)."""
-    with _READERS_LOCK:
-        readers = list(_READERS.get(_path_key(path), ()))
+    with READERS_LOCK:
+        readers = list(READERS.get(path_key(path), ()))
     for reader in readers:
         reader.release()
 
 
-def _check_index_file(path: Path) -> None:
+def check_index_file(path: Path) -> None:
     if not path.exists():
         hint = "" if path.parent.exists() else f" (directory {path.parent} does not exist)"
         raise IndexStoreError(f"no index at {path}{hint}; build one with `rise build POOL --index {path}`")
@@ -310,7 +80,7 @@ def _check_index_file(path: Path) -> None:
         raise IndexStoreError(f"{path} is a directory; give the index file (e.g. {path / 'pool.duckdb'})")
 
 
-def _check_new_location(path: Path, overwrite: bool) -> None:
+def check_new_location(path: Path, overwrite: bool) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
         raise IndexStoreError(f"directory {parent} does not exist; create it first (mkdir -p {parent})")
@@ -329,6 +99,21 @@ def _check_new_location(path: Path, overwrite: bool) -> None:
                               f"({exc.strerror or exc})") from None
 
 
+def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
+    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, or prompt + completion)."""
+    get = row.get
+
+    def clean(v: Any) -> Any:
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v
+
+    text, prompt, completion = clean(get("text")), clean(get("prompt")), clean(get("completion"))
+    if completion is not None:
+        return Sample(prompt=prompt, completion=str(completion), id=clean(get("id")))
+    if text is not None:
+        return Sample(text=str(text), id=clean(get("id")))
+    raise InputDataError(f"row {clean(get('id'))!r} has neither text nor a completion")
+
+
 class RiseIndex:
     """A RISE index file: manifest, samples, features. Open with `RiseIndex.open`, create with `RiseIndex.create`.
 
@@ -343,7 +128,7 @@ class RiseIndex:
         self.manifest: IndexManifest | None = None
         self._sketches: SketchSet | None = None
         self._hidden_mean: torch.Tensor | None = None
-        self._columns: list[_Column] = []
+        self._columns: list[Column] = []
         self._fm: FeatureMatrix | None = None
         self._fm_uuid = ""
         self._masks: dict[str, tuple[tuple[str, int], torch.Tensor]] = {}
@@ -355,12 +140,12 @@ class RiseIndex:
     def open(cls, path: str | Path, read_only: bool = True) -> RiseIndex:
         """Open an existing index; raises IndexStoreError if it is missing, corrupted or not a RISE index."""
         path = Path(path)
-        _check_index_file(path)
+        check_index_file(path)
         index = cls(path, read_only)
         index._connect()
         if read_only:
-            with _READERS_LOCK:
-                _READERS.setdefault(_path_key(path), weakref.WeakSet()).add(index)
+            with READERS_LOCK:
+                READERS.setdefault(path_key(path), weakref.WeakSet()).add(index)
         return index
 
     @classmethod
@@ -375,17 +160,17 @@ class RiseIndex:
     def _create_raw(cls, path: str | Path, config: RiseConfig, model_id: str, model_fingerprint: str,
                     model_info: dict[str, Any], sketches: SketchSet, overwrite: bool = False) -> RiseIndex:
         """Create an index from explicit identity and sketches (used by `create` and by synthetic benchmarks)."""
-        from . import __version__
+        from .. import __version__
 
         path = Path(path)
-        _check_new_location(path, overwrite)
+        check_new_location(path, overwrite)
         if path.exists():
-            _release_readers(path)
+            release_readers(path)
             for p in (path, Path(f"{path}.wal")):
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
         index = cls(path, read_only=False)
-        now = _now()
+        now = utc_now()
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "index_uuid": uuid.uuid4().hex,
             "model_id": model_id, "model_fingerprint": model_fingerprint, "model_info": model_info,
@@ -400,9 +185,9 @@ class RiseIndex:
         try:
             con = index._connect(validate=False)
             with index._transaction("create"):
-                for ddl in _SCHEMA:
+                for ddl in SCHEMA:
                     con.execute(ddl)
-                con.execute(_view_sql([]))
+                con.execute(view_sql([]))
                 con.executemany("INSERT INTO rise_manifest VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in manifest.items()])
                 for name, tensor in sketches.state_dict().items():
@@ -423,10 +208,10 @@ class RiseIndex:
             if self._con is not None:
                 return self._con
             if not self.read_only:
-                _release_readers(self.path)
+                release_readers(self.path)
             elif not self.path.exists():
-                _check_index_file(self.path)
-            with _db_errors(self.path, "open" if validate else "create"):
+                check_index_file(self.path)
+            with db_errors(self.path, "open" if validate else "create"):
                 self._con = duckdb.connect(str(self.path), read_only=self.read_only)
             if validate:
                 try:
@@ -451,8 +236,8 @@ class RiseIndex:
             self._closed = True
             self._fm = None
             self._masks.clear()
-        with _READERS_LOCK:
-            readers = _READERS.get(_path_key(self.path))
+        with READERS_LOCK:
+            readers = READERS.get(path_key(self.path))
             if readers is not None:
                 readers.discard(self)
 
@@ -469,7 +254,7 @@ class RiseIndex:
     @contextlib.contextmanager
     def _cursor(self, action: str) -> Iterator[duckdb.DuckDBPyConnection]:
         con = self._connect()
-        with _db_errors(self.path, action):
+        with db_errors(self.path, action):
             cur = con.cursor() if self.read_only else con
             try:
                 yield cur
@@ -483,7 +268,7 @@ class RiseIndex:
         if self.read_only:
             raise IndexStoreError(f"{self.path} is open read-only; open it with read_only=False to write")
         con = self._connect(validate=False)
-        with _db_errors(self.path, action):
+        with db_errors(self.path, action):
             con.execute("BEGIN TRANSACTION")
             try:
                 yield con
@@ -499,7 +284,7 @@ class RiseIndex:
         """Read and validate manifest, sketches and columns; drop caches that no longer match the file."""
         con = self._con
         assert con is not None
-        with _db_errors(self.path, "read"):
+        with db_errors(self.path, "read"):
             tables = {r[0] for r in con.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
             if "rise_manifest" not in tables:
@@ -514,7 +299,7 @@ class RiseIndex:
             n_samples, next_row = con.execute(
                 "SELECT count(*), coalesce(max(row) + 1, 0) FROM rise_samples").fetchone()
             n_features = con.execute("SELECT count(*) FROM rise_features").fetchone()[0]
-            columns = [_Column(*r) for r in con.execute(
+            columns = [Column(*r) for r in con.execute(
                 "SELECT name, source, key, sql_type, position FROM rise_columns ORDER BY position").fetchall()]
         if raw.get("format") != FORMAT:
             raise IndexStoreError(f"{self.path} is not a RISE index (manifest format {raw.get('format')!r})")
@@ -554,20 +339,13 @@ class RiseIndex:
             self.manifest, self._sketches, self._hidden_mean, self._columns = manifest, sketches, hidden_mean, columns
 
     def _tensor(self, dtype: str, shape: list[int], data: bytes) -> torch.Tensor:
-        if dtype not in _ARRAY_DTYPES:
-            raise IndexStoreError(f"{self.path}: unknown array dtype {dtype!r}")
-        arr = np.frombuffer(data, dtype=np.dtype(_ARRAY_DTYPES[dtype]).newbyteorder("<")).astype(_ARRAY_DTYPES[dtype])
-        return torch.from_numpy(arr.reshape(shape).copy())
+        return decode_array(dtype, shape, data, self.path)
 
     def _put_array(self, name: str, tensor: torch.Tensor) -> None:
-        arr = tensor.detach().cpu().numpy()
-        dtype = arr.dtype.name
-        if dtype not in _ARRAY_DTYPES:
-            raise IndexStoreError(f"cannot store an array of dtype {dtype}")
-        data = arr.astype(np.dtype(dtype).newbyteorder("<")).tobytes()
+        dtype, shape, data = encode_array(tensor)
         assert self._con is not None
         self._con.execute("INSERT OR REPLACE INTO rise_arrays VALUES (?, ?, ?, ?)",
-                          [name, dtype, json.dumps(list(arr.shape)), data])
+                          [name, dtype, json.dumps(shape), data])
 
     def _set_manifest(self, **values: Any) -> None:
         assert self._con is not None
@@ -582,6 +360,27 @@ class RiseIndex:
     @property
     def config(self) -> RiseConfig:
         return self._state().config
+
+    @property
+    def hidden_mean(self) -> torch.Tensor | None:
+        """The centring mean fixed at the first build (None when the config does not centre)."""
+        self._state()
+        return self._hidden_mean
+
+    @property
+    def sketches(self) -> SketchSet:
+        """The CountSketch operators the index was built with."""
+        self._state()
+        assert self._sketches is not None
+        return self._sketches
+
+    def identity(self) -> dict[str, Any]:
+        """What makes results computed from this index valid: its file, model, config, sketches and size (cache keys
+        of diagnostics and of the explorer)."""
+        m = self._state()
+        return {"path": str(self.path.resolve()), "model_fingerprint": m.model_fingerprint,
+                "config": m.config.fingerprint(), "sketch_digest": m.sketch_digest, "n_samples": m.n_samples,
+                "updated_at": m.updated_at, "index_uuid": m.index_uuid}
 
     @property
     def status(self) -> str:
@@ -676,7 +475,7 @@ class RiseIndex:
             return self.samples(where="FALSE")
         self._state()
         # the view's query with the row filter on both tables (DuckDB does not push it through the view's join)
-        sql = (_select_sql(self._columns) + " WHERE s.row IN (SELECT unnest($1::BIGINT[])) "
+        sql = (select_sql(self._columns) + " WHERE s.row IN (SELECT unnest($1::BIGINT[])) "
                "AND f.row IN (SELECT unnest($1::BIGINT[]))")
         with self._cursor("read samples from") as cur:
             df = cur.execute(sql, [rows]).df()
@@ -704,6 +503,11 @@ class RiseIndex:
                 self._masks.clear()
             self._masks[where] = (key, mask)
         return mask
+
+    def sample_list(self, where: str | None = None, limit: int | None = None) -> list[Sample]:
+        """The stored samples (those matching `where`, the first `limit`) as `Sample`s, in row order."""
+        df = self.samples(where)
+        return [sample_from_row(r) for r in (df if limit is None else df.head(limit)).to_dict("records")]
 
     def sample(self, sample_id: str) -> Sample:
         """The stored sample with this id (text fields, label, metadata)."""
@@ -753,8 +557,8 @@ class RiseIndex:
         rows = table.column("row").to_numpy()
         if len(rows) != n:
             raise IndexStoreError(f"{self.path} is corrupted: {len(rows)} feature rows where {n} were expected")
-        rh = _blob_matrix(table.column("rh"), n, d_rh, self.path)
-        gh = _blob_matrix(table.column("gh"), n, d_gh, self.path)
+        rh = blob_matrix(table.column("rh"), n, d_rh, self.path)
+        gh = blob_matrix(table.column("gh"), n, d_gh, self.path)
         rh_norm = table.column("rh_norm").to_numpy().astype(np.float32)
         gh_norm = table.column("gh_norm").to_numpy().astype(np.float32)
         del table
@@ -800,8 +604,6 @@ class RiseIndex:
     def _prepare(self, samples: Sequence[Sample], features: FeatureMatrix, n_counted: Sequence[int],
                  mean_support: Sequence[float], loss: Sequence[float], n_tokens: Sequence[int],
                  truncated: Sequence[bool]) -> dict[str, Any]:
-        import pyarrow as pa
-
         m = self._state()
         n = len(samples)
         if len(features) != n:
@@ -810,73 +612,11 @@ class RiseIndex:
         if features.rh.shape[1] != d_rh or features.gh.shape[1] != d_gh:
             raise IndexMismatchError(f"features of dims ({features.rh.shape[1]}, {features.gh.shape[1]}) do not fit "
                                      f"this index ({d_rh}, {d_gh})")
-        ids = [s.id for s in samples]
-        if any(i is None for i in ids):
+        if any(s.id is None for s in samples):
             raise InputDataError("every sample needs an id to be stored (see ingest.coerce_pool)")
-        start = m.n_samples
-        rows = np.arange(start, start + n, dtype=np.int64)
-        label_values = [jsonable(s.label) for s in samples]
-        meta_values = [{k: v for k, v in jsonable(s.meta).items() if v is not None} for s in samples]
-        labels = [None if v is None else json.dumps(v, ensure_ascii=False) for v in label_values]
-        metas = [json.dumps(v, ensure_ascii=False) if v else None for v in meta_values]
-        added_at = datetime.now(timezone.utc).replace(tzinfo=None)
-        samples_table = pa.table({
-            "row": rows, "id": pa.array([str(i) for i in ids], pa.string()),
-            "text": pa.array([s.text for s in samples], pa.string()),
-            "prompt": pa.array([s.prompt for s in samples], pa.string()),
-            "completion": pa.array([s.completion for s in samples], pa.string()),
-            "label": pa.array(labels, pa.string()), "meta": pa.array(metas, pa.string()),
-            "content_sha1": pa.array([content_hash(s) for s in samples], pa.string()),
-            "n_tokens": pa.array(np.asarray(n_tokens, dtype=np.int32)),
-            "truncated": pa.array(np.asarray(truncated, dtype=bool)),
-            "added_at": pa.array([added_at] * n, pa.timestamp("us")),
-        })
-        features_table = pa.table({
-            "row": rows,
-            "rh": _blob_array(features.rh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
-            "gh": _blob_array(features.gh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
-            "rh_norm": np.asarray(features.rh_norm.detach().cpu(), dtype=np.float32),
-            "gh_norm": np.asarray(features.gh_norm.detach().cpu(), dtype=np.float32),
-            "n_counted": np.asarray(n_counted, dtype=np.int32),
-            "mean_support": np.asarray(mean_support, dtype=np.float32),
-            "loss": pa.array([None if not math.isfinite(float(v)) else float(v) for v in loss], pa.float32()),
-        })
-        columns = self._merged_columns(label_values, meta_values)
-        return {"samples": samples_table, "features": features_table, "columns": columns, "n": n}
-
-    def _merged_columns(self, labels: Sequence[Any], metas: Sequence[dict[str, Any]]) -> list[_Column] | None:
-        """The view's label/metadata columns after adding these samples; None when unchanged."""
-        cols = {(c.source, c.key): _Column(**asdict(c)) for c in self._columns}
-        changed = False
-        taken = {c.name.lower() for c in cols.values()} | {n.lower() for n in RESERVED_COLUMNS}
-
-        def add(source: str, key: str | None, value: Any) -> None:
-            nonlocal changed
-            typ = _value_type(value)
-            if typ is None:
-                return
-            col = cols.get((source, key))
-            if col is None:
-                if source == "label":
-                    name = "label"
-                else:
-                    base = key if key.lower() not in RESERVED_COLUMNS else f"meta_{key}"
-                    name, k = base, 2
-                    while name.lower() in taken:
-                        name, k = f"{base}_{k}", k + 1
-                    taken.add(name.lower())
-                cols[(source, key)] = _Column(name, source, key, typ, len(cols))
-                changed = True
-            else:
-                merged = _merge_types(col.sql_type, typ)
-                if merged != col.sql_type:
-                    col.sql_type, changed = merged, True
-
-        for label, meta in zip(labels, metas, strict=True):
-            add("label", None, label)
-            for key, value in meta.items():
-                add("meta", key, value)
-        return sorted(cols.values(), key=lambda c: c.position) if changed else None
+        table, label_values, meta_values = samples_table(samples, m.n_samples, n_tokens, truncated)
+        return {"samples": table, "features": features_table(features, m.n_samples, n_counted, mean_support, loss),
+                "columns": merge_columns(self._columns, label_values, meta_values), "n": n}
 
     def _insert_prepared(self, batch: dict[str, Any]) -> None:
         con = self._con
@@ -895,8 +635,8 @@ class RiseIndex:
             con.execute("DELETE FROM rise_columns")
             con.executemany("INSERT INTO rise_columns VALUES (?, ?, ?, ?, ?)",
                             [(c.name, c.source, c.key, c.sql_type, c.position) for c in batch["columns"]])
-            con.execute(_view_sql(batch["columns"]))
-        self._set_manifest(updated_at=_now())
+            con.execute(view_sql(batch["columns"]))
+        self._set_manifest(updated_at=utc_now())
 
     def _after_insert(self, batch: dict[str, Any]) -> None:
         assert self.manifest is not None
@@ -907,10 +647,10 @@ class RiseIndex:
             self._masks.clear()
 
     def set_status(self, status: str) -> None:
-        if status not in ("building", "complete"):
-            raise ValueError(status)
+        if status not in BUILD_STATUSES:
+            raise IndexStoreError(f"unknown index status {status!r}; valid statuses: {', '.join(BUILD_STATUSES)}")
         with self._transaction("write to"):
-            self._set_manifest(status=status, updated_at=_now())
+            self._set_manifest(status=status, updated_at=utc_now())
         assert self.manifest is not None
         self.manifest.status = status
 
@@ -920,127 +660,9 @@ class RiseIndex:
             raise IndexStoreError(f"{self.path} already has a centring mean; it is fixed at the first build")
         with self._transaction("write to"):
             self._put_array("hidden_mean", mean.detach().cpu().double())
-            self._set_manifest(has_hidden_mean=True, updated_at=_now())
+            self._set_manifest(has_hidden_mean=True, updated_at=utc_now())
         self._load_state()
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# building
-
-
-def build_index(index_path: str | Path | RiseIndex,
-                pool: PoolData | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict],
-                lm: LoadedModel, config: RiseConfig | None = None, fields: FieldMap | None = None,
-                batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, overwrite: bool = False) -> BuildReport:
-    """Build an index from a pool, or append the pool's new samples to an existing index.
-
-    Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
-    content id), so rerunning an interrupted build finishes it. `config=None` uses the existing index's config (or
-    the defaults for a new index); a config or model that differs from the index's is refused.
-    `progress(done, total)` is called after each committed batch (total = samples not yet in the index);
-    `should_stop()` is polled between batches."""
-    start_time = time.perf_counter()
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if isinstance(pool, PoolData):
-        data = coerce_pool(pool)
-    elif isinstance(pool, (str, Path, bytes, pd.DataFrame)) or hasattr(pool, "read"):
-        data = read_pool(pool, fields)  # type: ignore[arg-type]
-    else:
-        data = coerce_pool(pool)
-    data.require_samples()
-
-    own = not isinstance(index_path, RiseIndex)
-    if isinstance(index_path, RiseIndex):
-        index = index_path
-        if index.read_only:
-            raise IndexStoreError(f"{index.path} is open read-only; open it with read_only=False to build")
-    else:
-        path = Path(index_path)
-        if path.exists() and not overwrite:
-            index = RiseIndex.open(path, read_only=False)
-        else:
-            index = RiseIndex.create(path, lm, config or RiseConfig(), overwrite=overwrite)
-    try:
-        return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
-    finally:
-        if own:
-            index.close()
-
-
-def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
-           progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-           start_time: float) -> BuildReport:
-    index.check_model(lm)
-    if config is not None:
-        index.check_config(config)
-    cfg = index.config
-    existing = index.id_hashes()
-    new: list[tuple[int, Sample]] = []
-    n_present = 0
-    for sample, row in zip(data.samples, data.rows, strict=True):
-        stored = existing.get(str(sample.id))
-        if stored is None:
-            new.append((row, sample))
-        elif stored != content_hash(sample):
-            raise InputDataError(f"id {sample.id!r} (row {row}) is already in {index.path} with different text; "
-                                 "give it another id, or build a new index")
-        else:
-            n_present += 1
-    skipped = list(data.skipped)
-    report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=skipped, seconds=0.0,
-                         stopped=False, n_rows=data.n_rows, index_path=str(index.path))
-    extractor = index.extractor(lm)
-    if new and cfg.center_hidden and index._hidden_mean is None:
-        if len(index) > 0:
-            raise IndexStoreError(f"{index.path} is corrupted: centring is on but no centring mean is stored")
-        fit_on = [s for _, s in new[:HIDDEN_MEAN_SAMPLES]]
-        index.set_hidden_mean(extractor.fit_hidden_mean(fit_on, batch_size=batch_size))
-        extractor = index.extractor(lm)
-    if new and index.status != "building":
-        index.set_status("building")
-
-    total, done = len(new), 0
-    if progress is not None:
-        progress(0, total)
-    window = batch_size * WINDOW_BATCHES
-    for w_start in range(0, len(new), window):
-        if report.stopped:
-            break
-        part = new[w_start:w_start + window]
-        encoded = extractor.encode([s for _, s in part])
-        usable = []
-        for (row, sample), enc in zip(part, encoded, strict=True):
-            if enc.n_counted == 0:
-                skipped.append((row, "no counted token (needs two or more tokens, or a completion that fits "
-                                     f"within seq_len={cfg.seq_len})"))
-                done += 1
-            else:
-                usable.append((sample, enc))
-        usable.sort(key=lambda item: len(item[1].input_ids))  # similar lengths share a batch: less padding
-        for b_start in range(0, len(usable), batch_size):
-            if should_stop is not None and should_stop():
-                report.stopped = True
-                break
-            batch = usable[b_start:b_start + batch_size]
-            feats = extractor.features_from_encoded([enc for _, enc in batch])
-            fm = FeatureMatrix.from_features(feats, dtype=torch.float16)
-            index.add_samples([s for s, _ in batch], fm, feats.n_counted.tolist(), feats.mean_support.tolist(),
-                              feats.loss.tolist(), [len(e.input_ids) for _, e in batch],
-                              [e.truncated for _, e in batch])
-            report.n_added += len(batch)
-            report.n_truncated += sum(e.truncated for _, e in batch)
-            done += len(batch)
-            if progress is not None:
-                progress(done, total)
-    if not report.stopped and index.status != "complete":
-        index.set_status("complete")
-    report.n_skipped = len(skipped)
-    report.n_total = len(index)
-    report.seconds = time.perf_counter() - start_time
-    logger.info(report.summary())
-    return report
 
 
 def list_indexes(directory: str | Path) -> list[dict[str, Any]]:

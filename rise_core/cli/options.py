@@ -1,0 +1,123 @@
+"""Option builders shared by every `rise` command, so each option means the same everywhere.
+
+Choices come from the config types (`RiseConfig` field types, `SampleNorm`, `PRESETS`), never from lists written
+again here. A RISE config is changed one way on every command: `--preset NAME` then one flag per field
+(`--k-r 64 --no-center-hidden ...`); scoring the same way: `--lambda-rh/--lambda-gh/--sample-norm`, each defaulting to
+the preset's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any
+
+from ..config import PRESETS, RiseConfig, SampleNorm, ScoreOptions, preset, preset_scoring
+from ..errors import ConfigError
+
+SAMPLE_NORMS = typing.get_args(SampleNorm)
+POOL_FORMATS = ("jsonl", "json", "csv", "parquet")
+
+
+def add_model_options(parser: argparse.ArgumentParser, default_help: str = "default: the embedded "
+                      "SmolLM2-135M-Instruct") -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--model", default=None, help=f"hub id or local checkpoint directory ({default_help})")
+    group.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 or auto (default: auto, cuda if present)")
+    group.add_argument("--dtype", default="float32", help="float32, bfloat16, float16 or float64 (default: float32)")
+    group.add_argument("--trust-remote-code", action="store_true", help="allow the model's own code (off by default)")
+
+
+def model_path(name: str | None) -> str | None:
+    """A local directory as an absolute path (so an index records where it was), anything else unchanged."""
+    if name and Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser().resolve())
+    return name
+
+
+def load_model_from_args(args: argparse.Namespace, name: str | None = None) -> Any:
+    """The model named by `name` (default `--model`) with the device, dtype and trust flags of `args`."""
+    from ..models import load_model
+
+    return load_model(model_path(name if name is not None else args.model), device=args.device, dtype=args.dtype,
+                      trust_remote_code=args.trust_remote_code)
+
+
+def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE config") -> None:
+    """`--preset` and one flag per `RiseConfig` field (typed and with choices from the field's type)."""
+    group = parser.add_argument_group(title)
+    group.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                       help="named configuration and scoring to start from (default: 'default')")
+    helps = RiseConfig.field_help()
+    hints = typing.get_type_hints(RiseConfig)
+    for f in dataclasses.fields(RiseConfig):
+        flag = "--" + f.name.replace("_", "-")
+        kind = hints[f.name]
+        text = f"{helps[f.name]} (default {f.default!r})"
+        if kind is bool:
+            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        elif typing.get_origin(kind) is typing.Literal:
+            group.add_argument(flag, dest=f.name, choices=typing.get_args(kind), default=None, help=text)
+        else:
+            group.add_argument(flag, dest=f.name, type=kind, default=None, metavar=f.name.upper(), help=text)
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields given on the command line."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(RiseConfig)
+            if getattr(args, f.name, None) is not None}
+
+
+def config_from_args(args: argparse.Namespace, base: RiseConfig | None = None) -> RiseConfig:
+    """`--preset` (else `base`, else the default preset) with the field flags applied."""
+    start = preset(args.preset) if args.preset else (base or preset("default"))
+    return start.replace(**config_overrides(args))
+
+
+def add_score_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scoring (applied at query time; default: the preset's)")
+    helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(ScoreOptions)}
+    defaults = ScoreOptions()
+    group.add_argument("--lambda-rh", type=float, default=None, help=f"{helps['lambda_rh']} (default "
+                       f"{defaults.lambda_rh})")
+    group.add_argument("--lambda-gh", type=float, default=None, help=f"{helps['lambda_gh']} (default "
+                       f"{defaults.lambda_gh})")
+    group.add_argument("--sample-norm", choices=SAMPLE_NORMS, default=None,
+                       help=f"{helps['sample_norm']} (default {defaults.sample_norm}; the paper preset: joint)")
+
+
+def score_options_from_args(args: argparse.Namespace) -> ScoreOptions:
+    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied."""
+    return preset_scoring(getattr(args, "preset", None) or "default", lambda_rh=args.lambda_rh,
+                          lambda_gh=args.lambda_gh, sample_norm=args.sample_norm)
+
+
+def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """Column-name flags of a pool (or, with prefix 'query-', a query) file, and its format."""
+    group = parser.add_argument_group(f"{prefix or 'pool '}file columns (default: guessed from the column names)")
+    dest = prefix.replace("-", "_")
+    for name, what in (("text", "plain text"), ("prompt", "prompt / instruction"),
+                       ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
+        group.add_argument(f"--{prefix}{name}-field", dest=f"{dest}{name}_field", default=None, metavar="COLUMN",
+                           help=f"column holding the {what}")
+    group.add_argument(f"--{prefix}format", dest=f"{dest}fmt", choices=POOL_FORMATS, default=None,
+                       help="file format (default: from the extension)")
+
+
+def read_pool_from_args(path: str, args: argparse.Namespace, prefix: str = "") -> Any:
+    """`read_pool(path)` with the field names and format given under `prefix` (see `add_field_options`)."""
+    from ..ingest import read_pool
+
+    dest = prefix.replace("-", "_")
+    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    return read_pool(path, None if all(v is None for v in given.values()) else given, getattr(args, f"{dest}fmt"))
+
+
+def parse_numbers(text: str, kind: type, flag: str) -> tuple[Any, ...]:
+    """'1,2,3' -> (1, 2, 3) typed by `kind`; a ConfigError naming the flag otherwise."""
+    try:
+        return tuple(kind(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} expects comma-separated {kind.__name__} values, got {text!r}") from None

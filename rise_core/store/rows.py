@@ -1,0 +1,96 @@
+"""Rows of a batch as Arrow tables for one bulk insert, and the typed label/metadata columns they add to the view."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..ingest import content_hash, jsonable
+from ..samples import Sample
+from ..scoring import FeatureMatrix
+from .schema import FEATURE_DTYPE, RESERVED_COLUMNS, Column, blob_array, merge_types, value_type
+
+
+def samples_table(samples: Sequence[Sample], start: int, n_tokens: Sequence[int], truncated: Sequence[bool]
+                  ) -> tuple[Any, list[Any], list[dict[str, Any]]]:
+    """The rise_samples rows (numbered from `start`), with the JSON-ready label and metadata values of each."""
+    import pyarrow as pa
+
+    n = len(samples)
+    label_values = [jsonable(s.label) for s in samples]
+    meta_values = [{k: v for k, v in jsonable(s.meta).items() if v is not None} for s in samples]
+    labels = [None if v is None else json.dumps(v, ensure_ascii=False) for v in label_values]
+    metas = [json.dumps(v, ensure_ascii=False) if v else None for v in meta_values]
+    added_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    table = pa.table({
+        "row": np.arange(start, start + n, dtype=np.int64), "id": pa.array([str(s.id) for s in samples], pa.string()),
+        "text": pa.array([s.text for s in samples], pa.string()),
+        "prompt": pa.array([s.prompt for s in samples], pa.string()),
+        "completion": pa.array([s.completion for s in samples], pa.string()),
+        "label": pa.array(labels, pa.string()), "meta": pa.array(metas, pa.string()),
+        "content_sha1": pa.array([content_hash(s) for s in samples], pa.string()),
+        "n_tokens": pa.array(np.asarray(n_tokens, dtype=np.int32)),
+        "truncated": pa.array(np.asarray(truncated, dtype=bool)),
+        "added_at": pa.array([added_at] * n, pa.timestamp("us")),
+    })
+    return table, label_values, meta_values
+
+
+def features_table(features: FeatureMatrix, start: int, n_counted: Sequence[int], mean_support: Sequence[float],
+                   loss: Sequence[float]) -> Any:
+    """The rise_features rows (numbered from `start`): fp16 unit vectors as blobs, their norms and the stats."""
+    import pyarrow as pa
+
+    return pa.table({
+        "row": np.arange(start, start + len(features), dtype=np.int64),
+        "rh": blob_array(features.rh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
+        "gh": blob_array(features.gh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
+        "rh_norm": np.asarray(features.rh_norm.detach().cpu(), dtype=np.float32),
+        "gh_norm": np.asarray(features.gh_norm.detach().cpu(), dtype=np.float32),
+        "n_counted": np.asarray(n_counted, dtype=np.int32),
+        "mean_support": np.asarray(mean_support, dtype=np.float32),
+        "loss": pa.array([None if not math.isfinite(float(v)) else float(v) for v in loss], pa.float32()),
+    })
+
+
+def merge_columns(existing: Sequence[Column], labels: Sequence[Any], metas: Sequence[dict[str, Any]]
+                  ) -> list[Column] | None:
+    """The view's label/metadata columns after adding these values; None when unchanged."""
+    cols = {(c.source, c.key): Column(**asdict(c)) for c in existing}
+    changed = False
+    taken = {c.name.lower() for c in cols.values()} | {n.lower() for n in RESERVED_COLUMNS}
+
+    def add(source: str, key: str | None, value: Any) -> None:
+        nonlocal changed
+        typ = value_type(value)
+        if typ is None:
+            return
+        col = cols.get((source, key))
+        if col is None:
+            if source == "label":
+                name = "label"
+            else:
+                base = key if key.lower() not in RESERVED_COLUMNS else f"meta_{key}"
+                name, k = base, 2
+                while name.lower() in taken:
+                    name, k = f"{base}_{k}", k + 1
+                taken.add(name.lower())
+            cols[(source, key)] = Column(name, source, key, typ, len(cols))
+            changed = True
+        else:
+            merged = merge_types(col.sql_type, typ)
+            if merged != col.sql_type:
+                col.sql_type, changed = merged, True
+
+    for label, meta in zip(labels, metas, strict=True):
+        add("label", None, label)
+        for key, value in meta.items():
+            add("meta", key, value)
+    return sorted(cols.values(), key=lambda c: c.position) if changed else None
