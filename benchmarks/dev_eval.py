@@ -22,8 +22,8 @@ import numpy as np
 
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
 from rise_core.evaluation import Task, evaluate, sweep
-from rise_core.lm_features import ReadoutCache
 from rise_core.models import load_model
+from rise_core.readout_cache import ReadoutCache
 from rise_core.samples import Sample
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev"

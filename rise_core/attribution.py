@@ -20,7 +20,7 @@ from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
 from .models import LoadedModel
 from .samples import Sample, encode_sample
-from .scoring import FeatureMatrix, Scores, channel_scales, matvec, query_vectors, score_pool
+from .scoring import FeatureMatrix, Scores, channel_scales, matvec, query_vectors, score_pool, top_k
 from .store import RiseIndex
 
 _HALF_GEMV_OK: bool | None = None
@@ -108,9 +108,7 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
         approx = w_rh * s_rh + w_gh * s_gh
         err = w_rh.abs() * (s_rh.abs() * 2.0**-10 + b_rh) + w_gh.abs() * (s_gh.abs() * 2.0**-10 + b_gh)
         lower, upper = approx - err, approx + err
-        if allowed is not None:
-            lower = torch.where(allowed, lower, torch.full_like(lower, -math.inf))
-        threshold = torch.topk(lower, k).values[-1]
+        threshold = top_k(lower, k, allowed)[1][-1]
         candidates = upper >= threshold
         if allowed is not None:
             candidates &= allowed
@@ -130,9 +128,7 @@ def _exact_top_rows(fm: FeatureMatrix, q_rh: torch.Tensor, q_gh: torch.Tensor, w
     rh = w_rh * matvec(fm.rh, q_rh).float()
     gh = w_gh * matvec(fm.gh, q_gh).float()
     total = rh + gh
-    if allowed is not None:
-        total = torch.where(allowed, total, torch.full_like(total, -math.inf))
-    rows = torch.topk(total, k).indices
+    rows = top_k(total, k, allowed)[0]
     return rows, Scores(total=total[rows], rh=rh[rows], gh=gh[rows])
 
 
@@ -197,9 +193,7 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
     scores = score_pool(fm, query_fm, options)
-    total = scores.total if allowed is None else torch.where(allowed, scores.total,
-                                                             torch.full_like(scores.total, -math.inf))
-    rows = torch.topk(total, n_keep).indices if n_keep else torch.empty(0, dtype=torch.long)
+    rows = top_k(scores.total, n_keep, allowed)[0]
     return _frame(index, rows, Scores(total=scores.total[rows], rh=scores.rh[rows], gh=scores.gh[rows]))
 
 

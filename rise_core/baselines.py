@@ -43,11 +43,6 @@ class Scorer(abc.ABC):
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
         """Scores of every pool item for each query, shape (len(queries), len(pool)), float32."""
 
-    def fit_score(self, pool: Sequence[Sample], queries: Sequence[Sample]) -> np.ndarray:
-        """`fit(pool)` then `score(queries)`."""
-        self.fit(pool)
-        return self.score(queries)
-
 
 class BM25Scorer(Scorer):
     """Lexical overlap with bm25s: the query's full text is the search query, each pool item a document.
@@ -213,13 +208,3 @@ class EmbeddingScorer(Scorer):
         samples = _coerce_all(queries, "query list")
         return (self.encode([s.full_text for s in samples]) @ self._pool_embeddings.T).astype(np.float32)
 
-
-TEXT_BASELINES: dict[str, type[Scorer]] = {"bm25": BM25Scorer, "embedding": EmbeddingScorer}
-
-
-def make_scorer(name: str, **kwargs: Any) -> Scorer:
-    """Build a text baseline by registry name (case-insensitive), passing `kwargs` to its constructor."""
-    cls = TEXT_BASELINES.get(name.strip().lower())
-    if cls is None:
-        raise ConfigError(f"unknown baseline {name!r}; valid names: {', '.join(sorted(TEXT_BASELINES))}")
-    return cls(**kwargs)

@@ -11,15 +11,18 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .errors import ConfigError
 
 CountedPositions = Literal["completion", "all"]
 SampleNorm = Literal["channel", "joint", "none"]
 
-_COUNTED = ("completion", "all")
-_SAMPLE_NORMS = ("channel", "joint", "none")
+COUNTED_POSITIONS: tuple[str, ...] = get_args(CountedPositions)
+SAMPLE_NORMS: tuple[str, ...] = get_args(SampleNorm)
+# the centring mean (center_hidden) is fitted on the first this-many samples of a pool, then fixed: appends and
+# queries reuse it (index builds, RiseExtractor.extract and the evaluation all follow this rule)
+HIDDEN_MEAN_SAMPLES = 256
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,8 @@ class RiseConfig:
             raise ConfigError(f"rho_cum must be in (0, 1], got {self.rho_cum!r}")
         if self.min_top_l > self.k_max:
             raise ConfigError(f"min_top_l ({self.min_top_l}) cannot exceed k_max ({self.k_max})")
-        if self.counted_positions not in _COUNTED:
-            raise ConfigError(f"counted_positions must be one of {_COUNTED}, got {self.counted_positions!r}")
+        if self.counted_positions not in COUNTED_POSITIONS:
+            raise ConfigError(f"counted_positions must be one of {COUNTED_POSITIONS}, got {self.counted_positions!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
 
@@ -125,8 +128,8 @@ class ScoreOptions:
     )
 
     def __post_init__(self) -> None:
-        if self.sample_norm not in _SAMPLE_NORMS:
-            raise ConfigError(f"sample_norm must be one of {_SAMPLE_NORMS}, got {self.sample_norm!r}")
+        if self.sample_norm not in SAMPLE_NORMS:
+            raise ConfigError(f"sample_norm must be one of {SAMPLE_NORMS}, got {self.sample_norm!r}")
         for name in ("lambda_rh", "lambda_gh"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value != value:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import RiseConfig
+from .config import HIDDEN_MEAN_SAMPLES, RiseConfig
 from .errors import InputDataError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, collate, encode_sample
@@ -95,7 +95,8 @@ class TokenSketches:
     n_prompt_tokens: int
 
 
-def _compute_dtype(lm: LoadedModel) -> torch.dtype:
+def compute_dtype(lm: LoadedModel) -> torch.dtype:
+    """The dtype RISE computes in for a model: float64 for a float64 model, float32 otherwise."""
     return torch.float64 if lm.dtype == torch.float64 else torch.float32
 
 
@@ -103,7 +104,7 @@ def _compute_dtype(lm: LoadedModel) -> torch.dtype:
 def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: RiseConfig) -> Readout:
     """One forward pass over a batch; candidates and full-vocab scalars at counted positions only."""
     batch = collate(list(encoded), lm.pad_id)
-    dev, cdt = lm.device, _compute_dtype(lm)
+    dev, cdt = lm.device, compute_dtype(lm)
     ids, attn = batch.input_ids.to(dev), batch.attention_mask.to(dev)
     counted = batch.counted.to(dev)
     hidden_all = lm.final_hidden(ids, attn)  # (B, T, d)
@@ -191,17 +192,26 @@ def _normalise_rows(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
 
 
-def sketch_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
-                   hidden_mean: torch.Tensor | None = None) -> PositionSketches:
-    """Per-position sketched RH/GH factors from a readout (the inner loop of Algorithm 2, vectorised)."""
+def readout_factors(readout: Readout, weight: torch.Tensor, config: RiseConfig, hidden_mean: torch.Tensor | None = None,
+                    chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The exact per-position factors before sketching: (keep, r, h, g) with `keep` the sparse support over the
+    candidates, `r` the residual on it (zero elsewhere), `h` the final hidden state (centred under `center_hidden`)
+    and `g` = W^T r, the residual projected into embedding space."""
     keep = support_mask(readout.cand_logit, readout.target_slot, config.rho_cum, config.min_top_l)
     r_vals = sparse_residual(readout, keep) * keep
-    g = project_residual(weight, readout.cand_idx, r_vals, keep)
+    g = project_residual(weight, readout.cand_idx, r_vals, keep, chunk)
     h = readout.hidden
     if config.center_hidden:
         if hidden_mean is None:
             raise InputDataError("center_hidden is on but no hidden mean was fitted; call fit_hidden_mean first")
         h = h - hidden_mean.to(h)
+    return keep, r_vals, h, g
+
+
+def sketch_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
+                   hidden_mean: torch.Tensor | None = None) -> PositionSketches:
+    """Per-position sketched RH/GH factors from a readout (the inner loop of Algorithm 2, vectorised)."""
+    keep, r_vals, h, g = readout_factors(readout, weight, config, hidden_mean)
     r_sk = sketches.r.apply_sparse(readout.cand_idx, r_vals)
     h_sk = h @ sketches.h.matrix(h.dtype)
     g_sk = g @ sketches.g.matrix(g.dtype)
@@ -282,7 +292,7 @@ class RiseExtractor:
             count += ro.hidden.shape[0]
         if total is None:
             raise InputDataError("cannot fit the hidden-state mean: no sample has a counted token")
-        self.hidden_mean = (total / count).to(_compute_dtype(self.lm))
+        self.hidden_mean = (total / count).to(compute_dtype(self.lm))
         return self.hidden_mean
 
     @torch.no_grad()
@@ -296,14 +306,15 @@ class RiseExtractor:
                 progress: Callable[[int], None] | None = None) -> SampleFeatures:
         """Features for many samples, batched by similar length; results are in input order.
 
-        With `center_hidden` and no mean yet, the mean is fitted on the first (up to) 256 of these samples and then
-        kept for later calls (as an index build does)."""
+        With `center_hidden` and no mean yet, the mean is fitted on the first (up to) HIDDEN_MEAN_SAMPLES of these
+        samples and then kept for later calls (as an index build does)."""
         if len(samples) == 0:
             raise InputDataError("no samples to extract features from")
         if self.config.center_hidden and self.hidden_mean is None:
-            # the same rule as an index build: the mean over the first (up to) 256 samples, then fixed
-            logger.info("center_hidden: fitting the hidden-state mean on the first %d samples", min(256, len(samples)))
-            self.fit_hidden_mean(list(samples[:256]), batch_size=batch_size)
+            # the same rule as an index build: the mean over the first (up to) HIDDEN_MEAN_SAMPLES, then fixed
+            fit_on = list(samples[:HIDDEN_MEAN_SAMPLES])
+            logger.info("center_hidden: fitting the hidden-state mean on the first %d samples", len(fit_on))
+            self.fit_hidden_mean(fit_on, batch_size=batch_size)
         encoded = self.encode(samples)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         parts = []

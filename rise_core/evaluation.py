@@ -19,10 +19,10 @@ import torch
 
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .bundled import task_files
-from .config import RiseConfig, ScoreOptions
+from .config import HIDDEN_MEAN_SAMPLES, RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
-from .lm_features import ReadoutCache
 from .metrics import evaluate_rankings
+from .readout_cache import ReadoutCache
 from .samples import Sample
 from .scoring import FeatureMatrix, score_each_query
 
@@ -104,8 +104,8 @@ class RiseScorer(CachedLMScorer):
 
     def fit(self, pool: Sequence[Sample]) -> None:
         super().fit(pool)
-        # the centring mean is fixed from the pool once, as an index build does (first 256 samples)
-        self.hidden_mean = (self.cache.hidden_mean(self.pool[:256], self.config.counted_positions)
+        # the centring mean is fixed from the pool once, as an index build does
+        self.hidden_mean = (self.cache.hidden_mean(self.pool[:HIDDEN_MEAN_SAMPLES], self.config.counted_positions)
                             if self.config.center_hidden else None)
         self.pool_fm = self.cache.rise_features(self.pool, self.config, self.hidden_mean)
 

@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 
 from rise_core.baselines import (
-    TEXT_BASELINES,
     BM25Scorer,
     EmbeddingScorer,
     Scorer,
     default_embedding_model_path,
-    make_scorer,
 )
 from rise_core.errors import ConfigError, ModelLoadError, RiseError
 from rise_core.samples import Sample
@@ -97,13 +95,15 @@ def test_score_before_fit_raises():
         EmbeddingScorer().score(samples("cat"))
 
 
-def test_registry_and_make_scorer():
-    assert TEXT_BASELINES == {"bm25": BM25Scorer, "embedding": EmbeddingScorer}
-    scorer = make_scorer("BM25", k1=1.2)
-    assert isinstance(scorer, BM25Scorer) and isinstance(scorer, Scorer) and scorer.k1 == 1.2
-    assert isinstance(make_scorer("embedding", batch_size=4), EmbeddingScorer)
-    with pytest.raises(ConfigError, match="bm25, embedding"):
-        make_scorer("tfidf")
+def test_evaluation_registry_makes_the_text_baselines():
+    from rise_core.config import RiseConfig, ScoreOptions
+    from rise_core.evaluation import make_scorers
+
+    scorers = make_scorers(["BM25", "Embedding"], None, RiseConfig(), ScoreOptions())
+    assert isinstance(scorers["BM25"], BM25Scorer) and isinstance(scorers["Embedding"], EmbeddingScorer)
+    assert all(isinstance(s, Scorer) for s in scorers.values())
+    with pytest.raises(ConfigError, match=r"unknown methods \['tfidf'\]; choose from \['RISE'"):
+        make_scorers(["tfidf"], None, RiseConfig(), ScoreOptions())
 
 
 # ---------------------------------------------------------------- embeddings

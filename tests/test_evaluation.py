@@ -13,7 +13,7 @@ from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import ConfigError
 from rise_core.evaluation import Task, evaluate, sweep
-from rise_core.lm_features import ReadoutCache
+from rise_core.readout_cache import ReadoutCache
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 

@@ -14,10 +14,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from ..config import PRESETS, RiseConfig, SampleNorm, ScoreOptions, preset, preset_scoring
+from ..config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, preset, preset_scoring
 from ..errors import ConfigError
 
-SAMPLE_NORMS = typing.get_args(SampleNorm)
 POOL_FORMATS = ("jsonl", "json", "csv", "parquet")
 
 

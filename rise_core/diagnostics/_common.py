@@ -9,7 +9,6 @@ phi_GH = sum_t g_t (x) h_t (d x d) are never materialised for RH: inner products
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig, ScoreOptions
-from ..engine import Readout, project_residual, sparse_residual, support_mask
+from ..engine import Readout, readout_factors
 from ..errors import InputDataError
 from ..models import LoadedModel
 from ..samples import EncodedSample, Sample, encode_sample
@@ -68,10 +67,6 @@ def batches(n: int, size: int) -> list[slice]:
     return [slice(i, min(n, i + size)) for i in range(0, n, max(1, size))]
 
 
-def compute_dtype(lm: LoadedModel) -> torch.dtype:
-    return torch.float64 if lm.dtype == torch.float64 else torch.float32
-
-
 def sample_label(sample: Sample, width: int = 80) -> str:
     """One-line display text of a sample."""
     text = " ".join(sample.full_text.split())
@@ -103,14 +98,7 @@ def _unit_rows(x: torch.Tensor) -> torch.Tensor:
 def exact_factors(readout: Readout, weight: torch.Tensor, config: RiseConfig,
                   hidden_mean: torch.Tensor | None = None) -> list[ExactFactors]:
     """Per-sample exact factors from a readout, with the config's support rule, centring and token normalisation."""
-    keep = support_mask(readout.cand_logit, readout.target_slot, config.rho_cum, config.min_top_l)
-    r_vals = sparse_residual(readout, keep) * keep
-    g = project_residual(weight, readout.cand_idx, r_vals, keep, chunk=64)
-    h = readout.hidden
-    if config.center_hidden:
-        if hidden_mean is None:
-            raise InputDataError("center_hidden is on but no hidden mean was given")
-        h = h - hidden_mean.to(h)
+    _, r_vals, h, g = readout_factors(readout, weight, config, hidden_mean, chunk=64)
     r_vals, h, g = r_vals.double().cpu(), h.double().cpu(), g.double().cpu()
     if config.token_norm:
         r_vals, h, g = _unit_rows(r_vals), _unit_rows(h), _unit_rows(g)
@@ -178,15 +166,3 @@ def normalised_scores(g_rh: torch.Tensor, g_gh: torch.Tensor, options: ScoreOpti
     rh = g_rh / (d_rh[:, None] * d_rh[None, :])
     gh = g_gh / (d_gh[:, None] * d_gh[None, :])
     return {"rh": rh, "gh": gh, "rh_gh": options.lambda_rh * rh + options.lambda_gh * gh}
-
-
-def finite(value: Any) -> Any:
-    """JSON-safe scalar: floats that are nan/inf become None; numpy/torch scalars become Python ones."""
-    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict)):
-        try:
-            value = value.item()
-        except (ValueError, RuntimeError):
-            return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -25,9 +25,10 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig
+from ..ingest import jsonable
 from ..models import LoadedModel
 from ..samples import Sample
-from ._common import DiagnosticResult, encode_samples, finite
+from ._common import DiagnosticResult, encode_samples
 
 
 @dataclass
@@ -200,7 +201,7 @@ def layer_energy(lm: LoadedModel, samples: Sequence[Sample | str | dict], config
         cross = shared[:, 0] - shared[:, 1] - shared[:, 2]
         summary["tied_shared_energy_mean"] = float(shared[:, 0].mean())
         summary["tied_cross_term_share"] = float((cross / shared[:, 0].clamp_min(1e-300)).mean())
-    summary = {k: finite(v) for k, v in summary.items()}
+    summary = {k: jsonable(v) for k, v in summary.items()}
     return DiagnosticResult("energy", {"components": comp_df, "per_sample": per_sample}, summary,
                             {"n_samples": len(encoded), "counted_positions": config.counted_positions,
                              "seq_len": config.seq_len})

@@ -20,11 +20,12 @@ import torch
 from ..config import RiseConfig, ScoreOptions
 from ..engine import RiseExtractor, SampleFeatures, aggregate, readout_forward, sketch_readout
 from ..errors import InputDataError
+from ..ingest import jsonable
 from ..metrics import spearman
 from ..models import LoadedModel
 from ..samples import Sample
 from ..sketch import SketchSet
-from ._common import DiagnosticResult, batches, encode_samples, exact_factors, exact_grams, finite, normalised_scores
+from ._common import DiagnosticResult, batches, encode_samples, exact_factors, exact_grams, normalised_scores
 
 CHANNELS = ("rh", "gh", "rh_gh")
 
@@ -137,12 +138,12 @@ def sketch_fidelity(lm: LoadedModel, samples: Sequence[Sample | str | dict], con
     base = corr[corr["dims"] == dims_label(primary)].groupby("channel")[["pearson", "spearman"]].mean()
     summary: dict = {"n_samples": n, "n_pairs": int(iu.shape[1]), "dims": dims_label(primary), "n_seeds": len(seeds)}
     for ch in CHANNELS:
-        summary[f"{ch}_pearson"] = finite(float(base.loc[ch, "pearson"]))
-        summary[f"{ch}_spearman"] = finite(float(base.loc[ch, "spearman"]))
+        summary[f"{ch}_pearson"] = jsonable(float(base.loc[ch, "pearson"]))
+        summary[f"{ch}_spearman"] = jsonable(float(base.loc[ch, "spearman"]))
     base_stab = stab[(stab["dims"] == dims_label(primary)) & (stab["channel"] == "rh_gh")]
     for _, row in base_stab.iterrows():
-        summary[f"rh_gh_top{int(row['k'])}_overlap_across_seeds"] = finite(row["overlap_across_seeds"])
-        summary[f"rh_gh_top{int(row['k'])}_overlap_with_exact"] = finite(row["overlap_with_exact"])
+        summary[f"rh_gh_top{int(row['k'])}_overlap_across_seeds"] = jsonable(row["overlap_across_seeds"])
+        summary[f"rh_gh_top{int(row['k'])}_overlap_with_exact"] = jsonable(row["overlap_with_exact"])
     params = {"n_seeds": len(seeds), "seeds": seeds, "dims": [list(d) for d in all_dims], "top_k": ks,
               "config": config.fingerprint(), "lambda_rh": options.lambda_rh, "lambda_gh": options.lambda_gh,
               "sample_norm": options.sample_norm}

@@ -15,9 +15,10 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig
+from ..ingest import jsonable
 from ..models import LoadedModel
 from ..samples import Sample, collate
-from ._common import DiagnosticResult, batches, encode_samples, finite
+from ._common import DiagnosticResult, batches, encode_samples
 
 
 def pairwise_cosine_stats(x: torch.Tensor) -> tuple[float, float]:
@@ -91,6 +92,6 @@ def discriminativeness(lm: LoadedModel, samples: Sequence[Sample | str | dict], 
         "final_over_min": float(var.iloc[-1] / var.min()) if var.min() > 0 else float("nan"),
         "u_shape": bool(0 < min_layer < n_layers and var.iloc[-1] > var.min()),
     }
-    return DiagnosticResult("discriminativeness", {"layers": table}, {k: finite(v) for k, v in summary.items()},
+    return DiagnosticResult("discriminativeness", {"layers": table}, {k: jsonable(v) for k, v in summary.items()},
                             {"n_tokens": n_tokens, "seed": seed, "counted_positions": config.counted_positions,
                              "seq_len": config.seq_len})

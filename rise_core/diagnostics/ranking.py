@@ -19,6 +19,7 @@ import torch
 from ..config import RiseConfig, ScoreOptions
 from ..engine import RiseExtractor, aggregate, readout_forward, sketch_readout
 from ..errors import InputDataError
+from ..ingest import jsonable
 from ..metrics import spearman
 from ..models import LoadedModel
 from ..samples import Sample
@@ -28,7 +29,6 @@ from ._common import (
     coerce_samples,
     exact_factors,
     exact_grams,
-    finite,
     normalised_scores,
     pairwise_gram,
     sample_label,
@@ -139,13 +139,13 @@ def rh_gh_ranking(lm: LoadedModel, query: Sample | str | dict, candidates: Seque
                "n_moved_by_gh": int((df["delta_gh"] != 0).sum())}
     for ch in ("rh", "gh", "rh_gh"):
         finite_rows = df[ch].abs() < float("inf")
-        summary[f"spearman_{ch}_exact_vs_sketch"] = finite(
+        summary[f"spearman_{ch}_exact_vs_sketch"] = jsonable(
             spearman(df.loc[finite_rows, ch].to_numpy(), df.loc[finite_rows, f"{ch}_sketch"].to_numpy()))
     if "semantic" in df.columns and "lexical" in df.columns:
         lexical_only = df["lexical"].astype(bool) & ~df["semantic"].astype(bool)
         semantic_only = df["semantic"].astype(bool) & ~df["lexical"].astype(bool)
-        summary["lexical_only_mean_delta_gh"] = finite(float(df.loc[lexical_only, "delta_gh"].mean()))
-        summary["paraphrase_mean_delta_gh"] = finite(float(df.loc[semantic_only, "delta_gh"].mean()))
+        summary["lexical_only_mean_delta_gh"] = jsonable(float(df.loc[lexical_only, "delta_gh"].mean()))
+        summary["paraphrase_mean_delta_gh"] = jsonable(float(df.loc[semantic_only, "delta_gh"].mean()))
     params = {"query": sample_label(items[0], 200), "lambda_rh": options.lambda_rh, "lambda_gh": options.lambda_gh,
               "sample_norm": options.sample_norm, "config": config.fingerprint()}
     return DiagnosticResult("rhgh", {"ranking": df}, summary, params)

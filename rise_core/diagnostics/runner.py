@@ -32,6 +32,7 @@ import torch
 
 from ..config import RiseConfig, ScoreOptions
 from ..errors import ConfigError, InputDataError
+from ..ingest import jsonable
 from ..models import LoadedModel
 from ..samples import Sample
 from ..sketch import SketchSet
@@ -134,21 +135,6 @@ def tensor_digest(t: torch.Tensor | None) -> str | None:
     return hashlib.sha256(t.detach().double().cpu().numpy().tobytes()).hexdigest()[:16]
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        try:
-            return _jsonable(value.item())
-        except (ValueError, RuntimeError, AttributeError):
-            return str(value)
-    return value
-
-
 def save_result(result: DiagnosticResult, directory: str | Path, key: str, context: dict[str, Any] | None = None,
                 seconds: float | None = None) -> Path:
     """Write one result as `<directory>/<name>/` (atomically) and record it in the directory's manifest."""
@@ -164,7 +150,7 @@ def save_result(result: DiagnosticResult, directory: str | Path, key: str, conte
         record = {"name": result.name, "key": key, "format": CACHE_FORMAT, "params": result.params,
                   "summary": result.summary, "tables": list(result.tables), "context": context or {},
                   "created_at": created, "seconds": seconds}
-        (tmp / RESULT).write_text(json.dumps(_jsonable(record), indent=2, default=str))
+        (tmp / RESULT).write_text(json.dumps(jsonable(record), indent=2, default=str))
         if target.exists():
             old = root / f".{result.name}.old-{uuid.uuid4().hex[:8]}"
             target.rename(old)
@@ -179,7 +165,7 @@ def save_result(result: DiagnosticResult, directory: str | Path, key: str, conte
     except (OSError, json.JSONDecodeError):
         manifest = {}
     manifest.setdefault("format", CACHE_FORMAT)
-    manifest.setdefault("diagnostics", {})[result.name] = _jsonable(
+    manifest.setdefault("diagnostics", {})[result.name] = jsonable(
         {"key": key, "created_at": record["created_at"], "seconds": seconds, "summary": result.summary})
     tmp_manifest = root / f".{MANIFEST}.tmp-{uuid.uuid4().hex[:8]}"
     tmp_manifest.write_text(json.dumps(manifest, indent=2, default=str))
@@ -210,6 +196,22 @@ def load_results(directory: str | Path) -> dict[str, DiagnosticResult]:
         res = load_result(directory, name)
         if res is not None:
             out[name] = res
+    return out
+
+
+def load_provenance(directory: str | Path) -> dict[str, dict[str, Any]]:
+    """For each stored result in an output directory: created_at, seconds, n_samples, model_id and index (the
+    `RiseIndex.identity()` it was computed against, or None); unreadable entries are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in DIAGNOSTICS:
+        try:
+            record = json.loads((Path(directory) / name / RESULT).read_text())
+        except (OSError, ValueError):
+            continue
+        context = record.get("context") or {}
+        out[name] = {"created_at": record.get("created_at"), "seconds": record.get("seconds"),
+                     "n_samples": context.get("n_samples"), "model_id": context.get("model_id"),
+                     "index": context.get("index")}
     return out
 
 

@@ -27,10 +27,11 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig
-from ..engine import project_residual, readout_forward, support_mask
+from ..engine import compute_dtype, project_residual, readout_forward, support_mask
+from ..ingest import jsonable
 from ..models import LoadedModel
 from ..samples import Sample
-from ._common import DiagnosticResult, batches, compute_dtype, encode_samples, finite
+from ._common import DiagnosticResult, batches, encode_samples
 
 DEFAULT_K_VALUES = (8, 16, 32, 64, 128, 256)
 DEFAULT_TAU_VALUES = (0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
@@ -201,7 +202,7 @@ def sparsity(lm: LoadedModel, samples: Sequence[Sample | str | dict], config: Ri
                if k in ("n_positions", *METRICS, "support_median", "support_frac", "at_cap_frac")}
     ref = k_sweep.iloc[(k_sweep["k"] - 128).abs().argmin()]
     summary.update({f"k128_{m}": float(ref[m]) for m in ("k", *METRICS)})
-    summary = {k: finite(v) for k, v in summary.items()}
+    summary = {k: jsonable(v) for k, v in summary.items()}
     return DiagnosticResult(
         "sparsity",
         {"adaptive": pd.DataFrame([adaptive_row]), "k_sweep": k_sweep, "tau_sweep": tau_sweep,

@@ -11,14 +11,14 @@ from typing import IO
 import pandas as pd
 import torch
 
-from ..config import RiseConfig
+from ..config import HIDDEN_MEAN_SAMPLES, RiseConfig
 from ..errors import ConfigError, IndexStoreError, InputDataError
 from ..ingest import FieldMap, PoolData, coerce_pool, content_hash, read_pool
 from ..models import LoadedModel
 from ..samples import Sample
 from ..scoring import FeatureMatrix
 from .index import RiseIndex
-from .schema import HIDDEN_MEAN_SAMPLES, WINDOW_BATCHES, BuildReport
+from .schema import WINDOW_BATCHES, BuildReport
 
 logger = logging.getLogger(__name__)
 

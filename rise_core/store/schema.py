@@ -23,7 +23,6 @@ FORMAT = "rise-index"
 FORMAT_VERSION = 1
 FEATURE_DTYPE = np.dtype("<f2")  # stored unit vectors: little-endian float16
 WINDOW_BATCHES = 16  # batches per length-sorting window of a build
-HIDDEN_MEAN_SAMPLES = 256  # samples the centring mean is fitted on at the first build
 BUILD_STATUSES = ("building", "complete")
 
 # columns of the `samples` view other than the label and metadata columns; metadata keys with these names are
