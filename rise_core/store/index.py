@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
-import tempfile
 import threading
 import uuid
 import weakref
@@ -36,7 +34,8 @@ from ..models import LoadedModel
 from ..samples import Sample
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
-from .rows import features_table, merge_columns, samples_table
+from .files import READERS, READERS_LOCK, check_index_file, check_new_location, path_key, release_readers
+from .rows import features_table, merge_columns, sample_from_row, samples_table
 from .schema import (
     BUILD_STATUSES,
     FORMAT,
@@ -56,64 +55,6 @@ from .schema import (
 logger = logging.getLogger(__name__)
 
 
-READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
-READERS_LOCK = threading.Lock()
-
-
-def path_key(path: Path) -> str:
-    return str(path.resolve())
-
-
-def release_readers(path: Path) -> None:
-    """Close the read-only connections of this process's open indexes on `path` (they reconnect lazily)."""
-    with READERS_LOCK:
-        readers = list(READERS.get(path_key(path), ()))
-    for reader in readers:
-        reader.release()
-
-
-def check_index_file(path: Path) -> None:
-    if not path.exists():
-        hint = "" if path.parent.exists() else f" (directory {path.parent} does not exist)"
-        raise IndexStoreError(f"no index at {path}{hint}; build one with `rise build POOL --index {path}`")
-    if path.is_dir():
-        raise IndexStoreError(f"{path} is a directory; give the index file (e.g. {path / 'pool.duckdb'})")
-
-
-def check_new_location(path: Path, overwrite: bool) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise IndexStoreError(f"directory {parent} does not exist; create it first (mkdir -p {parent})")
-    if not parent.is_dir():
-        raise IndexStoreError(f"{parent} is not a directory")
-    if path.is_dir():
-        raise IndexStoreError(f"{path} is a directory; give a file name for the index (e.g. {path / 'pool.duckdb'})")
-    if path.exists() and not overwrite:
-        raise IndexStoreError(f"{path} already exists; append to it with build_index, or overwrite it "
-                              "(overwrite=True, `rise build --overwrite`)")
-    try:  # os.access says yes to root on read-only mounts: try it
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise IndexStoreError(f"cannot create {path}: directory {parent} is not writable "
-                              f"({exc.strerror or exc})") from None
-
-
-def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
-    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, or prompt + completion)."""
-    get = row.get
-
-    def clean(v: Any) -> Any:
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v
-
-    text, prompt, completion = clean(get("text")), clean(get("prompt")), clean(get("completion"))
-    if completion is not None:
-        return Sample(prompt=prompt, completion=str(completion), id=clean(get("id")))
-    if text is not None:
-        return Sample(text=str(text), id=clean(get("id")))
-    raise InputDataError(f"row {clean(get('id'))!r} has neither text nor a completion")
-
-
 class RiseIndex:
     """A RISE index file: manifest, samples, features. Open with `RiseIndex.open`, create with `RiseIndex.create`.
 
@@ -125,7 +66,7 @@ class RiseIndex:
         self.read_only = read_only
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
-        self.manifest: IndexManifest | None = None
+        self._manifest: IndexManifest | None = None
         self._sketches: SketchSet | None = None
         self._hidden_mean: torch.Tensor | None = None
         self._columns: list[Column] = []
@@ -248,7 +189,7 @@ class RiseIndex:
         self.close()
 
     def __repr__(self) -> str:
-        n = self.manifest.n_samples if self.manifest else "?"
+        n = self._manifest.n_samples if self._manifest else "?"
         return f"RiseIndex({str(self.path)!r}, n_samples={n}, read_only={self.read_only})"
 
     @contextlib.contextmanager
@@ -336,7 +277,7 @@ class RiseIndex:
             if self._fm is not None and (self._fm_uuid != manifest.index_uuid or len(self._fm) > manifest.n_samples):
                 self._fm = None
             self._masks.clear()
-            self.manifest, self._sketches, self._hidden_mean, self._columns = manifest, sketches, hidden_mean, columns
+            self._manifest, self._sketches, self._hidden_mean, self._columns = manifest, sketches, hidden_mean, columns
 
     def _tensor(self, dtype: str, shape: list[int], data: bytes) -> torch.Tensor:
         return decode_array(dtype, shape, data, self.path)
@@ -354,8 +295,13 @@ class RiseIndex:
 
     def _state(self) -> IndexManifest:
         self._connect()
-        assert self.manifest is not None
-        return self.manifest
+        assert self._manifest is not None
+        return self._manifest
+
+    @property
+    def manifest(self) -> IndexManifest:
+        """What the index was built with (model, config, sketch digest, counts, status, times), read on first use."""
+        return self._state()
 
     @property
     def config(self) -> RiseConfig:
@@ -651,8 +597,8 @@ class RiseIndex:
             raise IndexStoreError(f"unknown index status {status!r}; valid statuses: {', '.join(BUILD_STATUSES)}")
         with self._transaction("write to"):
             self._set_manifest(status=status, updated_at=utc_now())
-        assert self.manifest is not None
-        self.manifest.status = status
+        assert self._manifest is not None
+        self._manifest.status = status
 
     def set_hidden_mean(self, mean: torch.Tensor) -> None:
         """Store the centring mean (once, before the first samples)."""
@@ -675,7 +621,7 @@ def list_indexes(directory: str | Path) -> list[dict[str, Any]]:
     for path in sorted(directory.glob("*.duckdb")):
         try:
             with RiseIndex.open(path) as index:
-                m = index._state()
+                m = index.manifest
                 out.append({"path": str(path), "model_id": m.model_id, "n_samples": m.n_samples,
                             "dims": list(m.dims), "size_bytes": index.size_bytes(), "status": m.status,
                             "created_at": m.created_at, "updated_at": m.updated_at})

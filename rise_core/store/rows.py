@@ -10,8 +10,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
+from ..errors import InputDataError
 from ..ingest import content_hash, jsonable
 from ..samples import Sample
 from ..scoring import FeatureMatrix
@@ -94,3 +96,18 @@ def merge_columns(existing: Sequence[Column], labels: Sequence[Any], metas: Sequ
         for key, value in meta.items():
             add("meta", key, value)
     return sorted(cols.values(), key=lambda c: c.position) if changed else None
+
+
+def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
+    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, or prompt + completion)."""
+    get = row.get
+
+    def clean(v: Any) -> Any:
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v
+
+    text, prompt, completion = clean(get("text")), clean(get("prompt")), clean(get("completion"))
+    if completion is not None:
+        return Sample(prompt=prompt, completion=str(completion), id=clean(get("id")))
+    if text is not None:
+        return Sample(text=str(text), id=clean(get("id")))
+    raise InputDataError(f"row {clean(get('id'))!r} has neither text nor a completion")

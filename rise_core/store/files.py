@@ -1,0 +1,60 @@
+"""Index files on disk: checking a location before a build or an open, and this process's read-only handles per
+file (a writer releases them first: DuckDB lets one process write a file, or any number read it)."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import IndexStoreError
+
+if TYPE_CHECKING:
+    from .index import RiseIndex
+
+READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
+READERS_LOCK = threading.Lock()
+
+
+def path_key(path: Path) -> str:
+    """The key of `path` in READERS (its resolved form)."""
+    return str(path.resolve())
+
+
+def release_readers(path: Path) -> None:
+    """Close the read-only connections of this process's open indexes on `path` (they reconnect lazily)."""
+    with READERS_LOCK:
+        readers = list(READERS.get(path_key(path), ()))
+    for reader in readers:
+        reader.release()
+
+
+def check_index_file(path: Path) -> None:
+    """Raise IndexStoreError, with what to do, unless `path` is an existing file."""
+    if not path.exists():
+        hint = "" if path.parent.exists() else f" (directory {path.parent} does not exist)"
+        raise IndexStoreError(f"no index at {path}{hint}; build one with `rise build POOL --index {path}`")
+    if path.is_dir():
+        raise IndexStoreError(f"{path} is a directory; give the index file (e.g. {path / 'pool.duckdb'})")
+
+
+def check_new_location(path: Path, overwrite: bool) -> None:
+    """Raise IndexStoreError, with what to do, unless a new index can be written at `path`."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise IndexStoreError(f"directory {parent} does not exist; create it first (mkdir -p {parent})")
+    if not parent.is_dir():
+        raise IndexStoreError(f"{parent} is not a directory")
+    if path.is_dir():
+        raise IndexStoreError(f"{path} is a directory; give a file name for the index (e.g. {path / 'pool.duckdb'})")
+    if path.exists() and not overwrite:
+        raise IndexStoreError(f"{path} already exists; append to it with build_index, or overwrite it "
+                              "(overwrite=True, `rise build --overwrite`)")
+    try:  # os.access says yes to root on read-only mounts: try it
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise IndexStoreError(f"cannot create {path}: directory {parent} is not writable "
+                              f"({exc.strerror or exc})") from None
