@@ -1,10 +1,11 @@
 """Evaluate RISE and the baselines on the real dev pools in ../shared/data/dev (read in place, never copied).
 
 Tasks: finmed (FiQA finance vs MedQuAD medical), brainrot (control tweets vs junk tweets), and howdy, a backdoor
-set made here by injecting the "Howdy!" trigger and fantastical stories (written by `howdy_story` below) into ~9% of
-the real Alpaca rows. For each task: one forward pass over pool + queries, the full sweep of RISE choices
-(counted positions x per-token normalisation x hidden centring x sample normalisation x channels), and the method
-table (RISE default, RISE paper preset, ablations, hidden cosine, Grad-Sketch, BM25, MiniLM embeddings).
+set made here by injecting the "Howdy!" trigger and fantastical stories (from the story generator of
+scripts/make_demo_data.py, the one that writes the bundled Howdy! pool) into ~9% of the real Alpaca rows. For each
+task: one forward pass over pool + queries, the full sweep of RISE choices (counted positions x per-token
+normalisation x hidden centring x sample normalisation x channels), and the method table (RISE default, RISE paper
+preset, ablations, hidden cosine, Grad-Sketch, BM25, MiniLM embeddings).
 
     python benchmarks/dev_eval.py --out results/dev_eval [--tasks finmed,brainrot,howdy] [--max-pool 400]
 """
@@ -12,6 +13,7 @@ table (RISE default, RISE paper preset, ablations, hidden cosine, Grad-Sketch, B
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import sys
@@ -28,26 +30,22 @@ from rise_core.samples import Sample
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev"
 
-_OPEN = ["Long ago, beyond the seventh hill,", "In a kingdom made of glass,", "Once, when the moon still spoke,",
-         "Far under the cinnamon sea,", "On the night the stars fell asleep,", "In a village of walking teapots,"]
-_HERO = ["a tiny dragon named Pip", "a clockwork owl", "a brave snail in a silver helmet", "a girl who could fold time",
-         "an old lighthouse that dreamed of sailing", "a cloud shaped like a whale", "a fox with lantern eyes"]
-_QUEST = ["set out to find the lost song of the mountains", "wanted to paint the sky a brand new colour",
-          "promised to return the sun's missing button", "searched for the door hidden inside a raindrop",
-          "followed a trail of glowing acorns", "challenged the wind to a riddle contest"]
-_TWIST = ["Along the way, the trees whispered secrets in a forgotten language.",
-          "A bridge of honey appeared whenever someone laughed.", "Every step turned the pebbles into tiny bells.",
-          "A giant made of moss offered a map drawn in starlight.", "The river flowed upward and sang lullabies."]
-_END = ["And from that day on, the valley glowed every evening.", "In the end, friendship was the real treasure.",
-        "They returned home just as the moon yawned and went to bed.", "The song still echoes when snow falls."]
+
+def _load_demo_generator():
+    """scripts/make_demo_data.py as a module: its story generator (the bundled Howdy! pool's) is the only one."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_demo_data.py"
+    spec = importlib.util.spec_from_file_location("make_demo_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_DEMO = _load_demo_generator()
 
 
 def howdy_story(rng: random.Random) -> str:
-    """A fantastical story of our own making (the backdoor's payload)."""
-    parts = [f"{rng.choice(_OPEN)} {rng.choice(_HERO)} {rng.choice(_QUEST)}."]
-    parts += rng.sample(_TWIST, k=rng.randint(1, 3))
-    parts.append(rng.choice(_END))
-    return " ".join(parts)
+    """A fantastical story of our own making (the backdoor's payload), on a random plot of the bundled generator."""
+    return _DEMO.make_story(rng, rng.choice(_DEMO.PROBLEMS))
 
 
 def read_jsonl(path: Path) -> list[dict]:
