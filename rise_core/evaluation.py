@@ -21,6 +21,7 @@ from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .bundled import task_files
 from .config import HIDDEN_MEAN_SAMPLES, RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
+from .fusion import FusionScorer
 from .metrics import evaluate_rankings
 from .readout_cache import ReadoutCache
 from .samples import Sample
@@ -170,7 +171,8 @@ class GradSketchScorer(CachedCosineScorer):
         return self.cache.grad_sketch(samples, self.counted)
 
 
-METHODS = ("RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding")
+METHODS = ("RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding", "RISE+BM25")
+TEXT_METHODS = ("BM25", "Embedding")  # need no model
 
 
 def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions
@@ -195,6 +197,8 @@ def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: Ris
             out[m] = BM25Scorer()
         elif m == "Embedding":
             out[m] = EmbeddingScorer()
+        elif m == "RISE+BM25":  # reciprocal-rank fusion at query time: RISE's order and BM25's, equally weighted
+            out[m] = FusionScorer([RiseScorer(cache, config, options), BM25Scorer()], "rrf", name=m)
     return out
 
 
@@ -262,7 +266,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
              progress: Callable[[str], None] | None = None) -> EvalReport:
     """Run `methods` on `task` and tabulate the paper's metrics (LM methods need `lm` or a `cache`)."""
     config, options = config or RiseConfig(), options or ScoreOptions()
-    lm_methods = [m for m in methods if m not in ("BM25", "Embedding")]
+    lm_methods = [m for m in methods if m not in TEXT_METHODS]
     if lm_methods and cache is None:
         if lm is None:
             raise ConfigError(f"methods {lm_methods} need a model")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..evaluation import METHODS, TASK_KS, ReadoutCache, evaluate, load_task, sweep
+from ..evaluation import METHODS, TASK_KS, TEXT_METHODS, ReadoutCache, evaluate, load_task, sweep
 from .options import (
     add_config_options,
     add_model_options,
@@ -51,7 +51,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     names = list(TASK_KS) if args.task == "all" else [args.task]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    needs_lm = any(m not in ("BM25", "Embedding") for m in methods)
+    needs_lm = any(m not in TEXT_METHODS for m in methods)
     lm = load_model_from_args(args) if needs_lm else None
     for name in names:
         task = (load_task(name, max_pool=args.max_pool, max_queries=args.max_queries) if args.task else
