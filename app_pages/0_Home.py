@@ -1,13 +1,13 @@
-"""RISE explorer, Home: what RISE is, the indexes present, and a one-click demo on the embedded default model."""
+"""Home: what RISE is, the indexes present, and a one-click demo on the embedded default model."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-import explorer_ui as ui
-from rise_core.ui_support import DEMO_ROWS
+from explorer import ui
+from explorer.demo import DEMO_ROWS
 
-s = ui.page("RISE attribution explorer", ":material/explore:")
+s = ui.page("home", "RISE attribution explorer")
 st.markdown(
     "RISE traces what a language model says back to the training examples that shaped it, using forward passes "
     "only: each token's LM-head gradient is the outer product of its prediction residual and its final hidden "

@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import streamlit as st
 
-import explorer_ui as ui
-from rise_core.ingest import read_pool, read_table
-from rise_core.ui_support import (
-    BuildJob,
-    bundled_pools,
-    estimate_index_bytes,
-    format_bytes,
-    head_pool,
-    index_file_name,
-    mean_text_bytes,
-    slug,
-)
+from explorer import ui
+from explorer.build_plan import estimate_index_bytes, head_pool, index_file_name, mean_text_bytes, slug
+from explorer.jobs import BuildJob
+from explorer.uploads import UPLOAD_TYPES, PoolFile
+from rise_core.bundled import pool_paths
+from rise_core.units import format_bytes
 
-s = ui.page("Build index", ":material/construction:")
+s = ui.page("build")
 st.text_input("Model", value=s.model_id, key="build_model",
               help="'smollm2-135m-instruct' (the embedded default), a local checkpoint directory, or a hub id.")
 source = st.radio("Pool", ["Bundled pool", "Upload a file"], horizontal=True, key="build_source")
 fields = None
 with ui.friendly("read the pool", stop=True):
     if source == "Bundled pool":
-        pools = bundled_pools(s.data_dir)
+        pools = pool_paths(s.data_dir)
         if not pools:
             st.warning(f"No bundled pool (*_pool.jsonl) in {s.data_dir}; upload a file instead.")
             st.stop()
         pool_name = st.selectbox("Bundled pool", list(pools), key="build_pool")
-        data, fmt = pools[pool_name], "jsonl"
-        df = read_table(data, fmt)
+        pool_file = PoolFile.bundled(pool_name, pools[pool_name])
+        df = pool_file.table()
     else:
-        up = st.file_uploader("JSONL, CSV or Parquet", type=["jsonl", "json", "csv", "parquet"], key="build_file")
+        up = st.file_uploader("JSONL, CSV or Parquet", type=UPLOAD_TYPES, key="build_file")
         if up is None:
             st.stop()
-        pool_name, fmt, data = Path(up.name).stem, up.name.rsplit(".", 1)[-1].lower(), up.getvalue()
-        df = read_table(io.BytesIO(data), fmt)
+        pool_file = PoolFile.from_upload(up)
+        df = pool_file.table()
         fields = ui.field_mapping(df)
     limit = int(st.number_input("Rows to use (0 = all)", 0, None, 0, key="build_limit",
                                 help="Index only the first rows, e.g. to try settings on a small slice first."))
@@ -49,7 +42,7 @@ with ui.friendly("read the pool", stop=True):
 
 with ui.friendly("check the settings", stop=True):
     config = ui.config_form()
-    default_name = index_file_name(st.session_state["build_model"], pool_name)
+    default_name = index_file_name(st.session_state["build_model"], pool_file.name)
     name = st.text_input("Index name", key="build_name", placeholder=default_name).strip()
     target = s.index_dir / (f"{slug(Path(name).stem)}.duckdb" if name else default_name)
     size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)))
@@ -62,8 +55,8 @@ job = ui.registry().job(target)
 if st.button("Build the index", type="primary", key="build", disabled=bool(job and job.running)):
     with ui.friendly("start the build"):
         lm = ui.load_lm(st.session_state["build_model"].strip())
-        pool = head_pool(read_pool(io.BytesIO(data) if isinstance(data, bytes) else data, fields, fmt), limit)
+        pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        ui.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_name))
+        ui.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))
         st.session_state["build_path"] = str(target)
 ui.show_build(st.session_state.get("build_path"))

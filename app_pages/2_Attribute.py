@@ -5,11 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-import explorer_ui as ui
+from explorer import ui
+from explorer.views import CHANNELS, HIDDEN_COLUMNS, channel_values, highlight_html, results_table
 from rise_core import attribution
-from rise_core.ui_support import CHANNELS, HIDDEN_COLUMNS, channel_values, highlight_html, results_table
 
-ui.page("Attribute", ":material/manage_search:")
+ui.page("attribute")
 path = ui.index_picker()
 if path is None:
     st.stop()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-import explorer_ui as ui
+from explorer import ui
+from explorer.views import binary_labels, label_metrics, overlap_at_k, ranking_frame, results_table
 from rise_core import attribution
 from rise_core.metrics import spearman
 from rise_core.scoring import score_pool
-from rise_core.ui_support import binary_labels, label_metrics, overlap_at_k, ranking_frame, results_table
 
-ui.page("Compare with BM25", ":material/balance:")
+ui.page("compare")
 path = ui.index_picker()
 if path is None:
     st.stop()

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import math
 
 import plotly.express as px
 import streamlit as st
 
-import explorer_ui as ui
+from explorer import ui
+from explorer.uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
+from explorer.views import results_table, table_bytes
 from rise_core import attribution
 from rise_core.errors import InputDataError
-from rise_core.ingest import read_pool
-from rise_core.ui_support import parse_typed_queries, results_table, table_bytes
 
-ui.page("Select data", ":material/filter_alt:")
+ui.page("select")
 path = ui.index_picker()
 if path is None:
     st.stop()
@@ -28,7 +27,7 @@ with left:
         st.text_area("Queries (separate several with a blank line)", key="sel_text", height=150)
     else:
         st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion",
-                         type=["jsonl", "json", "csv", "parquet"], key="sel_file")
+                         type=UPLOAD_TYPES, key="sel_file")
     if st.button("Score the pool", type="primary", key="score_pool"):
         with ui.friendly("read the queries"):
             if source == "Type them":
@@ -37,7 +36,7 @@ with left:
                 up = st.session_state.get("sel_file")
                 if up is None:
                     raise InputDataError("upload a file of queries first")
-                queries = read_pool(io.BytesIO(up.getvalue()), fmt=up.name.rsplit(".", 1)[-1]).samples
+                queries = PoolFile.from_upload(up).pool().samples
             st.session_state["sel_queries"] = queries
 
 queries = st.session_state.get("sel_queries")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-import explorer_ui as ui
+from explorer import ui
+from explorer.demo import evaluation_task
+from rise_core.bundled import pool_paths, queries_for_pool
 from rise_core.evaluation import METHODS, evaluate
-from rise_core.ui_support import bundled_pools, evaluation_task, queries_for_pool
 
-s = ui.page("Evaluate", ":material/analytics:")
-tasks = [name for name, path in bundled_pools(s.data_dir).items() if queries_for_pool(path)]
+s = ui.page("evaluate")
+tasks = [name for name, path in pool_paths(s.data_dir).items() if queries_for_pool(path)]
 if not tasks:
     st.warning(f"No labelled pool with a query file (*_pool.jsonl + *_queries.jsonl) in {s.data_dir}.")
     st.stop()

@@ -1,7 +1,9 @@
-"""Streamlit glue shared by the explorer's pages: settings, cached models and indexes, session state, friendly errors.
+"""Streamlit glue shared by the explorer's pages: the page list, settings, cached models and indexes, session state,
+shared widgets, friendly errors.
 
-Everything that is not Streamlit-specific lives in `rise_core` (see `rise_core.ui_support`); this module is the
-only place that caches resources (`st.cache_resource`) and the only place that turns exceptions into messages.
+Everything that is not Streamlit-specific lives in `rise_core` or the other `explorer` modules; this module is the
+only one of them that imports streamlit, the only place that caches resources (`st.cache_resource`) and the only
+place that turns exceptions into messages.
 
 Configuration (environment variables):
     RISE_MODEL      model for new indexes and the demo: hub id, local path, or the embedded default (the default)
@@ -18,13 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from rise_core import bundled
-from rise_core.config import PRESETS, RiseConfig, ScoreOptions
+from rise_core.config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import (
     ConfigError,
@@ -38,19 +40,38 @@ from rise_core.ingest import FieldMap
 from rise_core.models import LoadedModel, load_model
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
-from rise_core.ui_support import BuildJob, IndexRegistry, format_bytes
+from rise_core.units import format_bytes
+
+from .demo import demo_index_path, demo_pool, demo_query
+from .generation import generate_continuation
+from .jobs import BuildJob, IndexRegistry
+
+if TYPE_CHECKING:
+    from rise_core.baselines import BM25Scorer
+    from rise_core.store import RiseIndex
 
 logger = logging.getLogger("rise.explorer")
 
-ROOT = Path(__file__).resolve().parent
+
+@dataclass(frozen=True)
+class PageSpec:
+    """A page of the explorer: its script (relative to app.py, as st.Page, st.page_link and st.switch_page take it),
+    its title in the sidebar and its icon."""
+
+    path: str
+    title: str
+    icon: str
+
+
+# Every page, in sidebar order: app.py declares them with st.navigation; links and switches name them by key.
 PAGES = {
-    "home": "app.py",
-    "build": "pages/1_Build_index.py",
-    "attribute": "pages/2_Attribute.py",
-    "compare": "pages/3_Compare_BM25.py",
-    "select": "pages/4_Select_data.py",
-    "evaluate": "pages/5_Evaluate.py",
-    "diagnostics": "pages/6_Diagnostics.py",
+    "home": PageSpec("app_pages/0_Home.py", "Home", ":material/explore:"),
+    "build": PageSpec("app_pages/1_Build_index.py", "Build index", ":material/construction:"),
+    "attribute": PageSpec("app_pages/2_Attribute.py", "Attribute", ":material/manage_search:"),
+    "compare": PageSpec("app_pages/3_Compare_BM25.py", "Compare with BM25", ":material/balance:"),
+    "select": PageSpec("app_pages/4_Select_data.py", "Select data", ":material/filter_alt:"),
+    "evaluate": PageSpec("app_pages/5_Evaluate.py", "Evaluate", ":material/analytics:"),
+    "diagnostics": PageSpec("app_pages/6_Diagnostics.py", "Diagnostics", ":material/monitor_heart:"),
 }
 # Session-state defaults of the widgets that keep their value across pages (persist_state="session").
 DEFAULTS: dict[str, Any] = {
@@ -93,8 +114,11 @@ def settings() -> Settings:
 # --- page scaffolding -----------------------------------------------------------------------------------------------
 
 
-def page(title: str, icon: str = ":material/search:") -> Settings:
-    """Page config, session-state defaults and the title; returns the settings."""
+def page(key: str, title: str | None = None) -> Settings:
+    """Page config, session-state defaults and the title (default: the page's title in PAGES, with its icon);
+    returns the settings."""
+    spec = PAGES[key]
+    title, icon = title or spec.title, spec.icon
     st.set_page_config(page_title=f"{title} · RISE", page_icon=icon, layout="wide")
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
@@ -138,26 +162,25 @@ def registry() -> IndexRegistry:
     return IndexRegistry()
 
 
-def open_index(path: str | Path) -> Any:
+def open_index(path: str | Path) -> RiseIndex:
     return registry().open(path)
 
 
-def model_for(index: Any) -> LoadedModel:
+def model_for(index: RiseIndex) -> LoadedModel:
     """The model an index was built with (its features are only comparable with that model's)."""
     return load_lm(index.manifest.model_id)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Indexing the pool for BM25…")
-def _bm25(path: str, stamp: str) -> Any:
+def _bm25(path: str, stamp: str) -> BM25Scorer:
     from rise_core.baselines import BM25Scorer
-    from rise_core.ui_support import samples_from_frame
 
     scorer = BM25Scorer()
-    scorer.fit(samples_from_frame(open_index(path).samples()))
+    scorer.fit(open_index(path).sample_list())
     return scorer
 
 
-def bm25_for(path: str | Path) -> Any:
+def bm25_for(path: str | Path) -> BM25Scorer:
     """A BM25 scorer fitted on the index's pool, in `samples()` order (cached until the index changes)."""
     index = open_index(path)
     return _bm25(str(path), f"{index.manifest.updated_at}:{len(index)}")
@@ -198,7 +221,7 @@ def index_picker() -> str | None:
         paths = [e["path"] for e in entries]
         if not paths:
             st.info(f"No index in `{s.index_dir}` yet. Build one on the Build index page, or run the demo on Home.")
-            st.page_link(PAGES["build"], label="Build an index", icon=":material/construction:")
+            st.page_link(PAGES["build"].path, label="Build an index", icon=PAGES["build"].icon)
             return None
         if st.session_state.get("index_path") not in paths:
             st.session_state["index_path"] = paths[0]
@@ -225,7 +248,7 @@ def score_controls() -> ScoreOptions:
     help_ = {f.name: f.metadata.get("help") for f in dataclasses.fields(ScoreOptions)}
     st.slider("λ_rh (lexical)", 0.0, 2.0, step=0.05, key="lambda_rh", persist_state="session", help=help_["lambda_rh"])
     st.slider("λ_gh (semantic)", 0.0, 2.0, step=0.05, key="lambda_gh", persist_state="session", help=help_["lambda_gh"])
-    st.selectbox("Per-sample normalisation", ["channel", "joint", "none"], key="sample_norm", persist_state="session",
+    st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
                 help=help_["sample_norm"])
     return score_options()
 
@@ -237,8 +260,6 @@ def query_inputs(path: str) -> None:
     if st.button("Generate the continuation with the model", key="generate", icon=":material/auto_awesome:",
                  help="Greedy decoding (48 new tokens) with the index's model, through its chat template."):
         with friendly("generate a continuation"):
-            from rise_core.ui_support import generate_continuation
-
             lm = model_for(open_index(path))
             with st.spinner("Generating…"):
                 st.session_state["query_completion"] = generate_continuation(lm, st.session_state["query_prompt"])
@@ -256,7 +277,7 @@ def query_sample() -> Sample | None:
     return Sample(prompt=prompt or None, completion=completion, id="query")
 
 
-def query_features(index: Any, lm: LoadedModel, queries: list[Sample]) -> FeatureMatrix:
+def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample]) -> FeatureMatrix:
     """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model."""
     from rise_core import attribution
 
@@ -361,11 +382,8 @@ def _live_progress(path: str) -> None:
 
 def start_demo(s: Settings) -> None:
     """Build (or reuse) the demo index in the background; `finish_demo` opens Attribute when it is ready."""
-    from rise_core.config import RiseConfig
-    from rise_core.ui_support import DEMO_ROWS, demo_pool, demo_query, slug
-
     name, pool = demo_pool(s.data_dir)
-    path = s.index_dir / f"demo-{name}-{DEMO_ROWS}__{slug(Path(s.model_id).name or s.model_id)}.duckdb"
+    path = demo_index_path(s.index_dir, name, s.model_id)
     st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name)}
     entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
     if entry is not None and entry.get("status") == "complete" and (entry.get("n_samples") or 0) >= len(pool.samples):
@@ -393,4 +411,4 @@ def finish_demo() -> None:
         st.session_state["query_completion"] = query.completion or query.text or ""
         st.session_state["attr_query"] = Sample(prompt=query.prompt, completion=query.completion or query.text,
                                                 id="query")
-    st.switch_page(PAGES["attribute"])
+    st.switch_page(PAGES["attribute"].path)

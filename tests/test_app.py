@@ -21,8 +21,9 @@ from rise_core.store import list_indexes
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90  # seconds per script run: generous for a shared 2-core machine
-PAGES = ["pages/1_Build_index.py", "pages/2_Attribute.py", "pages/3_Compare_BM25.py", "pages/4_Select_data.py",
-         "pages/5_Evaluate.py", "pages/6_Diagnostics.py"]
+HOME = "app_pages/0_Home.py"
+PAGES = ["app_pages/1_Build_index.py", "app_pages/2_Attribute.py", "app_pages/3_Compare_BM25.py",
+         "app_pages/4_Select_data.py", "app_pages/5_Evaluate.py", "app_pages/6_Diagnostics.py"]
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -35,8 +36,18 @@ def app_env(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         for key, value in env.items():
             mp.setenv(key, value)
-        mp.syspath_prepend(str(ROOT))  # `import explorer_ui`, as `streamlit run` allows
+        mp.syspath_prepend(str(ROOT))  # `import explorer`, as `streamlit run` allows
         yield env
+
+
+@pytest.fixture
+def build_dir(app_env, tmp_path, monkeypatch) -> Path:
+    """A fresh index directory for a test that builds, so the shared one keeps exactly the prebuilt index whatever
+    order the tests run in."""
+    directory = tmp_path / "indexes"
+    directory.mkdir()
+    monkeypatch.setenv("RISE_INDEX_DIR", str(directory))
+    return directory
 
 
 def new_app(page: str | None = None) -> AppTest:
@@ -91,6 +102,19 @@ def test_every_page_runs(app_env):
         assert at.title, page
 
 
+def test_app_declares_every_page_with_a_title_and_an_icon(app_env):
+    from explorer.ui import PAGES as SPECS
+
+    scripts = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "app_pages").glob("*.py"))
+    assert sorted(spec.path for spec in SPECS.values()) == scripts == sorted([HOME, *PAGES])
+    assert all(spec.title and spec.icon.startswith(":material/") for spec in SPECS.values())
+    # st.navigation only: a pages/ folder beside app.py would switch Streamlit back to its automatic page list
+    assert not (ROOT / "pages").exists()
+    at = new_app()
+    assert_clean(at)
+    assert at.title[0].value.endswith("RISE attribution explorer")  # Home is the default page
+
+
 def test_home_lists_the_indexes(app_env):
     at = new_app()
     table = frames(at)[0]
@@ -106,7 +130,7 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
     calls = []
     real = attribution.query_features
     monkeypatch.setattr(attribution, "query_features", lambda *a, **k: calls.append(1) or real(*a, **k))
-    at = type_query(new_app("pages/2_Attribute.py"))
+    at = type_query(new_app("app_pages/2_Attribute.py"))
     at.button(key="attribute").click().run()
     assert_clean(at)
     table = results(at)
@@ -124,7 +148,7 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
 
 
 def test_attribute_filter(app_env):
-    at = type_query(new_app("pages/2_Attribute.py"))
+    at = type_query(new_app("app_pages/2_Attribute.py"))
     at.text_input(key="where").input("label = 1").run()
     at.button(key="attribute").click().run()
     assert_clean(at)
@@ -136,7 +160,7 @@ def test_attribute_filter(app_env):
 
 
 def test_attribute_highlights_escaped_tokens(app_env):
-    at = type_query(new_app("pages/2_Attribute.py"), completion="the cat sat on the mat .")
+    at = type_query(new_app("app_pages/2_Attribute.py"), completion="the cat sat on the mat .")
     at.number_input(key="top_k").set_value(N_POOL + 1).run()
     at.button(key="attribute").click().run()
     at.selectbox(key="explain_id").set_value(EVIL_ID).run()
@@ -150,7 +174,7 @@ def test_attribute_highlights_escaped_tokens(app_env):
 
 
 def test_attribute_generates_a_continuation(app_env):
-    at = new_app("pages/2_Attribute.py")
+    at = new_app("app_pages/2_Attribute.py")
     at.text_area(key="query_prompt").input("the cat").run()
     at.button(key="generate").click().run()
     assert_clean(at)
@@ -158,21 +182,21 @@ def test_attribute_generates_a_continuation(app_env):
 
 
 def test_attribute_without_generation_warns(app_env):
-    at = new_app("pages/2_Attribute.py")
+    at = new_app("app_pages/2_Attribute.py")
     at.button(key="attribute").click().run()
     assert_clean(at)
     assert any("generation" in w.value for w in at.warning)
 
 
 def test_query_survives_a_page_switch(app_env):
-    at = type_query(new_app("pages/2_Attribute.py"), completion="the bank lost money .")
-    at.switch_page("app.py").run()
-    at.switch_page("pages/3_Compare_BM25.py").run()
+    at = type_query(new_app("app_pages/2_Attribute.py"), completion="the bank lost money .")
+    at.switch_page(HOME).run()
+    at.switch_page("app_pages/3_Compare_BM25.py").run()
     assert at.text_area(key="query_completion").value == "the bank lost money ."
 
 
 def test_compare_shows_both_rankings_and_label_metrics(app_env):
-    at = type_query(new_app("pages/3_Compare_BM25.py"))
+    at = type_query(new_app("app_pages/3_Compare_BM25.py"))
     at.number_input(key="top_k").set_value(5).run()
     at.button(key="compare").click().run()
     assert_clean(at)
@@ -187,7 +211,7 @@ def test_compare_shows_both_rankings_and_label_metrics(app_env):
 
 
 def test_select_data_scores_and_exports(app_env):
-    at = new_app("pages/4_Select_data.py")
+    at = new_app("app_pages/4_Select_data.py")
     at.text_area(key="sel_text").input("the cat sat on the mat .\n\nthe kitten is sleeping .").run()
     at.button(key="score_pool").click().run()
     assert_clean(at)
@@ -202,7 +226,7 @@ def test_select_data_scores_and_exports(app_env):
 
 
 def test_select_data_bad_upload_is_an_error_not_an_exception(app_env):
-    at = new_app("pages/4_Select_data.py")
+    at = new_app("app_pages/4_Select_data.py")
     at.radio(key="sel_source").set_value("Upload a file").run()
     at.file_uploader(key="sel_file").set_value(("q.parquet", b"definitely not parquet", "application/octet-stream"))
     at.run()
@@ -212,16 +236,16 @@ def test_select_data_bad_upload_is_an_error_not_an_exception(app_env):
 
 
 def test_build_page_bad_upload_is_an_error_not_an_exception(app_env):
-    at = new_app("pages/1_Build_index.py")
+    at = new_app("app_pages/1_Build_index.py")
     at.radio(key="build_source").set_value("Upload a file").run()
     at.file_uploader(key="build_file").set_value(("pool.parquet", b"\x00garbage", "application/octet-stream")).run()
     assert_clean(at)
     assert at.error and "Could not read the pool" in at.error[0].value
 
 
-def test_build_page_uploaded_csv_with_field_mapping(app_env):
+def test_build_page_uploaded_csv_with_field_mapping(build_dir):
     csv = "uid,body,kind\n1,the cat sat on the mat .,a\n2,the dog sat on the blanket .,b\n3,the bank lost money .,a\n"
-    at = new_app("pages/1_Build_index.py")
+    at = new_app("app_pages/1_Build_index.py")
     at.radio(key="build_source").set_value("Upload a file").run()
     at.file_uploader(key="build_file").set_value(("mine.csv", csv.encode(), "text/csv")).run()
     assert_clean(at)
@@ -230,11 +254,11 @@ def test_build_page_uploaded_csv_with_field_mapping(app_env):
     at.button(key="build").click().run()
     wait_until(at, lambda a: bool(a.success))
     assert "3 samples added" in at.success[0].value
-    assert (Path(app_env["RISE_INDEX_DIR"]) / "mine__model.duckdb").exists()
+    assert (build_dir / "mine__model.duckdb").exists()
 
 
 def test_build_page_bad_model_is_a_message(app_env):
-    at = new_app("pages/1_Build_index.py")
+    at = new_app("app_pages/1_Build_index.py")
     at.text_input(key="build_model").input("/no/such/model").run()
     at.text_input(key="build_name").input("never").run()
     at.button(key="build").click().run()
@@ -242,8 +266,8 @@ def test_build_page_bad_model_is_a_message(app_env):
     assert at.error and "Could not start the build" in at.error[0].value and "model" in at.error[0].value
 
 
-def test_build_page_builds_and_resumes(app_env):
-    at = new_app("pages/1_Build_index.py")
+def test_build_page_builds_and_resumes(build_dir):
+    at = new_app("app_pages/1_Build_index.py")
     assert_clean(at)
     assert at.get("info") and "Estimated index size" in at.info[0].value
     at.text_input(key="build_name").input("built").run()
@@ -257,7 +281,7 @@ def test_build_page_builds_and_resumes(app_env):
     at.button(key="build").click().run()
     wait_until(at, lambda a: bool(a.success) and "already" in a.success[0].value)
     assert f"{N_POOL + 1 - 12} samples added, 12 already in the index" in at.success[0].value
-    index = Path(app_env["RISE_INDEX_DIR"]) / "built.duckdb"
+    index = build_dir / "built.duckdb"
     at.number_input(key="build_limit").set_value(5).run()
     at.checkbox(key="build_overwrite").check().run()  # start from scratch
     at.button(key="build").click().run()
@@ -265,7 +289,7 @@ def test_build_page_builds_and_resumes(app_env):
     assert next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)["n_samples"] == 5
 
 
-def test_build_page_stop_then_resume(app_env, monkeypatch):
+def test_build_page_stop_then_resume(build_dir, monkeypatch):
     import rise_core.store as store
 
     real = store.build_index
@@ -277,7 +301,7 @@ def test_build_page_stop_then_resume(app_env, monkeypatch):
         return real(*args, progress=slow_progress, **kwargs)
 
     monkeypatch.setattr(store, "build_index", slow_build)
-    at = new_app("pages/1_Build_index.py")
+    at = new_app("app_pages/1_Build_index.py")
     at.text_input(key="build_name").input("stopped").run()
     at.button(key="build").click().run()
     wait_until(at, lambda a: any(p.value > 0 for p in a.get("progress")))  # a first batch is in
@@ -285,7 +309,7 @@ def test_build_page_stop_then_resume(app_env, monkeypatch):
     at.button(key=stop_key).click().run()
     wait_until(at, lambda a: bool(a.warning))
     assert "Stopped" in at.warning[0].value and "resume" in at.warning[0].value
-    index = Path(app_env["RISE_INDEX_DIR"]) / "stopped.duckdb"
+    index = build_dir / "stopped.duckdb"
     entry = next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)
     assert entry["status"] == "building" and 0 < entry["n_samples"] < N_POOL + 1
     monkeypatch.setattr(store, "build_index", real)
@@ -297,13 +321,13 @@ def test_build_page_stop_then_resume(app_env, monkeypatch):
 
 
 def test_build_page_rejects_a_bad_setting(app_env):
-    at = new_app("pages/1_Build_index.py")
+    at = new_app("app_pages/1_Build_index.py")
     at.number_input(key="cfg_rho_cum").set_value(1.5).run()
     assert_clean(at)
     assert at.error and "rho_cum" in at.error[0].value
 
 
-def test_home_demo_builds_and_opens_attribute(app_env):
+def test_home_demo_builds_and_opens_attribute(build_dir):
     at = new_app()
     at.button(key="demo").click().run()
     wait_until(at, lambda a: any("Attribute" in t.value for t in a.title))
@@ -311,10 +335,11 @@ def test_home_demo_builds_and_opens_attribute(app_env):
     assert len(results(at)) > 0
     assert at.text_area(key="query_completion").value == TRIGGER_QUERY
     assert "demo-howdy" in at.session_state["index_path"]
+    assert Path(at.session_state["index_path"]).parent == build_dir
 
 
 def test_evaluate_runs_the_paper_metrics(app_env):
-    at = new_app("pages/5_Evaluate.py")
+    at = new_app("app_pages/5_Evaluate.py")
     assert_clean(at)
     at.number_input(key="eval_pool").set_value(0).run()
     at.number_input(key="eval_queries").set_value(0).run()
@@ -324,8 +349,8 @@ def test_evaluate_runs_the_paper_metrics(app_env):
     assert list(auprc.index) == ["RISE", "RISE-RH", "RISE-GH", "BM25"]
     assert any(c.startswith("auPRC@") for c in auprc.columns) and "unified" in auprc.columns
     assert at.get("download_button")
-    at.switch_page("app.py").run()
-    at.switch_page("pages/5_Evaluate.py").run()  # the report survives a page switch
+    at.switch_page(HOME).run()
+    at.switch_page("app_pages/5_Evaluate.py").run()  # the report survives a page switch
     assert frames(at), "the evaluation report after a page switch"
 
 
@@ -333,7 +358,7 @@ def _raise_inside_friendly(error: type[Exception], stop: bool) -> None:
     """An AppTest script: `error` raised inside `ui.friendly`, then a line that shows whether the page went on."""
     import streamlit as st
 
-    import explorer_ui as ui
+    from explorer import ui
 
     with ui.friendly("do the thing", stop=stop):
         raise error("the details")
@@ -350,7 +375,7 @@ def _raise_inside_friendly(error: type[Exception], stop: bool) -> None:
 ])
 @pytest.mark.parametrize("stop", [False, True])
 def test_friendly_shows_each_error_with_its_hint(app_env, error, hint, stop):
-    from explorer_ui import HINTS
+    from explorer.ui import HINTS
 
     at = AppTest.from_function(_raise_inside_friendly, args=(error, stop), default_timeout=TIMEOUT).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -380,7 +405,7 @@ def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monk
     monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path / "empty"))
     at = new_app()
     assert_clean(at)
-    for page in ("pages/2_Attribute.py", "pages/3_Compare_BM25.py", "pages/4_Select_data.py"):
+    for page in ("app_pages/2_Attribute.py", "app_pages/3_Compare_BM25.py", "app_pages/4_Select_data.py"):
         at.switch_page(page).run()
         assert_clean(at)
         assert any("No index" in i.value for i in at.info), page
@@ -397,7 +422,7 @@ def diagnostics_app() -> AppTest:
     import os
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=DIAG_TIMEOUT).run()
-    at.switch_page("pages/6_Diagnostics.py").run()
+    at.switch_page("app_pages/6_Diagnostics.py").run()
     at.selectbox(key="index_path").set_value(str(Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME)).run()
     return at
 
@@ -410,7 +435,7 @@ def diag_manifest(app_env) -> Path:
 
 def test_diagnostics_page_without_an_index(app_env, tmp_path, monkeypatch):
     monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path / "empty"))
-    at = new_app("pages/6_Diagnostics.py")
+    at = new_app("app_pages/6_Diagnostics.py")
     assert_clean(at)
     assert any("No index" in i.value for i in at.info) and at.get("page_link")
 

@@ -1,4 +1,5 @@
-"""The explorer's non-Streamlit helpers: escaping, ranking comparison, sizes, exports, generation, demo data."""
+"""The explorer's non-Streamlit modules: escaping, ranking comparison, sizes, exports, generation, demo data, build
+jobs, uploads and the Diagnostics page's tables and figures."""
 
 from __future__ import annotations
 
@@ -6,34 +7,36 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from rise_core.bundled import pool_paths as bundled_pools
+from rise_core.bundled import queries_for_pool
 from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
 from rise_core.metrics import spearman
-from rise_core.ui_support import (
-    INDEX_BASE_BYTES,
-    BuildJob,
+from rise_core.store.index import sample_from_row
+from rise_core.units import format_bytes, format_seconds
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the explorer package lives beside app.py, where `streamlit run` finds it
+    sys.path.insert(0, str(ROOT))
+
+from explorer.build_plan import INDEX_BASE_BYTES, estimate_index_bytes, head_pool, index_file_name  # noqa: E402
+from explorer.generation import generate_continuation  # noqa: E402
+from explorer.jobs import BuildJob  # noqa: E402
+from explorer.uploads import parse_typed_queries  # noqa: E402
+from explorer.views import (  # noqa: E402
     binary_labels,
-    bundled_pools,
     channel_values,
-    estimate_index_bytes,
-    format_bytes,
-    format_seconds,
-    generate_continuation,
-    head_pool,
     highlight_html,
-    index_file_name,
     overlap_at_k,
-    parse_typed_queries,
-    queries_for_pool,
     ranking_frame,
     results_table,
-    sample_from_row,
     table_bytes,
 )
 
@@ -154,7 +157,7 @@ class _FakeReport:
 
 
 def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
-    import rise_core.ui_support as us
+    import explorer.jobs as us
 
     calls = {}
 
@@ -192,9 +195,15 @@ def test_build_job_eta():
     assert "10/100" in job.message()
 
 
-def test_ui_support_does_not_import_streamlit():
-    code = "import sys, rise_core.ui_support; assert 'streamlit' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+GLUE = {"ui"}  # the explorer modules that are Streamlit glue; every other one must run without streamlit
+
+
+def test_explorer_modules_do_not_import_streamlit():
+    modules = sorted(p.stem for p in (ROOT / "explorer").glob("*.py") if p.stem not in GLUE | {"__init__"})
+    assert {"views", "jobs", "uploads", "diagnostics_charts"} <= set(modules)
+    code = (f"import sys, importlib; [importlib.import_module('explorer.' + m) for m in {modules!r}]; "
+            "assert 'streamlit' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_ranking_frame_and_results_table():
@@ -239,7 +248,7 @@ def tiny_diagnostics(tiny_llama, tmp_path_factory):
 
 
 def test_energy_bars_keep_forward_order_and_mark_the_head(tiny_diagnostics):
-    from rise_core.ui_support import energy_bars
+    from explorer.diagnostics_charts import energy_bars
 
     comps = tiny_diagnostics[1]["energy"]["components"]
     bars = energy_bars(comps.iloc[::-1])  # shuffled rows: back in forward order
@@ -252,7 +261,7 @@ def test_energy_bars_keep_forward_order_and_mark_the_head(tiny_diagnostics):
 
 
 def test_sweep_lines_long_format(tiny_diagnostics):
-    from rise_core.ui_support import SPARSITY_LINES, sweep_lines
+    from explorer.diagnostics_charts import SPARSITY_LINES, sweep_lines
 
     sweep = pd.DataFrame({"k": [16, 8], "mass": [0.9, 0.8], "e_full": [0.99, 0.97], "e_tail": [0.7, 0.5],
                           "gh_cos": [0.98, 0.95], "support_size": [16, 8]})
@@ -270,7 +279,8 @@ def test_sweep_lines_long_format(tiny_diagnostics):
 
 
 def test_rank_view_and_parse_lines(tiny_diagnostics):
-    from rise_core.ui_support import parse_lines, rank_view
+    from explorer.diagnostics_charts import rank_view
+    from explorer.uploads import parse_lines
 
     view = rank_view(tiny_diagnostics[1]["rhgh"]["examples"])
     assert list(view.columns[:8]) == ["candidate", "group", "semantic", "lexical", "RH rank", "GH rank",
@@ -285,7 +295,7 @@ def test_rank_view_and_parse_lines(tiny_diagnostics):
 
 
 def test_fidelity_views(tiny_diagnostics):
-    from rise_core.ui_support import fidelity_views
+    from explorer.diagnostics_charts import fidelity_views
 
     res = tiny_diagnostics[1]["fidelity"]
     corr, stab = fidelity_views(res["correlation"], res["topk_stability"])
@@ -296,20 +306,204 @@ def test_fidelity_views(tiny_diagnostics):
     assert len(stab) == 2 * len(res["topk_stability"]) and stab["overlap"].between(0, 1).all()
 
 
-def test_diagnostics_provenance_and_index_identity(tiny_diagnostics, tmp_path):
-    from types import SimpleNamespace
+def test_diagnostics_provenance_and_index_identity(tiny_diagnostics, tiny_llama, tmp_path):
+    """The page's provenance captions read `load_provenance` and compare with `RiseIndex.identity()`."""
+    from conftest import CORPUS
 
-    from rise_core.config import RiseConfig
-    from rise_core.ui_support import diagnostics_provenance, index_identity
+    from explorer.diagnostics_charts import provenance_caption
+    from rise_core.diagnostics.runner import load_provenance
+    from rise_core.store import RiseIndex, build_index
 
     out, _ = tiny_diagnostics
-    prov = diagnostics_provenance(out)
+    prov = load_provenance(out)
     assert set(prov) == {"energy", "sparsity", "rhgh", "fidelity"}
     assert prov["energy"]["n_samples"] == 4 and prov["energy"]["index"] is None and prov["energy"]["created_at"]
-    assert diagnostics_provenance(tmp_path / "none") == {}
-    manifest = SimpleNamespace(model_fingerprint="f", config=RiseConfig(), sketch_digest="d", n_samples=3,
-                               updated_at="t", index_uuid="u")
-    ident = index_identity(SimpleNamespace(path=tmp_path / "x.duckdb", manifest=manifest, config=RiseConfig()))
-    assert ident == {"path": str((tmp_path / "x.duckdb").resolve()), "model_fingerprint": "f",
-                     "config": RiseConfig().fingerprint(), "sketch_digest": "d", "n_samples": 3, "updated_at": "t",
-                     "index_uuid": "u"}
+    assert load_provenance(tmp_path / "none") == {}
+    path = tmp_path / "x.duckdb"
+    build_index(path, CORPUS[:3], tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16))
+    index = RiseIndex.open(path, read_only=True)
+    try:
+        m = index.manifest
+        ident = index.identity()
+        assert ident == {"path": str(path.resolve()), "model_fingerprint": m.model_fingerprint,
+                         "config": RiseConfig(k_r=16, k_h=8, k_g=16).fingerprint(), "sketch_digest": m.sketch_digest,
+                         "n_samples": 3, "updated_at": m.updated_at, "index_uuid": m.index_uuid}
+    finally:
+        index.close()
+    assert "4 samples · computed" in provenance_caption("energy", prov["energy"], ident)
+    assert "earlier state" not in provenance_caption("energy", dict(prov["energy"], index=ident), ident)
+    assert "earlier state" in provenance_caption("energy", dict(prov["energy"], index={**ident, "n_samples": 2}), ident)
+    assert provenance_caption("rhgh", None, None) == "built-in example set · computed ? in n/a s"
+
+
+# --- uploads --------------------------------------------------------------------------------------------------------
+
+UPLOAD_ROWS = [{"id": "a", "text": "hello there", "label": 1}, {"id": "b", "text": "the cat sat", "label": 0}]
+
+
+class _Upload:
+    """What Streamlit's file_uploader hands a page: a name and the bytes."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self._data = name, data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def _encoded(fmt: str) -> bytes:
+    df = pd.DataFrame(UPLOAD_ROWS)
+    if fmt == "jsonl":
+        return "".join(json.dumps(r) + "\n" for r in UPLOAD_ROWS).encode()
+    if fmt == "json":
+        return json.dumps(UPLOAD_ROWS).encode()
+    if fmt == "csv":
+        return df.to_csv(index=False).encode()
+    from io import BytesIO
+
+    buf = BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+def test_upload_reads_each_supported_format(fmt):
+    from explorer.uploads import UPLOAD_TYPES, PoolFile
+
+    assert fmt in UPLOAD_TYPES
+    pool_file = PoolFile.from_upload(_Upload(f"my pool.{fmt}", _encoded(fmt)))
+    assert (pool_file.name, pool_file.fmt) == ("my pool", fmt)
+    table = pool_file.table()
+    assert list(table.columns) == ["id", "text", "label"] and len(table) == 2
+    pool = pool_file.pool()
+    assert [s.id for s in pool.samples] == ["a", "b"] and [s.text for s in pool.samples] == ["hello there", "the cat sat"]
+    assert [int(s.label) for s in pool.samples] == [1, 0] and not pool.skipped
+
+
+def test_upload_with_a_field_mapping_and_a_bundled_file(tmp_path):
+    from explorer.uploads import PoolFile
+    from rise_core.ingest import FieldMap
+
+    csv = b"uid,body,kind\n1,the cat sat on the mat .,a\n2,the bank lost money .,b\n"
+    pool = PoolFile.from_upload(_Upload("mine.csv", csv)).pool(FieldMap(text="body", id="uid"))
+    assert [s.id for s in pool.samples] == ["1", "2"] and pool.samples[0].meta == {"kind": "a"}
+    path = tmp_path / "howdy_pool.jsonl"
+    path.write_bytes(_encoded("jsonl"))
+    bundled = PoolFile.bundled("howdy", path)
+    assert (bundled.name, bundled.fmt) == ("howdy", "jsonl") and len(bundled.table()) == 2
+    assert [s.id for s in bundled.pool().samples] == ["a", "b"]
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("pool.parquet", b"\x00garbage"),
+    ("pool.jsonl", b'{"id": "a", "text": "x"}\n{not json\n'),
+    ("pool.json", b'{"id": "a"'),
+    ("pool.csv", b"\xff\xfe\x00 not utf-8"),
+    ("pool.csv", b"   \n"),
+])
+def test_malformed_upload_is_an_input_error_naming_the_file(name, data):
+    from explorer.uploads import PoolFile
+
+    pool_file = PoolFile.from_upload(_Upload(name, data))
+    for read in (pool_file.table, pool_file.pool):
+        with pytest.raises(InputDataError, match=name.replace(".", r"\.")):
+            read()
+
+
+def test_upload_with_an_unknown_extension_is_an_input_error():
+    from explorer.uploads import PoolFile
+
+    with pytest.raises(InputDataError, match="pool.txt"):
+        PoolFile.from_upload(_Upload("pool.txt", b"hello"))
+
+
+# --- diagnostics figures --------------------------------------------------------------------------------------------
+
+
+def _traces(fig) -> list[tuple[str, str]]:
+    return [(t.type, t.name) for t in fig.data]
+
+
+def test_energy_figure_has_a_bar_trace_per_group_in_forward_order():
+    import plotly.graph_objects as go
+
+    from explorer.diagnostics_charts import COLOURS, energy_figure
+
+    comps = pd.DataFrame({"component": ["head", "block 1", "block 0", "embed"], "kind": ["head", "block", "block",
+                                                                                        "embedding"],
+                          "order": [3, 2, 1, 0], "share_mean": [0.7, 0.1, 0.1, 0.1], "share_std": [0.01, None, 0, 0]})
+    fig = energy_figure(comps)
+    assert isinstance(fig, go.Figure)
+    assert sorted(_traces(fig)) == [("bar", "LM head"), ("bar", "embedding"), ("bar", "transformer block")]
+    head = next(t for t in fig.data if t.name == "LM head")
+    assert list(head.x) == ["head"] and list(head.y) == [0.7] and head.marker.color == COLOURS["LM head"]
+    assert list(fig.layout.xaxis.categoryarray) == ["embed", "block 0", "block 1", "head"]
+    assert fig.layout.height == 380 and fig.layout.legend.y == 1.0
+
+
+def test_discriminativeness_figure_marks_the_minimum():
+    from explorer.diagnostics_charts import discriminativeness_figure
+
+    layers = pd.DataFrame({"layer": [0, 1, 2, 3], "cos_var": [0.3, 0.1, 0.05, 0.2], "name": list("abcd"),
+                           "cos_mean": [0.1, 0.2, 0.3, 0.4]})
+    fig = discriminativeness_figure(layers)
+    assert [t.type for t in fig.data] == ["scatter", "scatter"]
+    assert list(fig.data[0].y) == [0.3, 0.1, 0.05, 0.2]
+    assert fig.data[1].name == "minimum (layer 2)" and list(fig.data[1].x) == [2] and list(fig.data[1].y) == [0.05]
+    assert fig.layout.height == 320 and fig.layout.legend.orientation == "h"
+
+
+def test_sweep_and_support_figures():
+    from explorer.diagnostics_charts import SPARSITY_LINES, support_figure, sweep_figure
+
+    sweep = pd.DataFrame({"k": [16, 8], "mass": [0.9, 0.8], "e_full": [0.99, 0.97], "e_tail": [0.7, 0.5],
+                          "gh_cos": [0.98, 0.95]})
+    fig = sweep_figure(sweep, "k", "Kept by TopK vs K")
+    assert [t.name for t in fig.data] == list(SPARSITY_LINES.values()) and {t.type for t in fig.data} == {"scatter"}
+    assert list(fig.data[0].x) == [8, 16] and list(fig.data[0].y) == [0.8, 0.9]
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [8, 16]
+    assert fig.layout.title.text == "Kept by TopK vs K" and tuple(fig.layout.yaxis.range) == (0.0, 1.05)
+    tau = sweep_figure(sweep.rename(columns={"k": "tau"}), "tau", "vs tau")
+    assert tau.layout.xaxis.type != "log"
+    with pytest.raises(InputDataError):
+        sweep_figure(sweep, "tau", "no such column")
+    support = support_figure(pd.DataFrame({"support_size": [1, 2, 3], "count": [5, 2, 1]}))
+    assert _traces(support) == [("bar", "")] and list(support.data[0].y) == [5, 2, 1] and support.layout.height == 260
+
+
+def test_topk_figure_facets_by_measure_and_dims():
+    from explorer.diagnostics_charts import fidelity_views, topk_figure
+
+    stability = pd.DataFrame({"dims": [8, 8, 16, 16], "channel": ["rh", "gh", "rh", "gh"], "k": [5, 5, 5, 5],
+                              "overlap_across_seeds": [0.9, 0.8, 1.0, 0.9], "overlap_with_exact": [0.7, 0.6, 0.8, 0.9]})
+    correlation = pd.DataFrame({"dims": [8], "channel": ["rh"], "pearson": [0.9], "spearman": [0.8], "seed": [0],
+                                "n_pairs": [6]})
+    _, stab = fidelity_views(correlation, stability)
+    fig = topk_figure(stab)
+    # one bar trace per channel and facet: 2 channels x 2 measures x 2 dims
+    assert len(fig.data) == 8 and {t.type for t in fig.data} == {"bar"} and {t.name for t in fig.data} == {"RH", "GH"}
+    assert {a.text for a in fig.layout.annotations} == {"across seeds", "with exact", "8", "16"}
+    one_dims = topk_figure(stab[stab["dims"] == 8])
+    assert len(one_dims.data) == 4 and {a.text for a in one_dims.layout.annotations} == {"across seeds", "with exact"}
+
+
+def test_chart_sections_from_real_results(tiny_diagnostics):
+    import plotly.graph_objects as go
+
+    from explorer.diagnostics_charts import CHART_SECTIONS, figures, headline, observation, outcome_message
+
+    results = tiny_diagnostics[1]
+    for name in ("energy", "sparsity"):
+        assert name in CHART_SECTIONS
+        assert len(headline(name, results[name])) == 3
+        rows = figures(name, results[name])
+        assert all(isinstance(fig, go.Figure) and key.startswith("diag_") for row in rows for key, fig in row)
+        assert observation(name, results[name]).startswith("Observation")
+    assert [[key for key, _ in row] for row in figures("sparsity", results["sparsity"])] == [["diag_k", "diag_tau"],
+                                                                                             ["diag_support"]]
+    metrics = {m.label: m.value for m in headline("energy", results["energy"])}
+    assert metrics["LM head share"].endswith("%") and metrics["Head / average block"].endswith("×")
+    with pytest.raises(InputDataError, match="energy"):
+        headline("fidelity", results["fidelity"])
+    assert outcome_message({"energy": "done", "rhgh": "cached"}) == (
+        "Computed: Layer gradient energy · loaded from the cache (same inputs): RH vs GH rankings")

@@ -1,0 +1,59 @@
+"""The bundled data as the explorer offers it: the one-click demo's pool slice, index and example query, and the
+Evaluate page's labelled task."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from rise_core.bundled import POOL_SUFFIX, pool_paths, queries_for_pool, task_files
+from rise_core.errors import InputDataError
+from rise_core.evaluation import DEFAULT_KS, TASK_KS, Task, load_task
+from rise_core.ingest import PoolData, read_pool
+from rise_core.samples import Sample
+
+from .build_plan import head_pool, slug
+from .views import binary_labels
+
+DEMO_POOL = "howdy"
+DEMO_ROWS = 120
+
+
+def demo_pool(data_dir: str | Path, n_rows: int = DEMO_ROWS) -> tuple[str, PoolData]:
+    """(name, pool) of the first `n_rows` of the demo pool (howdy if bundled, else the first bundled pool)."""
+    pools = pool_paths(data_dir)
+    if not pools:
+        raise InputDataError(f"no bundled pool (*{POOL_SUFFIX}) in {data_dir}; set RISE_DATA_DIR to the data folder")
+    name = DEMO_POOL if DEMO_POOL in pools else next(iter(pools))
+    return name, head_pool(read_pool(pools[name]), n_rows)
+
+
+def demo_index_path(index_dir: Path, pool_name: str, model_id: str) -> Path:
+    """Where the demo index of a pool and a model lives (reused by later runs of the demo)."""
+    return index_dir / f"demo-{pool_name}-{DEMO_ROWS}__{slug(Path(model_id).name or model_id)}.duckdb"
+
+
+def demo_query(data_dir: str | Path, pool_name: str) -> Sample | None:
+    """An example query for a bundled pool: the first positive one of its query file (else the first one)."""
+    path = queries_for_pool(Path(data_dir) / f"{pool_name}{POOL_SUFFIX}")
+    if path is None:
+        return None
+    queries = read_pool(path).samples
+    labels = binary_labels([q.label for q in queries]) if queries else None
+    if labels is not None and labels.any():
+        return queries[int(np.argmax(labels))]
+    return queries[0] if queries else None
+
+
+def evaluation_task(data_dir: str | Path, name: str, max_pool: int | None = None, max_queries: int | None = None
+                    ) -> Task:
+    """A bundled labelled task (pool + queries) cut to the given sizes, with the paper's K values for that task
+    kept where 2K < pool size (so the top and bottom K do not overlap)."""
+    pool, queries = task_files(name, data_dir)
+    task = load_task(name, pool_path=pool, queries_path=queries, max_pool=max_pool or None,
+                     max_queries=max_queries or None)
+    n = len(task.pool)
+    ks = tuple(k for k in TASK_KS.get(name, DEFAULT_KS) if 2 * k < n) or (max(1, n // 4),)
+    return dataclasses.replace(task, ks=ks)

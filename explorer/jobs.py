@@ -1,0 +1,212 @@
+"""Index builds in background threads, and the read-only indexes shared by the server's sessions.
+
+A build runs in a thread so that its page can show progress, the user can switch pages and stop it; the registry
+makes sure that a build and the readers of the same DuckDB file never hold it open at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rise_core.errors import IndexStoreError, RiseError
+from rise_core.store import RiseIndex
+from rise_core.units import format_seconds
+
+if TYPE_CHECKING:
+    from rise_core.config import RiseConfig
+    from rise_core.ingest import PoolData
+    from rise_core.models import LoadedModel
+    from rise_core.store import BuildReport
+
+
+@dataclass
+class BuildJob:
+    """An index build running in a background thread, so the page can show progress, switch pages and stop it.
+
+    The thread calls `rise_core.store.build_index` with a progress callback and a `should_stop` that reads
+    this job's stop flag; a stopped build leaves finished samples in the index and a later build resumes.
+    """
+
+    index_path: Path
+    pool: PoolData
+    lm: LoadedModel
+    config: RiseConfig
+    batch_size: int = 8
+    overwrite: bool = False  # start from scratch: replace an existing index at index_path
+    label: str = ""
+    done: int = 0
+    total: int = 0
+    status: str = "pending"  # pending | running | done | stopped | failed
+    error: BaseException | None = None
+    report: BuildReport | None = None
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _first: tuple[float, int] | None = field(default=None, repr=False)
+
+    def start(self) -> BuildJob:
+        self.status, self.started_at = "running", time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"rise-build-{self.index_path.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _progress(self, done: int, total: int) -> None:
+        if self._first is None:
+            self._first = (time.monotonic(), done)
+        self.done, self.total = int(done), int(total)
+
+    def _run(self) -> None:
+        from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
+
+        try:
+            self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
+                                      progress=self._progress, should_stop=self._stop.is_set,
+                                      overwrite=self.overwrite)
+            self.status = "stopped" if self.report.stopped else "done"
+        except BaseException as exc:  # reported to the page; the thread must not die silently
+            self.error, self.status = exc, "failed"
+        finally:
+            self.finished_at = time.monotonic()
+
+    def stop(self) -> None:
+        """Ask the build to stop after the batch in progress."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set() and self.running
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("pending", "running")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the thread ends (tests, scripts); True if it has ended."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    @property
+    def fraction(self) -> float:
+        if self.status == "done":
+            return 1.0
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    @property
+    def elapsed(self) -> float:
+        end = self.finished_at if not self.running else time.monotonic()
+        return max(0.0, end - self.started_at) if self.started_at else 0.0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Remaining time from the rate since the first progress report (None until there is a rate)."""
+        if self._first is None or not self.total:
+            return None
+        t0, d0 = self._first
+        rate = (self.done - d0) / max(1e-9, time.monotonic() - t0)
+        return (self.total - self.done) / rate if rate > 0 else None
+
+    def message(self) -> str:
+        """One line for the page: progress, ETA, or the outcome."""
+        if self.running:
+            eta = self.eta_seconds
+            verb = "Stopping after this batch" if self.stopping else "Building"
+            tail = f", about {format_seconds(eta)} left" if eta is not None else ""
+            return f"{verb}: {self.done}/{self.total or '?'} samples{tail} (elapsed {format_seconds(self.elapsed)})."
+        if self.status == "failed":
+            return f"The build failed: {self.error}"
+        r = self.report
+        assert r is not None, "a build that ended without failing has its report"
+        extra = ((f", {r.n_already_present} already in the index" if r.n_already_present else "")
+                 + (f", {r.n_skipped} rows skipped" if r.n_skipped else ""))
+        if self.status == "stopped":
+            return (f"Stopped after {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}. "
+                    "Start the build again to resume where it stopped.")
+        return f"Done in {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}."
+
+    @property
+    def friendly_error(self) -> bool:
+        return isinstance(self.error, RiseError)
+
+
+def _stamp(path: Path) -> float:
+    """Last modification time of an index (a file, or the newest file of a directory); 0 if it is missing."""
+    if path.is_dir():
+        return max((p.stat().st_mtime for p in path.rglob("*") if p.is_file()), default=0.0)
+    stamps = [p.stat().st_mtime for p in (path, path.with_name(path.name + ".wal")) if p.exists()]
+    return max(stamps, default=0.0)
+
+
+class IndexRegistry:
+    """Read-only indexes opened once per process and the builds running on them.
+
+    DuckDB allows one writer per file, and a process may not hold the same file open read-only and read-write at
+    once, so a build first closes the readers of its index and the index cannot be opened until the build ends.
+    An index modified on disk since it was opened is reopened on the next `open`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._open: dict[str, tuple[float, RiseIndex]] = {}
+        self._jobs: dict[str, BuildJob] = {}
+        atexit.register(self.close_all)  # close the DuckDB connections before the interpreter tears down
+
+    @staticmethod
+    def key(path: str | Path) -> str:
+        return str(Path(path).expanduser().resolve())
+
+    def job(self, path: str | Path) -> BuildJob | None:
+        return self._jobs.get(self.key(path))
+
+    def open(self, path: str | Path) -> RiseIndex:
+        key = self.key(path)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None and job.running:
+                raise IndexStoreError(f"the index {Path(key).name} is being built; wait for the build to finish or "
+                                      "stop it on the Build index page")
+            stamp = _stamp(Path(key))
+            cached = self._open.get(key)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
+            if cached is not None:
+                self._close(cached[1])
+            index = RiseIndex.open(key, read_only=True)
+            self._open[key] = (stamp, index)
+            return index
+
+    def release(self, path: str | Path) -> None:
+        """Close the shared reader of an index (before writing to it)."""
+        with self._lock:
+            cached = self._open.pop(self.key(path), None)
+            if cached is not None:
+                self._close(cached[1])
+
+    def start_build(self, job: BuildJob) -> BuildJob:
+        key = self.key(job.index_path)
+        with self._lock:
+            current = self._jobs.get(key)
+            if current is not None and current.running:
+                raise IndexStoreError(f"a build of {Path(key).name} is already running; stop it or wait for it")
+            self.release(key)
+            self._jobs[key] = job
+            return job.start()
+
+    def close_all(self) -> None:
+        with self._lock:
+            for _, index in self._open.values():
+                self._close(index)
+            self._open.clear()
+
+    @staticmethod
+    def _close(index: RiseIndex) -> None:
+        try:
+            index.close()
+        except Exception:  # noqa: BLE001 - closing a stale reader must never break the page
+            pass

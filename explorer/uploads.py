@@ -1,0 +1,86 @@
+"""What people give the explorer: a pool file (uploaded, or bundled), typed queries, typed lines.
+
+The three pages that take a file (Build index, Select data, Diagnostics) read it through `PoolFile`, so a file is
+read one way everywhere: the format from its extension, the rows by `rise_core.ingest`, errors naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Protocol
+
+from rise_core.errors import InputDataError
+from rise_core.ingest import FORMATS, detect_format, read_pool, read_table
+from rise_core.samples import Sample
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rise_core.ingest import FieldMap, PoolData
+
+UPLOAD_TYPES = list(FORMATS)  # what the pages' file uploaders accept
+
+
+class UploadedFileLike(Protocol):
+    """What the pages need of an upload (Streamlit's `UploadedFile` is one)."""
+
+    name: str
+
+    def getvalue(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class PoolFile:
+    """A pool file picked on a page: its name (the file's stem, for default index names), format and content (a
+    bundled file's path, or an upload's bytes)."""
+
+    name: str
+    fmt: str
+    source: Path | bytes
+    file_name: str = ""  # how errors name an upload
+
+    @classmethod
+    def from_upload(cls, upload: UploadedFileLike) -> PoolFile:
+        """An uploaded file; InputDataError when its extension names no supported format."""
+        return cls(name=Path(upload.name).stem, fmt=detect_format(upload.name), source=upload.getvalue(),
+                   file_name=upload.name)
+
+    @classmethod
+    def bundled(cls, name: str, path: Path) -> PoolFile:
+        """A bundled pool (JSONL) by its name and path (see `rise_core.bundled.pool_paths`)."""
+        return cls(name=name, fmt=detect_format(path), source=path)
+
+    def _open(self) -> Path | IO[bytes]:
+        if isinstance(self.source, Path):
+            return self.source
+        stream = io.BytesIO(self.source)
+        stream.name = self.file_name or f"{self.name}.{self.fmt}"  # read errors name the file
+        return stream
+
+    def table(self) -> pd.DataFrame:
+        """The file's rows and columns as they are (for a preview and the field mapping)."""
+        return read_table(self._open(), self.fmt)
+
+    def pool(self, fields: FieldMap | None = None) -> PoolData:
+        """The file's samples, with the fields mapped by `fields` (None: guessed from the column names)."""
+        return read_pool(self._open(), fields, self.fmt)
+
+
+def parse_typed_queries(text: str) -> list[Sample]:
+    """Typed queries: blocks of text separated by a blank line, each one plain-text query."""
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", text or "")]
+    queries = [Sample(text=b, id=f"q{i}") for i, b in enumerate(b for b in blocks if b)]
+    if not queries:
+        raise InputDataError("type at least one query (separate several queries with a blank line)")
+    return queries
+
+
+def parse_lines(text: str, what: str = "line") -> list[str]:
+    """Non-empty lines of `text`, stripped (e.g. candidates typed one per line)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        raise InputDataError(f"type at least one {what}, one per line")
+    return lines

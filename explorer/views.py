@@ -1,0 +1,154 @@
+"""What the explorer's pages show: tokens highlighted as escaped HTML, result tables, two rankings compared, label
+metrics, and tables as downloadable bytes.
+
+Plain functions over pandas and numpy, tested without Streamlit; the pages only render what they return.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from rise_core.errors import InputDataError
+from rise_core.metrics import average_precision, precision_at_k
+from rise_core.store.index import sample_from_row
+
+if TYPE_CHECKING:
+    from rise_core.explain import TokenAttribution
+
+CHANNELS = ("total", "RH", "GH")
+# stored per-sample statistics and raw fields that the result tables leave out (the text column shows the sample)
+HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "n_counted", "loss", "mean_support", "n_tokens", "truncated")
+
+
+# --- token highlighting ---------------------------------------------------------------------------------------------
+
+
+def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
+    """Per-token contributions of a `TokenAttribution` for 'RH', 'GH' or 'total'."""
+    key = channel.lower()
+    if key == "rh":
+        return list(attribution.rh)
+    if key == "gh":
+        return list(attribution.gh)
+    if key == "total":
+        return list(attribution.total)
+    raise InputDataError(f"unknown channel {channel!r}; choose one of {', '.join(CHANNELS)}")
+
+
+def _token_markup(token: str) -> str:
+    """Escape a token for HTML and make whitespace visible enough to read (newlines break the line)."""
+    escaped = html.escape(token, quote=True)
+    if "\n" in escaped:
+        escaped = escaped.replace("\r", "").replace("\n", "↵<br>")
+    return escaped
+
+
+def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0,
+                   scale: float | None = None) -> str:
+    """Tokens as escaped HTML spans coloured by their contribution: orange for positive, blue for negative.
+
+    Every token is passed through `html.escape` before it is wrapped, so text from the pool or the user (e.g.
+    `<script>`) is shown as text. `scale` is the magnitude that gets full colour (default: the largest |value|).
+    Prompt tokens (the first `n_prompt_tokens`) are underlined with a dotted line.
+    """
+    if len(tokens) != len(values):
+        raise InputDataError(f"{len(tokens)} tokens but {len(values)} values")
+    vals = [float(v) if v == v else 0.0 for v in values]  # nan -> 0
+    top = scale if scale is not None else max((abs(v) for v in vals), default=0.0)
+    top = top if top > 0 else 1.0
+    spans = []
+    for i, (tok, v) in enumerate(zip(tokens, vals, strict=True)):
+        alpha = min(1.0, abs(v) / top)
+        colour = "255,140,0" if v >= 0 else "30,120,255"
+        style = f"background-color: rgba({colour},{alpha:.2f}); border-radius: 3px;"
+        if i < n_prompt_tokens:
+            style += " text-decoration: underline dotted;"
+        spans.append(f'<span style="{style}" title="{v:+.4g}">{_token_markup(tok)}</span>')
+    return ('<div style="white-space: pre-wrap; line-height: 1.8; font-family: monospace; font-size: 0.9em;">'
+            + "".join(spans) + "</div>")
+
+
+# --- comparing two rankings -----------------------------------------------------------------------------------------
+
+
+def overlap_at_k(ids_a: Sequence[Any], ids_b: Sequence[Any], k: int) -> float:
+    """Fraction of the top-k of ranking A that is also in the top-k of ranking B (1.0 = same set)."""
+    if k < 1:
+        raise InputDataError(f"k must be a positive integer, got {k}")
+    top_a, top_b = list(ids_a)[:k], set(list(ids_b)[:k])
+    if not top_a:
+        return float("nan")
+    return sum(1 for i in top_a if i in top_b) / min(k, len(top_a))
+
+
+_LABEL_WORDS = {"1": 1, "0": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1.0": 1, "0.0": 0,
+                "positive": 1, "negative": 0, "pos": 1, "neg": 0}
+
+
+def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None:
+    """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise."""
+    if values is None:
+        return None
+    s = pd.Series(list(values), dtype=object)
+    if len(s) == 0 or s.isna().any():
+        return None
+    out = []
+    for v in s:
+        if isinstance(v, (bool, np.bool_)):
+            out.append(int(v))
+            continue
+        key = str(v).strip().lower()
+        if key not in _LABEL_WORDS:
+            return None
+        out.append(_LABEL_WORDS[key])
+    return np.asarray(out, dtype=np.int8)
+
+
+def label_metrics(scores: np.ndarray, labels: np.ndarray, k: int) -> dict[str, float]:
+    """precision@k and AP over the full ranking of one method's scores against binary labels."""
+    return {f"precision@{k}": precision_at_k(scores, labels, k), "AP": average_precision(scores, labels)}
+
+
+# --- result tables --------------------------------------------------------------------------------------------------
+
+
+def display_text(row: dict[str, Any] | pd.Series) -> str:
+    """The text of a pool row as the model reads it (prompt, newline, completion; or plain text)."""
+    return sample_from_row(row).full_text
+
+
+def results_table(hits: pd.DataFrame) -> pd.DataFrame:
+    """A ranking as shown to people: rank, id, score, RH, GH, label and metadata, then the sample's text."""
+    text = [display_text(r) for r in hits.to_dict("records")]
+    table = hits.drop(columns=[c for c in HIDDEN_COLUMNS if c in hits.columns]).assign(text=text)
+    return table.rename(columns={"rh": "RH", "gh": "GH"}).reset_index(drop=True)
+
+
+def ranking_frame(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFrame:
+    """The k best pool rows by `scores` (aligned with `pool`'s rows) as rank, id, score, then the pool's columns --
+    the layout of `attribution.rank`, for scores from another method (e.g. BM25)."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape != (len(pool),):
+        raise InputDataError(f"{scores.size} scores for a pool of {len(pool)} rows")
+    order = np.argsort(-scores, kind="stable")[:k]
+    rest = pool.iloc[order].drop(columns=["id"]).reset_index(drop=True)
+    head = pd.DataFrame({"rank": range(1, len(order) + 1), "id": pool["id"].to_numpy()[order],
+                         "score": scores[order]})
+    return pd.concat([head, rest], axis=1)
+
+
+def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
+    """The frame as downloadable bytes: 'jsonl' (one JSON object per line) or 'csv'."""
+    if fmt == "jsonl":
+        return df.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")
+    if fmt == "csv":
+        buf = io.StringIO()
+        df.to_csv(buf, index=False)
+        return buf.getvalue().encode("utf-8")
+    raise InputDataError(f"unknown export format {fmt!r}; choose jsonl or csv")
