@@ -1,7 +1,8 @@
 """The Streamlit explorer's own code, beside `app.py` (the entry point) and `app_pages/` (the pages).
 
-One module per concern. Only `explorer.ui` imports streamlit (the glue: page scaffolding, cached resources, widgets);
-every other module is plain Python over `rise_core`, unit-tested without a script runner:
+One module per concern. Only `explorer.ui` (page scaffolding, cached resources, widgets) and `explorer.diagnostics_ui`
+(the Diagnostics page's form, run and sections) import streamlit; every other module is plain Python over
+`rise_core`, unit-tested without a script runner:
 
 - `views`: what the pages show -- token highlighting, result tables, ranking comparison, label metrics, exports.
 - `uploads`: what people give the pages -- an uploaded (or bundled) pool file, typed queries, typed lines.

@@ -195,7 +195,7 @@ def test_build_job_eta():
     assert "10/100" in job.message()
 
 
-GLUE = {"ui"}  # the explorer modules that are Streamlit glue; every other one must run without streamlit
+GLUE = {"ui", "diagnostics_ui"}  # the explorer modules that are Streamlit glue; the others run without streamlit
 
 
 def test_explorer_modules_do_not_import_streamlit():
