@@ -445,3 +445,15 @@ def test_metadata_columns_typed_and_widened_on_append(tmp_path, tiny_llama):
         assert df.loc["a", "year"] == "2001" and df.loc["c", "year"] == "unknown" and df.loc["c", "source"] == "web"
         assert index.samples(where="label = 'pos'")["id"].tolist() == ["a", "c"]
         assert index.sample("a").meta == {"year": 2001, "score": 0.5, "tags": ["x"]}
+
+
+def test_set_status_refuses_an_unknown_status_and_keeps_the_old_one(tiny_llama, tmp_path):
+    path = tmp_path / "s.duckdb"
+    build_index(path, pool_rows(3), tiny_llama, CFG)
+    with RiseIndex.open(path, read_only=False) as index:
+        with pytest.raises(IndexStoreError, match=r"unknown index status 'done'; valid statuses: building, complete"):
+            index.set_status("done")
+        assert index.status == "complete"
+        index.set_status("building")
+    with RiseIndex.open(path) as index:
+        assert index.status == "building"
