@@ -210,20 +210,29 @@ def _index_bytes(scorer: Scorer, task: Task) -> int:
     return 0  # BM25: an inverted index, not a fixed-size vector per sample
 
 
+def _shared_cache(scorer: Scorer) -> ReadoutCache | None:
+    """The readout cache an LM scorer (or a fusion with one) reads its forward passes from."""
+    if isinstance(scorer, CachedLMScorer):
+        return scorer.cache
+    if isinstance(scorer, FusionScorer):
+        return next((c for c in map(_shared_cache, scorer.parts) if c is not None), None)
+    return None
+
+
 def run_method(scorer: Scorer, task: Task) -> MethodRun:
     """Fit on the pool and score the queries, timing both (shared forward time included for LM methods)."""
-    fwd0 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
+    cache = _shared_cache(scorer)
+    fwd0 = cache.forward_seconds if cache else 0.0
     t0 = time.perf_counter()
     scorer.fit(task.pool)
     build = time.perf_counter() - t0
-    fwd1 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
+    fwd1 = cache.forward_seconds if cache else 0.0
     t1 = time.perf_counter()
     scores = scorer.score(task.queries)
     query = time.perf_counter() - t1
-    fwd2 = scorer.cache.forward_seconds if isinstance(scorer, CachedLMScorer) else 0.0
-    if isinstance(scorer, CachedLMScorer):
+    fwd2 = cache.forward_seconds if cache else 0.0
+    if cache is not None:
         # charge the shared forward time of pool and queries even when another method already paid it
-        cache = scorer.cache
         build += cache_time(cache, task.pool) - (fwd1 - fwd0)
         query += cache_time(cache, task.queries) - (fwd2 - fwd1)
     return MethodRun(scorer.name, np.asarray(scores, dtype=np.float64), build, query / len(task.queries),

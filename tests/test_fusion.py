@@ -76,4 +76,18 @@ def test_evaluation_runs_rise_fused_with_bm25(tiny_lm):
     task = Task("tiny", pool, np.array([s.label for s in pool]), queries, (1, 2))
     report = evaluate(task, tiny_lm, ["RISE", "BM25", "RISE+BM25"], RiseConfig(k_r=8, k_h=8, k_g=8))
     assert set(report.table["method"]) == {"RISE", "BM25", "RISE+BM25"}
-    assert report.costs.loc["RISE+BM25", "index_MB"] == report.costs.loc["RISE", "index_MB"]  # BM25 adds no vectors
+    costs = report.costs
+    assert costs.loc["RISE+BM25", "index_MB"] == costs.loc["RISE", "index_MB"]  # BM25 adds no vectors
+
+
+
+def test_a_fused_method_is_charged_the_forward_pass_of_its_lm_part(tiny_lm):
+    from rise_core.baselines import BM25Scorer
+    from rise_core.config import RiseConfig, ScoreOptions
+    from rise_core.evaluation import RiseScorer, _shared_cache
+    from rise_core.readout_cache import ReadoutCache
+
+    cache = ReadoutCache(tiny_lm)
+    fused = FusionScorer([BM25Scorer(), RiseScorer(cache, RiseConfig(), ScoreOptions())])
+    assert _shared_cache(fused) is cache
+    assert _shared_cache(FusionScorer([BM25Scorer()])) is None
