@@ -14,7 +14,7 @@ from rise_core.evaluation import DEFAULT_KS, TASK_KS, Task, load_task
 from rise_core.ingest import PoolData, read_pool
 from rise_core.samples import Sample
 
-from .build_plan import head_pool, slug
+from .build_plan import head_pool, index_file_name
 from .views import binary_labels
 
 DEMO_POOL = "howdy"
@@ -32,7 +32,7 @@ def demo_pool(data_dir: str | Path, n_rows: int = DEMO_ROWS) -> tuple[str, PoolD
 
 def demo_index_path(index_dir: Path, pool_name: str, model_id: str) -> Path:
     """Where the demo index of a pool and a model lives (reused by later runs of the demo)."""
-    return index_dir / f"demo-{pool_name}-{DEMO_ROWS}__{slug(Path(model_id).name or model_id)}.duckdb"
+    return index_dir / index_file_name(model_id, f"demo-{pool_name}-{DEMO_ROWS}")
 
 
 def demo_query(data_dir: str | Path, pool_name: str) -> Sample | None:

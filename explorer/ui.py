@@ -13,7 +13,6 @@ Configuration (environment variables):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import bundled
-from rise_core.config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions
+from rise_core.config import COUNTED_POSITIONS, PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, field_help
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import (
     ConfigError,
@@ -190,9 +189,7 @@ def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
     """Indexes in the directory (empty when it does not exist yet)."""
     from rise_core.store import list_indexes as _list
 
-    if not index_dir.is_dir():
-        return []
-    return [dict(entry, path=str(entry["path"])) for entry in _list(index_dir)]
+    return _list(index_dir) if index_dir.is_dir() else []
 
 
 def index_overview(index_dir: Path) -> pd.DataFrame:
@@ -245,7 +242,7 @@ def score_options() -> ScoreOptions:
 
 def score_controls() -> ScoreOptions:
     """λ_rh / λ_gh sliders and the per-sample normalisation: moving them rescores without running the model."""
-    help_ = {f.name: f.metadata.get("help") for f in dataclasses.fields(ScoreOptions)}
+    help_ = field_help(ScoreOptions)
     st.slider("λ_rh (lexical)", 0.0, 2.0, step=0.05, key="lambda_rh", persist_state="session", help=help_["lambda_rh"])
     st.slider("λ_gh (semantic)", 0.0, 2.0, step=0.05, key="lambda_gh", persist_state="session", help=help_["lambda_gh"])
     st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
@@ -323,7 +320,7 @@ def _apply_preset() -> None:
 
 def config_form() -> RiseConfig:
     """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
-    helps = RiseConfig.field_help()
+    helps = field_help(RiseConfig)
     for name, value in RiseConfig().to_dict().items():
         st.session_state.setdefault(f"cfg_{name}", value)
     with st.expander("RISE hyperparameters (hover a field for what it does)"):
@@ -335,7 +332,7 @@ def config_form() -> RiseConfig:
             if isinstance(default, bool):
                 col.checkbox(name, key=key, **kw)
             elif name == "counted_positions":
-                col.selectbox(name, ["completion", "all"], key=key, **kw)
+                col.selectbox(name, COUNTED_POSITIONS, key=key, **kw)
             elif isinstance(default, float):
                 col.number_input(name, key=key, format="%.3f", **kw)
             else:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from rise_core.errors import InputDataError
 from rise_core.metrics import average_precision, precision_at_k
-from rise_core.store.index import sample_from_row
+from rise_core.store import sample_from_row
 
 if TYPE_CHECKING:
     from rise_core.explain import TokenAttribution

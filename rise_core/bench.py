@@ -121,7 +121,8 @@ def run_bench(lm: LoadedModel, config: RiseConfig, batch_size: int = 8, repeats:
     t_fwd, t_rise = interleaved_times([bare_forward, rise_features], lm.device, repeats)
     tokens = batch_size * seq_len
     return {
-        "model": lm.model_id, "device": str(lm.device), "dtype": str(lm.dtype).replace("torch.", ""), "batch_size": batch_size, "seq_len": seq_len,
+        "model": lm.model_id, "device": str(lm.device), "dtype": str(lm.dtype).replace("torch.", ""),
+        "batch_size": batch_size, "seq_len": seq_len,
         "dims": [config.k_r, config.k_h, config.k_g], "threads": torch.get_num_threads(),
         "forward_s": round(t_fwd, 4), "rise_s": round(t_rise, 4), "time_ratio": round(t_rise / t_fwd, 3),
         "forward_tokens_per_s": round(tokens / t_fwd, 1), "rise_tokens_per_s": round(tokens / t_rise, 1),

@@ -107,11 +107,6 @@ class RiseConfig:
     def replace(self, **changes: Any) -> RiseConfig:
         return dataclasses.replace(self, **changes)
 
-    @staticmethod
-    def field_help() -> dict[str, str]:
-        """Help text of each field, for CLI flags and UI tooltips."""
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(RiseConfig)}
-
 
 @dataclass(frozen=True)
 class ScoreOptions:
@@ -167,3 +162,8 @@ def preset(name: str) -> RiseConfig:
         return PRESETS[name]
     except KeyError:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
+
+
+def field_help(config_type: type[RiseConfig] | type[ScoreOptions]) -> dict[str, str]:
+    """Help text of each field of `RiseConfig` or `ScoreOptions`, for CLI flags and UI tooltips."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_type)}

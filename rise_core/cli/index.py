@@ -271,7 +271,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
                              overwrite=args.overwrite)
     except KeyboardInterrupt:
         if bar is not None:
-            bar.close()
+            bar.close()  # before the message, so it does not land on the bar's line
         print("rise build: interrupted; finished batches are saved. Rerun the same command to resume.",
               file=sys.stderr)
         raise

@@ -14,10 +14,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from ..config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, preset, preset_scoring
+from ..config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, field_help, preset, preset_scoring
 from ..errors import ConfigError
-
-POOL_FORMATS = ("jsonl", "json", "csv", "parquet")
+from ..ingest import FORMATS
 
 
 def add_model_options(parser: argparse.ArgumentParser, default_help: str = "default: the embedded "
@@ -49,7 +48,7 @@ def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE confi
     group = parser.add_argument_group(title)
     group.add_argument("--preset", choices=sorted(PRESETS), default=None,
                        help="named configuration and scoring to start from (default: 'default')")
-    helps = RiseConfig.field_help()
+    helps = field_help(RiseConfig)
     hints = typing.get_type_hints(RiseConfig)
     for f in dataclasses.fields(RiseConfig):
         flag = "--" + f.name.replace("_", "-")
@@ -77,7 +76,7 @@ def config_from_args(args: argparse.Namespace, base: RiseConfig | None = None) -
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("scoring (applied at query time; default: the preset's)")
-    helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(ScoreOptions)}
+    helps = field_help(ScoreOptions)
     defaults = ScoreOptions()
     group.add_argument("--lambda-rh", type=float, default=None, help=f"{helps['lambda_rh']} (default "
                        f"{defaults.lambda_rh})")
@@ -101,7 +100,7 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
                        ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
         group.add_argument(f"--{prefix}{name}-field", dest=f"{dest}{name}_field", default=None, metavar="COLUMN",
                            help=f"column holding the {what}")
-    group.add_argument(f"--{prefix}format", dest=f"{dest}fmt", choices=POOL_FORMATS, default=None,
+    group.add_argument(f"--{prefix}format", dest=f"{dest}fmt", choices=FORMATS, default=None,
                        help="file format (default: from the extension)")
 
 
