@@ -4,8 +4,10 @@ Quick start::
 
     from rise_core import load_model, RiseConfig, RiseExtractor
     lm = load_model()                       # embedded SmolLM2-135M-Instruct
+    pool = ["some training text", {"prompt": "Q?", "completion": "A."}]
     ex = RiseExtractor(lm, RiseConfig())
-    feats = ex.extract(["some training text", {"prompt": "Q?", "completion": "A."}])
+    ex.fit_hidden_mean(ex.pool_mean_subset(pool))  # the pool's mean hidden state: centring and the HS channel
+    feats = ex.extract(pool)
 """
 
 from __future__ import annotations

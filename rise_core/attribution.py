@@ -20,7 +20,17 @@ from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
 from .models import LoadedModel
 from .samples import Sample, encode_sample
-from .scoring import FeatureMatrix, Scores, channel_scales, matvec, query_vectors, score_pool, top_k
+from .scoring import (
+    FeatureMatrix,
+    Scores,
+    channel_scales,
+    check_channels,
+    matvec,
+    query_vectors,
+    score_pool,
+    top_k,
+    weights,
+)
 from .store import RiseIndex
 
 _HALF_GEMV_OK: bool | None = None
@@ -83,53 +93,58 @@ def _half_gemv_accumulates_in_fp32() -> bool:
     return _HALF_GEMV_OK
 
 
-def _weights(fm: FeatureMatrix, options: ScoreOptions) -> tuple[torch.Tensor, torch.Tensor]:
-    c_rh, c_gh = channel_scales(fm, options.sample_norm)
-    return options.lambda_rh * c_rh.float(), options.lambda_gh * c_gh.float()
+def _weighted(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions
+              ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(channel, per-row weight lambda_c * s_c, query vector) of every channel with a nonzero weight."""
+    check_channels(fm, options)
+    q = query_vectors(query_fm, options)
+    scales = channel_scales(fm, options)
+    return [(c, lam * scales[c].float(), q[c]) for c, lam in weights(options).items() if lam != 0 and c in q]
+
+
+def _scores(parts: dict[str, torch.Tensor], n: int) -> Scores:
+    zero = torch.zeros(n)
+    rh, gh, hs = (parts.get(c, zero) for c in ("rh", "gh", "hs"))
+    return Scores(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
 
 
 def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
              allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, Scores]:
     """Rows of the k highest scores (descending) and their scores, among `allowed` rows if given.
 
-    float16 features: one float16 product per channel gives approximate scores with a rigorous error bound; only
-    rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact."""
+    float16 features: one float16 product per weighted channel gives approximate scores with a rigorous error bound;
+    only rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact."""
     options = options or ScoreOptions()
     n = len(fm)
     k = max(0, min(int(k), n if allowed is None else int(allowed.sum())))
-    empty = torch.empty(0)
     if k == 0:
-        return torch.empty(0, dtype=torch.long), Scores(empty, empty, empty)
-    q_rh, q_gh = query_vectors(query_fm, options)
-    w_rh, w_gh = _weights(fm, options)
+        return torch.empty(0, dtype=torch.long), _scores({}, 0)
+    channels = _weighted(fm, query_fm, options)
     if fm.rh.dtype == torch.float16 and _half_gemv_accumulates_in_fp32():
-        s_rh, b_rh = _half_product(fm.rh, q_rh)
-        s_gh, b_gh = _half_product(fm.gh, q_gh)
-        approx = w_rh * s_rh + w_gh * s_gh
-        err = w_rh.abs() * (s_rh.abs() * 2.0**-10 + b_rh) + w_gh.abs() * (s_gh.abs() * 2.0**-10 + b_gh)
+        approx, err = torch.zeros(n), torch.zeros(n)
+        for c, w, q in channels:
+            s, bound = _half_product(getattr(fm, c), q)
+            approx += w * s
+            err += w.abs() * (s.abs() * 2.0**-10 + bound)
         lower, upper = approx - err, approx + err
         threshold = top_k(lower, k, allowed)[1][-1]
         candidates = upper >= threshold
         if allowed is not None:
             candidates &= allowed
         cand = candidates.nonzero()[:, 0]
-        rh = w_rh[cand] * matvec(fm.rh[cand], q_rh).float()
-        gh = w_gh[cand] * matvec(fm.gh[cand], q_gh).float()
-        total = rh + gh
-        best = torch.topk(total, k).indices
-        return cand[best], Scores(total=total[best], rh=rh[best], gh=gh[best])
-    return _exact_top_rows(fm, q_rh, q_gh, w_rh, w_gh, k, allowed)
+        exact = _scores({c: w[cand] * matvec(getattr(fm, c)[cand], q).float() for c, w, q in channels}, len(cand))
+        best = torch.topk(exact.total, k).indices
+        return cand[best], exact.take(best)
+    return _exact_top_rows(fm, channels, k, allowed)
 
 
-def _exact_top_rows(fm: FeatureMatrix, q_rh: torch.Tensor, q_gh: torch.Tensor, w_rh: torch.Tensor, w_gh: torch.Tensor,
-                    k: int, allowed: torch.Tensor | None) -> tuple[torch.Tensor, Scores]:
+def _exact_top_rows(fm: FeatureMatrix, channels: list[tuple[str, torch.Tensor, torch.Tensor]], k: int,
+                    allowed: torch.Tensor | None) -> tuple[torch.Tensor, Scores]:
     """`top_rows` by scoring every row in float32 (features not float16, or a float16 product without the float32
     accumulation the fast path's bound assumes)."""
-    rh = w_rh * matvec(fm.rh, q_rh).float()
-    gh = w_gh * matvec(fm.gh, q_gh).float()
-    total = rh + gh
-    rows = top_k(total, k, allowed)[0]
-    return rows, Scores(total=total[rows], rh=rh[rows], gh=gh[rows])
+    scores = _scores({c: w * matvec(getattr(fm, c), q).float() for c, w, q in channels}, len(fm))
+    rows = top_k(scores.total, k, allowed)[0]
+    return rows, scores.take(rows)
 
 
 def _matrix_and_mask(index: RiseIndex, where: str | None) -> tuple[FeatureMatrix, torch.Tensor | None]:
@@ -146,7 +161,7 @@ def _frame(index: RiseIndex, rows: torch.Tensor, scores: Scores) -> pd.DataFrame
     samples = index.rows_frame(rows.tolist())
     head = pd.DataFrame({
         "rank": range(1, len(rows) + 1), "id": samples["id"].tolist(), "score": scores.total.tolist(),
-        "rh": scores.rh.tolist(), "gh": scores.gh.tolist(),
+        "rh": scores.rh.tolist(), "gh": scores.gh.tolist(), "hs": scores.hs.tolist(),
     })
     rest = samples.drop(columns=["id"]).reset_index(drop=True)
     return pd.concat([head, rest], axis=1)
@@ -156,7 +171,7 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
          where: str | None = None) -> pd.DataFrame:
     """Top-k pool samples for a query (or the mean of a query set), optionally among rows matching `where`.
 
-    Columns: rank, id, score, rh, gh (score = rh + gh, each weighted by its lambda), then the sample's text, prompt,
+    Columns: rank, id, score, rh, gh, hs (score = rh + gh + hs, each weighted by its lambda), then the sample's text, prompt,
     completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated)."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
@@ -194,14 +209,14 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
     scores = score_pool(fm, query_fm, options)
     rows = top_k(scores.total, n_keep, allowed)[0]
-    return _frame(index, rows, Scores(total=scores.total[rows], rh=scores.rh[rows], gh=scores.gh[rows]))
+    return _frame(index, rows, scores.take(rows))
 
 
 def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,
             query_fm: FeatureMatrix | None = None, options: ScoreOptions | None = None
             ) -> tuple[TokenAttribution, TokenAttribution]:
     """Per-token, per-channel contributions of a hit (against the query) and of the query (against the hit),
-    recomputing both texts' token sketches; the hit's contributions sum to its rh / gh scores in `rank`.
+    recomputing both texts' token sketches; the hit's contributions sum to its rh / gh / hs scores in `rank`.
     `query_fm`: the one-row features of `query` (computed when omitted)."""
     query = Sample.coerce(query)
     if query_fm is None:

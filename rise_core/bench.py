@@ -104,7 +104,7 @@ def run_bench(lm: LoadedModel, config: RiseConfig, batch_size: int = 8, repeats:
     ids = bench_token_rows(lm, batch_size, seq_len)
     encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
                for row in ids]
-    if extractor.config.center_hidden:  # the centring mean is fixed before timing, as an index build does
+    if extractor.config.needs_hidden_mean:  # the pool's mean is fixed before timing, as an index build does
         extractor.hidden_mean = readout_forward(lm, encoded, extractor.config).hidden.mean(dim=0)
     batch = collate(encoded, lm.pad_id)
     input_ids, attn = batch.input_ids.to(lm.device), batch.attention_mask.to(lm.device)

@@ -17,12 +17,17 @@ from .errors import ConfigError
 
 CountedPositions = Literal["completion", "all"]
 SampleNorm = Literal["channel", "joint", "none"]
+Composition = Literal["outer", "tensor"]
 
 COUNTED_POSITIONS: tuple[str, ...] = get_args(CountedPositions)
 SAMPLE_NORMS: tuple[str, ...] = get_args(SampleNorm)
-# the centring mean (center_hidden) is fitted on the first this-many samples of a pool, then fixed: appends and
-# queries reuse it (index builds, RiseExtractor.extract and the evaluation all follow this rule)
+COMPOSITIONS: tuple[str, ...] = get_args(Composition)
+# the pool's mean final hidden state (for center_hidden and the HS channel) is fitted on a seeded random subset of
+# this many of the pool's first build's samples (`mean_fit_rows`), then fixed: appends and queries reuse it (index
+# builds and the evaluation follow this rule; RiseExtractor refuses to extract before a mean is fitted)
 HIDDEN_MEAN_SAMPLES = 256
+# values of fields added after the first index format, for manifests written before them
+LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False}
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,19 @@ class RiseConfig:
         default=True,
         metadata={"help": "Subtract the pool's mean final hidden state (fixed at first build) before sketching."},
     )
+    composition: Composition = field(
+        default="outer",
+        metadata={
+            "help": "How a token's two sketched factors combine: 'outer': CS(r) (outer) CS(h), K_r x K_h values; "
+            "'tensor': TensorSketch of r (outer) h into the same K_r*K_h values (FFT of two CountSketches), which "
+            "keeps more of the (token, hidden) pair identity at equal bytes."
+        },
+    )
+    hidden_channel: bool = field(
+        default=True,
+        metadata={"help": "Store the HS channel: each sample's mean final hidden state minus the pool's mean "
+                  "(hidden-size values); scored with weight lambda_hs."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("k_r", "k_h", "k_g", "min_top_l", "k_max", "seq_len"):
@@ -71,6 +89,8 @@ class RiseConfig:
             raise ConfigError(f"min_top_l ({self.min_top_l}) cannot exceed k_max ({self.k_max})")
         if self.counted_positions not in COUNTED_POSITIONS:
             raise ConfigError(f"counted_positions must be one of {COUNTED_POSITIONS}, got {self.counted_positions!r}")
+        if self.composition not in COMPOSITIONS:
+            raise ConfigError(f"composition must be one of {COMPOSITIONS}, got {self.composition!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
 
@@ -79,20 +99,30 @@ class RiseConfig:
         """Lengths of (phi_RH, phi_GH)."""
         return self.k_r * self.k_h, self.k_g * self.k_h
 
-    def bytes_per_sample(self) -> int:
-        """Stored feature bytes per sample (fp16)."""
-        return 2 * sum(self.feature_dims)
+    @property
+    def needs_hidden_mean(self) -> bool:
+        """Whether features need the pool's mean final hidden state (centring or the HS channel)."""
+        return self.center_hidden or self.hidden_channel
+
+    def feature_values(self, hidden_size: int) -> int:
+        """Stored feature values per sample for a model with this hidden size (RH + GH + HS when stored)."""
+        return sum(self.feature_dims) + (hidden_size if self.hidden_channel else 0)
+
+    def bytes_per_sample(self, hidden_size: int = 0) -> int:
+        """Stored feature bytes per sample (fp16); the HS channel counts only when `hidden_size` is given."""
+        return 2 * (sum(self.feature_dims) + (hidden_size if self.hidden_channel else 0))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RiseConfig:
+        """The config of `to_dict`; fields missing from an older manifest take their LEGACY_FIELDS values."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown RISE config fields {unknown}; valid fields: {sorted(known)}")
-        return cls(**data)
+        return cls(**{**LEGACY_FIELDS, **data})
 
     def fingerprint(self) -> str:
         """Stable hash of every field (all of them change the stored features)."""
@@ -114,18 +144,22 @@ class ScoreOptions:
 
     lambda_rh: float = field(default=0.7, metadata={"help": "Weight of the RH (lexical) channel score."})
     lambda_gh: float = field(default=1.0, metadata={"help": "Weight of the GH (semantic) channel score."})
+    lambda_hs: float = field(
+        default=0.0,
+        metadata={"help": "Weight of the HS (representation) channel score: cosine of centred mean hidden states."},
+    )
     sample_norm: SampleNorm = field(
         default="channel",
         metadata={
             "help": "'channel': each channel L2-normalised per sample; 'joint': [phi_RH; phi_GH] normalised "
-            "together (the paper's normalize_sample); 'none': raw sums."
+            "together (the paper's normalize_sample), HS by itself; 'none': raw sums."
         },
     )
 
     def __post_init__(self) -> None:
         if self.sample_norm not in SAMPLE_NORMS:
             raise ConfigError(f"sample_norm must be one of {SAMPLE_NORMS}, got {self.sample_norm!r}")
-        for name in ("lambda_rh", "lambda_gh"):
+        for name in ("lambda_rh", "lambda_gh", "lambda_hs"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value != value:
                 raise ConfigError(f"{name} must be a number, got {value!r}")
@@ -138,14 +172,15 @@ PRESETS: dict[str, RiseConfig] = {
     "default": RiseConfig(),
     # The paper's exact recipe: every predicted token, per-token normalisation, no centring, (K_r, K_h, K_g) =
     # (64, 12, 64) (its 14MB Pythia-1B setting); scored with joint sample normalisation (PRESET_SCORING).
-    "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False),
+    "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
+                        composition="outer", hidden_channel=False),
 }
 
 
 # The query-time half of each preset: the paper L2-normalises each sample's joint [phi_RH; phi_GH] (normalize_sample).
 PRESET_SCORING: dict[str, ScoreOptions] = {
     "default": ScoreOptions(),
-    "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, sample_norm="joint"),
+    "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
 }
 
 
@@ -156,12 +191,34 @@ def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
     return dataclasses.replace(PRESET_SCORING[name], **given)
 
 
+def options_for(config: RiseConfig, options: ScoreOptions) -> ScoreOptions:
+    """`options` with lambda_hs set to 0 when `config` stores no HS channel (an index built without it)."""
+    return options if config.hidden_channel else dataclasses.replace(options, lambda_hs=0.0)
+
+
+def mean_fit_rows(n: int, seed: int) -> list[int]:
+    """Rows (sorted) of the seeded random subset of a pool of n on which its hidden-state mean is fitted."""
+    import random
+
+    if n <= HIDDEN_MEAN_SAMPLES:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(n), HIDDEN_MEAN_SAMPLES))
+
+
 def preset(name: str) -> RiseConfig:
     """A named configuration; raises with the list of valid names."""
     try:
         return PRESETS[name]
     except KeyError:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
+
+
+def field_choices(config_type: type[RiseConfig] | type[ScoreOptions]) -> dict[str, tuple[str, ...]]:
+    """The allowed values of each `Literal`-typed field of `RiseConfig` or `ScoreOptions` (for flags and forms)."""
+    import typing
+
+    hints = typing.get_type_hints(config_type)
+    return {name: typing.get_args(kind) for name, kind in hints.items() if typing.get_origin(kind) is typing.Literal}
 
 
 def field_help(config_type: type[RiseConfig] | type[ScoreOptions]) -> dict[str, str]:

@@ -4,8 +4,10 @@ Two stages, so sweeps and diagnostics can reuse one forward pass:
 1. `readout_forward`: one forward pass; for each counted position keep h_t, the top-K_max candidates of z_t/tau
    with the target forced in, and a few full-vocabulary scalars (logsumexp, sum of p^2) -- logits are formed only at
    counted positions and in chunks, so peak memory does not grow with batch x seq x V.
-2. `sketch_readout`: support selection, sparse residual, g_t = W^T r_t, CountSketch, per-token normalisation and
-   per-sample aggregation (one batched matmul: phi_RH[b] = R_hat_b^T H_hat_b).
+2. `sketch_readout`: support selection, sparse residual, g_t = W^T r_t, CountSketch and per-token normalisation;
+   `aggregate` sums each sample's tokens (outer composition: one batched matmul, phi_RH[b] = R_hat_b^T H_hat_b;
+   tensor composition: products of the factors' spectra, summed per sample, one inverse FFT).
+   `features_from_readout` adds the HS channel: the mean final hidden state minus the pool's mean.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import HIDDEN_MEAN_SAMPLES, RiseConfig
+from .config import RiseConfig, mean_fit_rows
 from .errors import InputDataError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, collate, encode_sample
-from .sketch import SketchSet
+from .sketch import SketchSet, tensor_product
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +53,27 @@ class Readout:
 
 @dataclass
 class PositionSketches:
-    """Per-position sketched factors (after centring and, if configured, per-token normalisation)."""
+    """Per-position sketched factors (after centring and, if configured, per-token normalisation).
 
-    r: torch.Tensor  # (N, K_r)
-    h: torch.Tensor  # (N, K_h)
-    g: torch.Tensor  # (N, K_g)
+    Outer composition: r (N, K_r), h (N, K_h), g (N, K_g). Tensor composition: r and h (N, K_r*K_h), g and h_g
+    (N, K_g*K_h)."""
+
+    r: torch.Tensor
+    h: torch.Tensor
+    g: torch.Tensor
     support_size: torch.Tensor  # (N,) |S_t|
+    h_g: torch.Tensor | None = None  # tensor composition: the hidden factor of the GH channel
+
+    @property
+    def composition(self) -> str:
+        return "outer" if self.h_g is None else "tensor"
+
+    def token_features(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each position's own RH and GH feature vectors, (N, D_rh) and (N, D_gh): the terms `aggregate` sums."""
+        if self.h_g is None:
+            return ((self.r[:, :, None] * self.h[:, None, :]).flatten(1),
+                    (self.g[:, :, None] * self.h[:, None, :]).flatten(1))
+        return tensor_product(self.r, self.h), tensor_product(self.g, self.h_g)
 
 
 @dataclass
@@ -68,18 +85,22 @@ class SampleFeatures:
     n_counted: torch.Tensor  # (B,) int64
     mean_support: torch.Tensor  # (B,) float32
     loss: torch.Tensor  # (B,) float32: mean next-token loss over counted positions (nan if none)
+    hs: torch.Tensor | None = None  # (B, d): mean final hidden state minus the pool's mean (HS channel)
+
+    _FIELDS = ("rh", "gh", "n_counted", "mean_support", "loss", "hs")
 
     def __len__(self) -> int:
         return int(self.rh.shape[0])
 
     @staticmethod
     def concat(parts: Sequence[SampleFeatures]) -> SampleFeatures:
-        return SampleFeatures(*(torch.cat([getattr(p, f) for p in parts]) for f in
-                                ("rh", "gh", "n_counted", "mean_support", "loss")))
+        has_hs = all(p.hs is not None for p in parts)
+        return SampleFeatures(*(torch.cat([getattr(p, f) for p in parts]) for f in SampleFeatures._FIELDS[:5]),
+                              hs=torch.cat([p.hs for p in parts]) if has_hs else None)
 
     def select(self, order: torch.Tensor) -> SampleFeatures:
         return SampleFeatures(self.rh[order], self.gh[order], self.n_counted[order], self.mean_support[order],
-                              self.loss[order])
+                              self.loss[order], None if self.hs is None else self.hs[order])
 
 
 @dataclass
@@ -88,11 +109,11 @@ class TokenSketches:
 
     tokens: list[str]  # every token of the sample as text
     positions: torch.Tensor  # (T_c,) counted positions t (token t + 1 is the predicted one)
-    r: torch.Tensor  # (T_c, K_r)
-    h: torch.Tensor  # (T_c, K_h)
-    g: torch.Tensor  # (T_c, K_g)
+    rh: torch.Tensor  # (T_c, D_rh): each position's RH feature (they sum to phi_RH)
+    gh: torch.Tensor  # (T_c, D_gh)
     support_size: torch.Tensor  # (T_c,)
     n_prompt_tokens: int
+    hs: torch.Tensor | None = None  # (T_c, d): h_t minus the pool's mean, divided by T_c (they sum to HS)
 
 
 def compute_dtype(lm: LoadedModel) -> torch.dtype:
@@ -215,16 +236,17 @@ def sketch_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, s
     r_sk = sketches.r.apply_sparse(readout.cand_idx, r_vals)
     h_sk = h @ sketches.h.matrix(h.dtype)
     g_sk = g @ sketches.g.matrix(g.dtype)
+    h_g_sk = None if sketches.h_g is None else h @ sketches.h_g.matrix(h.dtype)
     if config.token_norm:
         r_sk, h_sk, g_sk = _normalise_rows(r_sk), _normalise_rows(h_sk), _normalise_rows(g_sk)
-    return PositionSketches(r=r_sk, h=h_sk, g=g_sk, support_size=keep.sum(dim=1))
+        h_g_sk = None if h_g_sk is None else _normalise_rows(h_g_sk)
+    return PositionSketches(r=r_sk, h=h_sk, g=g_sk, support_size=keep.sum(dim=1), h_g=h_g_sk)
 
 
-def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
-    """phi_RH[b] = sum_t r_hat_t (outer) h_hat_t over the counted positions of sample b (one bmm)."""
+def _sum_outer(readout: Readout, sk: PositionSketches, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """phi_RH[b] = sum_t r_hat_t (outer) h_hat_t over the counted positions of sample b (one bmm per channel)."""
     b = readout.n_samples
     dev, dt = sk.r.device, sk.r.dtype
-    counts = torch.bincount(readout.sample_index, minlength=b)
     width = max(int(counts.max().item()) if counts.numel() else 0, 1)
     # slot of each position within its sample: positions are sorted by (sample, t) from nonzero()
     starts = torch.cumsum(counts, 0) - counts
@@ -238,6 +260,42 @@ def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
     hp = padded(sk.h)
     rh = torch.bmm(padded(sk.r).transpose(1, 2), hp).reshape(b, -1)
     gh = torch.bmm(padded(sk.g).transpose(1, 2), hp).reshape(b, -1)
+    return rh, gh
+
+
+def _sum_tensor(readout: Readout, sk: PositionSketches) -> tuple[torch.Tensor, torch.Tensor]:
+    """phi_RH[b] = sum_t TensorSketch(r_t, h_t): the factors' spectra multiplied per position, summed per sample,
+    then one inverse FFT per sample (the transform is linear)."""
+    b, idx = readout.n_samples, readout.sample_index
+
+    def channel(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        d = a.shape[1]
+        prod = torch.fft.rfft(a, n=d) * torch.fft.rfft(c, n=d)
+        spec = torch.zeros((b, prod.shape[1]), dtype=prod.dtype, device=prod.device).index_add_(0, idx, prod)
+        return torch.fft.irfft(spec, n=d)
+
+    return channel(sk.r, sk.h), channel(sk.g, sk.h_g)
+
+
+def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None) -> torch.Tensor:
+    """(B, d): each sample's mean final hidden state over its counted positions, minus `hidden_mean` (the HS
+    channel; zero for a sample with no counted position)."""
+    b, h = readout.n_samples, readout.hidden
+    counts = torch.bincount(readout.sample_index, minlength=b).to(h.dtype).clamp_min(1)
+    total = torch.zeros((b, h.shape[1]), dtype=h.dtype, device=h.device).index_add_(0, readout.sample_index, h)
+    out = total / counts[:, None]
+    if hidden_mean is not None:
+        present = torch.bincount(readout.sample_index, minlength=b) > 0
+        out = torch.where(present[:, None], out - hidden_mean.to(out), out)
+    return out
+
+
+def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
+    """Per-sample RH and GH features (sums over counted positions) and stats, without the HS channel."""
+    b = readout.n_samples
+    dev, dt = sk.r.device, sk.r.dtype
+    counts = torch.bincount(readout.sample_index, minlength=b)
+    rh, gh = _sum_outer(readout, sk, counts) if sk.h_g is None else _sum_tensor(readout, sk)
     n_counted = counts.cpu()
     support_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(
         0, readout.sample_index, sk.support_size.double())
@@ -250,6 +308,18 @@ def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
                           loss=loss.float().cpu())
 
 
+def features_from_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
+                          hidden_mean: torch.Tensor | None = None) -> SampleFeatures:
+    """Per-sample features of a readout under `config`: RH, GH and (when `config.hidden_channel`) HS."""
+    feats = aggregate(readout, sketch_readout(readout, weight, config, sketches, hidden_mean))
+    if config.hidden_channel:
+        if hidden_mean is None:
+            raise InputDataError("the HS channel needs the pool's hidden-state mean; call fit_hidden_mean first")
+        hs = mean_hidden(readout, hidden_mean).cpu()
+        feats.hs = hs if hs.dtype == torch.float64 else hs.float()
+    return feats
+
+
 class RiseExtractor:
     """Computes RISE features for samples with one model, config, sketch set and (optional) hidden mean."""
 
@@ -258,15 +328,21 @@ class RiseExtractor:
         self.lm = lm
         self.config = config
         if sketches is None:
-            sketches = SketchSet.from_seed(lm.vocab_size, lm.hidden_size, config.k_r, config.k_h, config.k_g,
-                                           config.seed)
+            sketches = SketchSet.for_config(lm.vocab_size, lm.hidden_size, config)
         self._check_sketches(sketches)
         self.sketches = sketches.to(lm.device)
         self.hidden_mean = None if hidden_mean is None else hidden_mean.to(lm.device)
 
     def _check_sketches(self, sk: SketchSet) -> None:
-        expected = {"r": (self.lm.vocab_size, self.config.k_r), "h": (self.lm.hidden_size, self.config.k_h),
-                    "g": (self.lm.hidden_size, self.config.k_g)}
+        cfg, v, d = self.config, self.lm.vocab_size, self.lm.hidden_size
+        if sk.composition != cfg.composition:
+            raise InputDataError(f"the sketches are for the {sk.composition} composition; the config says "
+                                 f"{cfg.composition}")
+        if cfg.composition == "tensor":
+            d_rh, d_gh = cfg.feature_dims
+            expected = {"r": (v, d_rh), "h": (d, d_rh), "g": (d, d_gh), "h_g": (d, d_gh)}
+        else:
+            expected = {"r": (v, cfg.k_r), "h": (d, cfg.k_h), "g": (d, cfg.k_g)}
         for name, (din, dout) in expected.items():
             cs = getattr(sk, name)
             if (cs.input_dim, cs.sketch_dim) != (din, dout):
@@ -279,7 +355,9 @@ class RiseExtractor:
 
     @torch.no_grad()
     def fit_hidden_mean(self, samples: Sequence[Sample | str | dict], batch_size: int = 8) -> torch.Tensor:
-        """Mean final hidden state over the counted positions of `samples` (fixed once per index)."""
+        """Mean final hidden state over the counted positions of `samples` (all of them), kept for later calls.
+
+        For a pool, fit on `pool_mean_subset(pool)`, the rule index builds and the evaluation follow."""
         total, count = None, 0
         encoded = self.encode(samples)
         for start in range(0, len(encoded), batch_size):
@@ -295,26 +373,37 @@ class RiseExtractor:
         self.hidden_mean = (total / count).to(compute_dtype(self.lm))
         return self.hidden_mean
 
+    def pool_mean_subset(self, pool: Sequence[Sample | str | dict]) -> list:
+        """The samples of a pool its hidden-state mean is fitted on (a seeded random subset, `mean_fit_rows`)."""
+        return [pool[i] for i in mean_fit_rows(len(pool), self.config.seed)]
+
+    def _require_mean(self) -> None:
+        if self.config.needs_hidden_mean and self.hidden_mean is None:
+            raise InputDataError(
+                "this config needs the pool's mean hidden state (center_hidden or hidden_channel); fit it on the pool "
+                "first: extractor.fit_hidden_mean(extractor.pool_mean_subset(pool)). (Fitting it on whatever is "
+                "extracted first would centre a pool on its queries.)")
+
+    @torch.no_grad()
+    def features_from_readout(self, readout: Readout) -> SampleFeatures:
+        """Features of a readout computed by `readout_forward` with this extractor's model and config."""
+        self._require_mean()
+        return features_from_readout(readout, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
+
     @torch.no_grad()
     def features_from_encoded(self, encoded: Sequence[EncodedSample]) -> SampleFeatures:
         """Features for one batch of encoded samples (padding-invariant)."""
-        ro = readout_forward(self.lm, encoded, self.config)
-        sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
-        return aggregate(ro, sk)
+        self._require_mean()
+        return self.features_from_readout(readout_forward(self.lm, encoded, self.config))
 
     def extract(self, samples: Sequence[Sample | str | dict], batch_size: int = 8,
                 progress: Callable[[int], None] | None = None) -> SampleFeatures:
         """Features for many samples, batched by similar length; results are in input order.
 
-        With `center_hidden` and no mean yet, the mean is fitted on the first (up to) HIDDEN_MEAN_SAMPLES of these
-        samples and then kept for later calls (as an index build does)."""
+        A config that needs the pool's hidden-state mean refuses to run before `fit_hidden_mean`."""
         if len(samples) == 0:
             raise InputDataError("no samples to extract features from")
-        if self.config.center_hidden and self.hidden_mean is None:
-            # the same rule as an index build: the mean over the first (up to) HIDDEN_MEAN_SAMPLES, then fixed
-            fit_on = list(samples[:HIDDEN_MEAN_SAMPLES])
-            logger.info("center_hidden: fitting the hidden-state mean on the first %d samples", len(fit_on))
-            self.fit_hidden_mean(fit_on, batch_size=batch_size)
+        self._require_mean()
         encoded = self.encode(samples)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].input_ids))
         parts = []
@@ -331,9 +420,14 @@ class RiseExtractor:
     @torch.no_grad()
     def token_sketches(self, sample: Sample | str | dict) -> TokenSketches:
         """Per-token sketches of one sample (what `aggregate` sums), with the token strings."""
+        self._require_mean()
         enc = self.encode([sample])[0]
         ro = readout_forward(self.lm, [enc], self.config)
         sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
+        rh, gh = sk.token_features()
+        hs = None
+        if self.config.hidden_channel:
+            hs = ((ro.hidden - self.hidden_mean.to(ro.hidden)) / max(ro.hidden.shape[0], 1)).cpu()
         tokens = [self.lm.tokenizer.decode([i]) for i in enc.input_ids]
-        return TokenSketches(tokens=tokens, positions=ro.position.cpu(), r=sk.r.cpu(), h=sk.h.cpu(), g=sk.g.cpu(),
-                             support_size=sk.support_size.cpu(), n_prompt_tokens=enc.n_prompt_tokens)
+        return TokenSketches(tokens=tokens, positions=ro.position.cpu(), rh=rh.cpu(), gh=gh.cpu(),
+                             support_size=sk.support_size.cpu(), n_prompt_tokens=enc.n_prompt_tokens, hs=hs)

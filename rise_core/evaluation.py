@@ -7,6 +7,7 @@ shared forward time is charged to each LM method's build and query times.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ import torch
 
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .bundled import task_files
-from .config import HIDDEN_MEAN_SAMPLES, RiseConfig, ScoreOptions
+from .config import RiseConfig, ScoreOptions, options_for
 from .errors import ConfigError, InputDataError
 from .fusion import FusionScorer
 from .metrics import evaluate_rankings
@@ -105,9 +106,9 @@ class RiseScorer(CachedLMScorer):
 
     def fit(self, pool: Sequence[Sample]) -> None:
         super().fit(pool)
-        # the centring mean is fixed from the pool once, as an index build does
-        self.hidden_mean = (self.cache.hidden_mean(self.pool[:HIDDEN_MEAN_SAMPLES], self.config.counted_positions)
-                            if self.config.center_hidden else None)
+        # the pool's mean is fixed once, from the seeded subset an index build fits it on
+        self.hidden_mean = (self.cache.pool_hidden_mean(self.pool, self.config) if self.config.needs_hidden_mean
+                            else None)
         self.pool_fm = self.cache.rise_features(self.pool, self.config, self.hidden_mean)
 
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
@@ -117,7 +118,7 @@ class RiseScorer(CachedLMScorer):
 
     @property
     def index_bytes(self) -> int:
-        return len(self.pool) * self.config.bytes_per_sample()
+        return len(self.pool) * self.config.bytes_per_sample(self.cache.lm.hidden_size)
 
 
 class CachedCosineScorer(CachedLMScorer):
@@ -156,6 +157,11 @@ class HiddenCosineScorer(CachedCosineScorer):
         return self.cache.mean_hidden(samples, self.counted)
 
 
+def grad_sketch_dim(config: RiseConfig, hidden_size: int) -> int:
+    """The Grad-Sketch dimension at RISE's index size: as many values per sample as `config` stores."""
+    return config.feature_values(hidden_size)
+
+
 class GradSketchScorer(CachedCosineScorer):
     """Exact dense LM-head gradient sum_t r_t h_t^T, TensorSketched to RISE's index size, cosine-scored."""
 
@@ -171,24 +177,34 @@ class GradSketchScorer(CachedCosineScorer):
         return self.cache.grad_sketch(samples, self.counted)
 
 
-METHODS = ("RISE", "RISE-RH", "RISE-GH", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding", "RISE+BM25")
+METHODS = ("RISE", "RISE-RH+GH", "RISE-RH", "RISE-GH", "RISE-HS", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding",
+           "RISE+BM25")
 TEXT_METHODS = ("BM25", "Embedding")  # need no model
+# RISE's own channels, each alone, and pure RISE (the paper's two channels, no HS): weights kept from `options`
+CHANNEL_ABLATIONS = {"RISE-RH+GH": ("rh", "gh"), "RISE-RH": ("rh",), "RISE-GH": ("gh",), "RISE-HS": ("hs",)}
 
 
-def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions
-                 ) -> dict[str, Scorer]:
-    """Scorers by method name (see METHODS)."""
+def channel_options(options: ScoreOptions, channels: Sequence[str]) -> ScoreOptions:
+    """`options` with every channel outside `channels` weighted 0 (a channel in `channels` weighted 0 gets 1)."""
+    lam = {c: getattr(options, f"lambda_{c}") for c in ("rh", "gh", "hs")}
+    return dataclasses.replace(options, **{f"lambda_{c}": (lam[c] or 1.0) if c in channels else 0.0 for c in lam})
+
+
+def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions,
+                 fusion: str = "rrf") -> dict[str, Scorer]:
+    """Scorers by method name (see METHODS); RISE-HS only when `config` stores the HS channel."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ConfigError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    options = options_for(config, options)
     out: dict[str, Scorer] = {}
     for m in methods:
         if m == "RISE":
             out[m] = RiseScorer(cache, config, options, m)
-        elif m == "RISE-RH":
-            out[m] = RiseScorer(cache, config, ScoreOptions(options.lambda_rh, 0.0, options.sample_norm), m)
-        elif m == "RISE-GH":
-            out[m] = RiseScorer(cache, config, ScoreOptions(0.0, options.lambda_gh, options.sample_norm), m)
+        elif m in CHANNEL_ABLATIONS:
+            if m == "RISE-HS" and not config.hidden_channel:
+                continue
+            out[m] = RiseScorer(cache, config, channel_options(options, CHANNEL_ABLATIONS[m]), m)
         elif m == "Hidden-cosine":
             out[m] = HiddenCosineScorer(cache, config.counted_positions)
         elif m == "Grad-Sketch":
@@ -197,8 +213,8 @@ def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: Ris
             out[m] = BM25Scorer()
         elif m == "Embedding":
             out[m] = EmbeddingScorer()
-        elif m == "RISE+BM25":  # reciprocal-rank fusion at query time: RISE's order and BM25's, equally weighted
-            out[m] = FusionScorer([RiseScorer(cache, config, options), BM25Scorer()], "rrf", name=m)
+        elif m == "RISE+BM25":  # query-time fusion of RISE's ranking and BM25's, equally weighted
+            out[m] = FusionScorer([RiseScorer(cache, config, options), BM25Scorer()], fusion, name=m)
     return out
 
 
@@ -280,7 +296,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
         if lm is None:
             raise ConfigError(f"methods {lm_methods} need a model")
         cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
-                             grad_sketch_dim=config.k_h * (config.k_r + config.k_g))
+                             grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
     if cache is not None and lm_methods:
         if progress:
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
@@ -333,9 +349,9 @@ def sweep(task: Task, cache: ReadoutCache, base: RiseConfig | None = None, optio
         for score_values in itertools.product(*(grid[k] for k in score_keys)):
             choice = {**feature_choice, **dict(zip(score_keys, score_values, strict=False))}
             channels = choice.get("channels", "RH+GH")
-            opts = ScoreOptions(options.lambda_rh if channels in ("RH+GH", "RH") else 0.0,
-                                options.lambda_gh if channels in ("RH+GH", "GH") else 0.0,
-                                choice.get("sample_norm", options.sample_norm))
+            opts = channel_options(dataclasses.replace(options, sample_norm=choice.get("sample_norm",
+                                                                                      options.sample_norm)),
+                                   channels.lower().split("+"))
             tab = evaluate_rankings(score_each_query(scorer.pool_fm, query_fm, opts).numpy(), task.labels, task.ks)
             p10 = tab.loc[tab["K"] == 10, "precision@K"]
             rows.append({**choice, "unified_auPRC": tab["auPRC"].mean(), "AP": tab["AP"].iloc[0],

@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
-from .config import RiseConfig
-from .engine import Readout, aggregate, readout_forward, sketch_readout
+from .config import RiseConfig, mean_fit_rows
+from .engine import Readout, features_from_readout, readout_forward
 from .errors import ConfigError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, encode_sample
@@ -36,8 +37,6 @@ class SampleReadout:
     p_sq_sum: torch.Tensor
     nll: torch.Tensor
     completion: torch.Tensor  # (P,) bool
-    grad_sketch_all: torch.Tensor | None = None  # (D,) TensorSketch of sum_t r_t h_t^T over all positions
-    grad_sketch_completion: torch.Tensor | None = None
 
 
 def tensor_sketch_pair(k: int, vocab: int, hidden: int, seed: int) -> tuple[CountSketch, CountSketch]:
@@ -52,11 +51,36 @@ class ReadoutCache:
                  seed: int = 42) -> None:
         self.lm = lm
         self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed)
-        self.grad_sketch_dim = grad_sketch_dim
-        self._ts = (tensor_sketch_pair(grad_sketch_dim, lm.vocab_size, lm.hidden_size, seed)
-                    if grad_sketch_dim else None)
+        self.grad_sketch_dim = grad_sketch_dim  # the default dimension of `grad_sketch`
         self.readouts: dict[tuple, SampleReadout] = {}
+        self._grad: dict[tuple, torch.Tensor] = {}  # (sample key, counted, dim) -> Grad-Sketch vector
         self.forward_seconds = 0.0
+
+    def identity(self) -> dict:
+        """What the cached readouts depend on: the model and the cache's seq_len, k_max and seed."""
+        cfg = self.base_config
+        return {"model_fingerprint": self.lm.fingerprint(), "seq_len": cfg.seq_len, "k_max": cfg.k_max,
+                "seed": cfg.seed}
+
+    def save(self, path: str | Path) -> None:
+        """Write the readouts (not the Grad-Sketch memo) to one file, for `load` in a later run."""
+        state = {"identity": self.identity(), "forward_seconds": self.forward_seconds,
+                 "readouts": {key: vars(r) for key, r in self.readouts.items()}}
+        torch.save(state, str(path))
+
+    def load(self, path: str | Path) -> int:
+        """Add the readouts saved by `save` (refused when saved with another model, seq_len, k_max or seed);
+        returns how many were added."""
+        state = torch.load(str(path), weights_only=True)
+        if state.get("identity") != self.identity():
+            raise ConfigError(f"{path} holds readouts of {state.get('identity')}, not of {self.identity()}")
+        added = 0
+        for key, fields in state["readouts"].items():
+            if key not in self.readouts:
+                self.readouts[key] = SampleReadout(**fields)
+                added += 1
+        self.forward_seconds += float(state.get("forward_seconds", 0.0)) * added / max(len(state["readouts"]), 1)
+        return added
 
     @staticmethod
     def key(sample: Sample) -> tuple:
@@ -77,7 +101,6 @@ class ReadoutCache:
             idx = order[start:start + batch_size]
             t0 = time.perf_counter()
             ro = readout_forward(self.lm, [encoded[i][0] for i in idx], self.base_config)
-            grad = self._grad_sketches(ro, [encoded[i][1] for i in idx]) if self._ts else None
             self.forward_seconds += time.perf_counter() - t0
             for b, i in enumerate(idx):
                 rows = (ro.sample_index == b).nonzero(as_tuple=True)[0]
@@ -86,37 +109,9 @@ class ReadoutCache:
                     hidden=ro.hidden[rows].cpu(), targets=ro.targets[rows].cpu(),
                     cand_idx=ro.cand_idx[rows].to(torch.int32).cpu(), cand_logit=ro.cand_logit[rows].cpu(),
                     target_slot=ro.target_slot[rows].cpu(), lse=ro.lse[rows].cpu(), p_sq_sum=ro.p_sq_sum[rows].cpu(),
-                    nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool),
-                    grad_sketch_all=None if grad is None else grad[0][b],
-                    grad_sketch_completion=None if grad is None else grad[1][b])
+                    nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool))
             if progress is not None:
                 progress(len(idx))
-
-    def _grad_sketches(self, ro: Readout, completion_masks: list[list[bool]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """TensorSketch of the exact dense LM-head gradient sum_t r_t h_t^T per sample (all / completion positions).
-
-        CS(vec(r h^T)) = IFFT(FFT(CS_1 r) * FFT(CS_2 h)); the sum over positions is taken in the frequency domain."""
-        cs_r, cs_h = (cs.to(ro.hidden.device) for cs in self._ts)
-        k = self.grad_sketch_dim
-        n, b = ro.hidden.shape[0], ro.n_samples
-        # completion flag of each flattened position (positions of sample b are ro.position[ro.sample_index == b])
-        flags = [torch.tensor(m, dtype=torch.bool) for m in completion_masks]
-        comp = torch.tensor([bool(flags[s][p]) for s, p in zip(ro.sample_index.tolist(), ro.position.tolist(), strict=False)],
-                            dtype=torch.bool)
-        spec_all = torch.zeros((b, k // 2 + 1), dtype=torch.complex128)
-        spec_comp = torch.zeros_like(spec_all)
-        for start in range(0, n, 256):
-            sl = slice(start, min(n, start + 256))
-            z = self.lm.logits(ro.hidden[sl]).double()
-            r = torch.softmax(z, dim=1)
-            r[torch.arange(r.shape[0]), ro.targets[sl]] -= 1.0
-            fr = torch.fft.rfft(cs_r.apply_dense(r), n=k)
-            fh = torch.fft.rfft(ro.hidden[sl].double() @ cs_h.matrix(torch.float64), n=k)
-            prod = (fr * fh).cpu()
-            idx = ro.sample_index[sl].cpu()
-            spec_all.index_add_(0, idx, prod)
-            spec_comp.index_add_(0, idx, prod * comp[sl].cpu()[:, None])
-        return torch.fft.irfft(spec_all, n=k).float(), torch.fft.irfft(spec_comp, n=k).float()
 
     def _readout_of(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None) -> Readout:
         """The cached positions of `samples` counted under `counted`, within the first `seq_len` tokens (a shorter
@@ -133,8 +128,14 @@ class ReadoutCache:
                        lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts))
 
     def hidden_mean(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None) -> torch.Tensor:
+        """Mean final hidden state over the counted positions of all `samples` (as `fit_hidden_mean`)."""
         ro = self._readout_of(samples, counted, seq_len)
         return ro.hidden.double().mean(dim=0).to(ro.hidden.dtype)
+
+    def pool_hidden_mean(self, pool: Sequence[Sample], config: RiseConfig) -> torch.Tensor:
+        """The pool's mean as an index build fits it: over the seeded subset `mean_fit_rows` of the pool."""
+        subset = [pool[i] for i in mean_fit_rows(len(pool), config.seed)]
+        return self.hidden_mean(subset, config.counted_positions, config.seq_len)
 
     @torch.no_grad()
     def rise_features(self, samples: Sequence[Sample], config: RiseConfig, hidden_mean: torch.Tensor | None = None,
@@ -152,8 +153,10 @@ class ReadoutCache:
         if min(config.k_max, vocab) > min(cache.k_max, vocab):  # k_max >= vocab: every token is a candidate
             raise ConfigError(f"the config's k_max={config.k_max} exceeds this readout cache's k_max={cache.k_max}; "
                               f"build the ReadoutCache with k_max >= {config.k_max}")
-        sketches = SketchSet.from_seed(self.lm.vocab_size, self.lm.hidden_size, config.k_r, config.k_h, config.k_g,
-                                       config.seed)
+        if config.needs_hidden_mean and hidden_mean is None:
+            raise ConfigError("this config centres or stores the HS channel: give the pool's hidden_mean "
+                              "(ReadoutCache.pool_hidden_mean)")
+        sketches = SketchSet.for_config(self.lm.vocab_size, self.lm.hidden_size, config)
         weight = self.lm.readout_weight.detach().cpu()
         parts = []
         for start in range(0, len(samples), group):
@@ -169,10 +172,10 @@ class ReadoutCache:
                 ro.cand_logit[missing, -1] = (ro.lse - ro.nll)[missing].to(ro.cand_logit.dtype)
             if config.tau != 1.0:
                 # the same division readout_forward applies before its TopK; lse and p_sq_sum stay at tau = 1
-                # (full-vocabulary sums the cache cannot redo; sketch_readout and aggregate do not read them)
+                # (full-vocabulary sums the cache cannot redo; the features do not read them)
                 ro.cand_logit = ro.cand_logit / config.tau
-            sk = sketch_readout(ro, weight, config, sketches, hidden_mean)
-            parts.append(FeatureMatrix.from_features(aggregate(ro, sk)))
+            feats = features_from_readout(ro, weight, config, sketches, hidden_mean)
+            parts.append(FeatureMatrix.from_features(feats))
         return FeatureMatrix.concat(parts)
 
     def mean_hidden(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
@@ -184,7 +187,42 @@ class ReadoutCache:
             out.append(p.hidden[m].double().mean(dim=0) if m.any() else torch.zeros(p.hidden.shape[1]))
         return torch.stack(out)
 
-    def grad_sketch(self, samples: Sequence[Sample], counted: str) -> torch.Tensor:
-        """Per-sample TensorSketch of the exact LM-head gradient, (N, D)."""
-        attr = "grad_sketch_completion" if counted == "completion" else "grad_sketch_all"
-        return torch.stack([getattr(self.readouts[self.key(s)], attr) for s in samples])
+    @torch.no_grad()
+    def grad_sketch(self, samples: Sequence[Sample], counted: str, dim: int | None = None) -> torch.Tensor:
+        """Per-sample TensorSketch into `dim` values of the exact dense LM-head gradient sum_t r_t h_t^T, (N, dim).
+
+        r_t = softmax(z_t) - onehot(y_t) over the full vocabulary, recomputed from the cached hidden states (the LM
+        head only, no forward pass): CS(vec(r h^T)) = IFFT(FFT(CS_1 r) * FFT(CS_2 h)), summed over positions in the
+        frequency domain. Memoised per (sample, counted, dim); see `precompute_grad_sketches` for several dims."""
+        dim = dim or self.grad_sketch_dim
+        if not dim:
+            raise ConfigError("give a Grad-Sketch dimension (dim, or grad_sketch_dim when building the cache)")
+        self.precompute_grad_sketches(samples, counted, [dim])
+        return torch.stack([self._grad[(self.key(s), counted, dim)] for s in samples])
+
+    @torch.no_grad()
+    def precompute_grad_sketches(self, samples: Sequence[Sample], counted: str, dims: Sequence[int],
+                                 chunk: int = 512) -> None:
+        """Fill the Grad-Sketch memo of `samples` for every dim in `dims` at once: the full-vocabulary softmax of
+        each position, the costly part, is computed once, over positions of many samples per chunk."""
+        todo = [s for s in dict.fromkeys(samples) if any((self.key(s), counted, d) not in self._grad for d in dims)]
+        if not todo:
+            return
+        dev, seed = self.lm.device, self.base_config.seed
+        pairs = {d: tuple(cs.to(dev) for cs in tensor_sketch_pair(d, self.lm.vocab_size, self.lm.hidden_size, seed))
+                 for d in dims}
+        m_h = {d: pairs[d][1].matrix(torch.float64) for d in dims}
+        ro = self._readout_of(todo, counted)
+        spec = {d: torch.zeros((len(todo), d // 2 + 1), dtype=torch.complex128, device=dev) for d in dims}
+        for start in range(0, ro.hidden.shape[0], chunk):
+            h = ro.hidden[start:start + chunk].to(dev)
+            owner = ro.sample_index[start:start + chunk].to(dev)
+            r = torch.softmax(self.lm.logits(h).double(), dim=1)
+            r[torch.arange(r.shape[0], device=dev), ro.targets[start:start + chunk].to(dev)] -= 1.0
+            for d in dims:
+                prod = torch.fft.rfft(pairs[d][0].apply_dense(r), n=d) * torch.fft.rfft(h.double() @ m_h[d], n=d)
+                spec[d].index_add_(0, owner, prod)
+        for d in dims:
+            values = torch.fft.irfft(spec[d], n=d).float().cpu()
+            for i, s in enumerate(todo):
+                self._grad[(self.key(s), counted, d)] = values[i]

@@ -1,8 +1,8 @@
 """Query-time scoring: channel weights and per-sample normalisation applied to stored features, top-k, valuation.
 
-An index stores each channel as a unit vector plus its norm (`FeatureMatrix`), so every normalisation mode
-(per channel, joint, none) and every (lambda_rh, lambda_gh) can be applied at query time without recomputation:
-score_i = lambda_rh * c_rh(i) * <u_rh(i), q_rh> + lambda_gh * c_gh(i) * <u_gh(i), q_gh>.
+An index stores each channel (RH, GH and, when built with it, HS) as a unit vector plus its norm (`FeatureMatrix`),
+so every normalisation mode (per channel, joint, none) and every set of weights can be applied at query time:
+score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the sample's normalisation factor.
 """
 
 from __future__ import annotations
@@ -14,90 +14,147 @@ import torch
 
 from .config import ScoreOptions
 from .engine import SampleFeatures
-from .errors import InputDataError
+from .errors import ConfigError, InputDataError
+
+CHANNELS = ("rh", "gh", "hs")
+
+
+def _unit(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    norm = x.double().norm(dim=1)
+    return (x.double() / norm.clamp_min(1e-300)[:, None]).to(dtype), norm.float()
 
 
 @dataclass
 class FeatureMatrix:
-    """Unit-normalised per-sample channel features and their norms (rows with no counted token are zero)."""
+    """Unit-normalised per-sample channel features and their norms (rows with no counted token are zero).
 
-    rh: torch.Tensor  # (N, K_r*K_h)
-    gh: torch.Tensor  # (N, K_g*K_h)
+    `hs` is None for an index built without the HS channel."""
+
+    rh: torch.Tensor  # (N, D_rh)
+    gh: torch.Tensor  # (N, D_gh)
     rh_norm: torch.Tensor  # (N,) float32
     gh_norm: torch.Tensor  # (N,) float32
+    hs: torch.Tensor | None = None  # (N, d)
+    hs_norm: torch.Tensor | None = None  # (N,) float32
 
     def __len__(self) -> int:
         return int(self.rh.shape[0])
 
+    @property
+    def has_hs(self) -> bool:
+        return self.hs is not None
+
+    def _map(self, fn) -> FeatureMatrix:
+        return FeatureMatrix(*(None if getattr(self, f) is None else fn(f, getattr(self, f)) for f in
+                               ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm")))
+
     @classmethod
     def from_features(cls, feats: SampleFeatures, dtype: torch.dtype = torch.float32) -> FeatureMatrix:
-        rh_norm, gh_norm = feats.rh.double().norm(dim=1), feats.gh.double().norm(dim=1)
-        rh = (feats.rh.double() / rh_norm.clamp_min(1e-300)[:, None]).to(dtype)
-        gh = (feats.gh.double() / gh_norm.clamp_min(1e-300)[:, None]).to(dtype)
-        return cls(rh=rh, gh=gh, rh_norm=rh_norm.float(), gh_norm=gh_norm.float())
+        rh, rh_norm = _unit(feats.rh, dtype)
+        gh, gh_norm = _unit(feats.gh, dtype)
+        hs, hs_norm = _unit(feats.hs, dtype) if feats.hs is not None else (None, None)
+        return cls(rh=rh, gh=gh, rh_norm=rh_norm, gh_norm=gh_norm, hs=hs, hs_norm=hs_norm)
 
     def to(self, dtype: torch.dtype) -> FeatureMatrix:
-        return FeatureMatrix(self.rh.to(dtype), self.gh.to(dtype), self.rh_norm, self.gh_norm)
+        return self._map(lambda f, x: x if f.endswith("_norm") else x.to(dtype))
 
     def select(self, rows: torch.Tensor | Sequence[int]) -> FeatureMatrix:
         rows = torch.as_tensor(rows, dtype=torch.long)
-        return FeatureMatrix(self.rh[rows], self.gh[rows], self.rh_norm[rows], self.gh_norm[rows])
+        return self._map(lambda f, x: x[rows])
+
+    def without_hs(self) -> FeatureMatrix:
+        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm)
 
     @staticmethod
     def concat(parts: Sequence[FeatureMatrix]) -> FeatureMatrix:
-        return FeatureMatrix(*(torch.cat([getattr(p, f) for p in parts]) for f in ("rh", "gh", "rh_norm", "gh_norm")))
+        has_hs = all(p.has_hs for p in parts)
+        cat = {f: torch.cat([getattr(p, f) for p in parts]) for f in ("rh", "gh", "rh_norm", "gh_norm")}
+        if has_hs:
+            cat.update(hs=torch.cat([p.hs for p in parts]), hs_norm=torch.cat([p.hs_norm for p in parts]))
+        return FeatureMatrix(**cat)
 
 
-def channel_scales(fm: FeatureMatrix, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sample factors c_rh, c_gh turning unit vectors into the vectors scored under `mode`."""
+def weights(options: ScoreOptions) -> dict[str, float]:
+    """{channel: lambda} of the channels `options` weighs."""
+    return {"rh": float(options.lambda_rh), "gh": float(options.lambda_gh), "hs": float(options.lambda_hs)}
+
+
+def check_channels(fm: FeatureMatrix, options: ScoreOptions) -> None:
+    """Refuses a weight on the HS channel for features stored without it."""
+    if options.lambda_hs != 0 and not fm.has_hs:
+        raise ConfigError(f"lambda_hs={options.lambda_hs} but these features have no HS channel (an index built with "
+                          "hidden_channel off, or before it existed): set lambda_hs to 0, or rebuild the index")
+
+
+def channel_scales(fm: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:
+    """Per-sample factors {channel: s_c} turning unit vectors into the vectors scored under `options.sample_norm`.
+
+    'joint' normalises [phi_RH; phi_GH] together (the paper's normalize_sample) over the channels it weighs (a
+    channel with weight 0 is not part of the signature, so an RH-only ablation is normalised by RH alone); HS, not
+    part of the paper's signature, is normalised by itself under 'channel' and 'joint'."""
+    mode = options.sample_norm
+    ones = torch.ones_like(fm.rh_norm)
     if mode == "channel":
-        ones = torch.ones_like(fm.rh_norm)
-        return ones, ones
-    if mode == "none":
-        return fm.rh_norm, fm.gh_norm
-    if mode == "joint":
-        joint = torch.sqrt(fm.rh_norm.double() ** 2 + fm.gh_norm.double() ** 2).clamp_min(1e-300)
-        return (fm.rh_norm / joint).float(), (fm.gh_norm / joint).float()
-    raise InputDataError(f"unknown sample_norm {mode!r}; choose channel, joint or none")
+        out = {"rh": ones, "gh": ones, "hs": ones}
+    elif mode == "none":
+        out = {"rh": fm.rh_norm, "gh": fm.gh_norm, "hs": fm.hs_norm}
+    elif mode == "joint":
+        lam = weights(options)
+        in_joint = [c for c in ("rh", "gh") if lam[c] != 0] or ["rh", "gh"]
+        joint = torch.sqrt(sum(getattr(fm, f"{c}_norm").double() ** 2 for c in in_joint)).clamp_min(1e-300)
+        out = {"rh": (fm.rh_norm / joint).float(), "gh": (fm.gh_norm / joint).float(), "hs": ones}
+    else:
+        raise InputDataError(f"unknown sample_norm {mode!r}; choose channel, joint or none")
+    if not fm.has_hs:
+        out.pop("hs")
+    return out
 
 
-def query_vectors(queries: FeatureMatrix, options: ScoreOptions) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean over the query set of the scored query vectors (Algorithm 1, stage 3)."""
+def query_vectors(queries: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:
+    """Mean over the query set of the scored query vectors, per channel (Algorithm 1, stage 3)."""
     if len(queries) == 0:
         raise InputDataError("the query set is empty")
-    c_rh, c_gh = channel_scales(queries, options.sample_norm)
-    q_rh = (queries.rh.float() * c_rh[:, None]).mean(dim=0)
-    q_gh = (queries.gh.float() * c_gh[:, None]).mean(dim=0)
-    return q_rh, q_gh
+    scales = channel_scales(queries, options)
+    return {c: (getattr(queries, c).float() * s[:, None]).mean(dim=0) for c, s in scales.items()}
 
 
 @dataclass
 class Scores:
-    """Scores of every pool sample: total and the two weighted channel parts (total = rh + gh)."""
+    """Scores of every pool sample: total and the weighted channel parts (total = rh + gh + hs)."""
 
     total: torch.Tensor  # (N,)
     rh: torch.Tensor  # (N,)
     gh: torch.Tensor  # (N,)
+    hs: torch.Tensor  # (N,) zeros when the HS channel is not weighed
+
+    def take(self, rows: torch.Tensor) -> Scores:
+        return Scores(self.total[rows], self.rh[rows], self.gh[rows], self.hs[rows])
 
 
 def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
-    """Influence of each pool sample on the query set: one matrix-vector product per channel."""
+    """Influence of each pool sample on the query set: one matrix-vector product per weighted channel."""
     options = options or ScoreOptions()
-    q_rh, q_gh = query_vectors(queries, options)
-    c_rh, c_gh = channel_scales(pool, options.sample_norm)
-    rh = options.lambda_rh * c_rh * matvec(pool.rh, q_rh)
-    gh = options.lambda_gh * c_gh * matvec(pool.gh, q_gh)
-    return Scores(total=rh + gh, rh=rh, gh=gh)
+    check_channels(pool, options)
+    q = query_vectors(queries, options)
+    scales = channel_scales(pool, options)
+    parts = {}
+    for c, lam in weights(options).items():
+        parts[c] = (lam * scales[c] * matvec(getattr(pool, c), q[c]) if lam != 0 and c in q
+                    else torch.zeros(len(pool)))
+    return Scores(total=parts["rh"] + parts["gh"] + parts["hs"], **parts)
 
 
 def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
     """(Q, N) score matrix, one row per query (for evaluation)."""
     options = options or ScoreOptions()
-    qc_rh, qc_gh = channel_scales(queries, options.sample_norm)
-    c_rh, c_gh = channel_scales(pool, options.sample_norm)
-    rh = (queries.rh.float() * qc_rh[:, None]) @ pool.rh.float().T * c_rh[None, :]
-    gh = (queries.gh.float() * qc_gh[:, None]) @ pool.gh.float().T * c_gh[None, :]
-    return options.lambda_rh * rh + options.lambda_gh * gh
+    check_channels(pool, options)
+    q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
+    out = torch.zeros(len(queries), len(pool))
+    for c, lam in weights(options).items():
+        if lam != 0:
+            out += lam * ((getattr(queries, c).float() * q_scales[c][:, None]) @ getattr(pool, c).float().T
+                          * p_scales[c][None, :])
+    return out
 
 
 def matvec(matrix: torch.Tensor, vector: torch.Tensor, chunk: int = 8192) -> torch.Tensor:

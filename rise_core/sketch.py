@@ -73,15 +73,33 @@ class CountSketch:
 
 @dataclass(frozen=True)
 class SketchSet:
-    """The three operators RISE uses: CS_r (V -> K_r), CS_h (d -> K_h), CS_g (d -> K_g)."""
+    """The operators RISE uses.
+
+    Outer composition: CS_r (V -> K_r), CS_h (d -> K_h), CS_g (d -> K_g); a token's RH feature is CS_r(r) (outer)
+    CS_h(h). Tensor composition: CS_r (V -> D_rh), CS_h (d -> D_rh), CS_g (d -> D_gh) and a second hidden sketch
+    h_g (d -> D_gh), with D_rh = K_r*K_h and D_gh = K_g*K_h; a token's RH feature is the circular convolution
+    CS_r(r) * CS_h(h), a CountSketch of vec(r h^T) (`tensor_product`)."""
 
     r: CountSketch
     h: CountSketch
     g: CountSketch
+    h_g: CountSketch | None = None  # tensor composition only
+
+    @property
+    def composition(self) -> str:
+        return "outer" if self.h_g is None else "tensor"
 
     @classmethod
-    def from_seed(cls, vocab_size: int, hidden_dim: int, k_r: int, k_h: int, k_g: int, seed: int) -> SketchSet:
-        """Independent sketches from derived seeds (seed, seed + 1, seed + 2)."""
+    def from_seed(cls, vocab_size: int, hidden_dim: int, k_r: int, k_h: int, k_g: int, seed: int,
+                  composition: str = "outer") -> SketchSet:
+        """Independent sketches from derived seeds (seed, seed + 1, seed + 2, and seed + 3 for tensor's h_g)."""
+        if composition == "tensor":
+            d_rh, d_gh = k_r * k_h, k_g * k_h
+            return cls(r=CountSketch.from_seed(vocab_size, d_rh, seed), h=CountSketch.from_seed(hidden_dim, d_rh, seed + 1),
+                       g=CountSketch.from_seed(hidden_dim, d_gh, seed + 2),
+                       h_g=CountSketch.from_seed(hidden_dim, d_gh, seed + 3))
+        if composition != "outer":
+            raise ConfigError(f"unknown composition {composition!r}; choose outer or tensor")
         return cls(
             r=CountSketch.from_seed(vocab_size, k_r, seed),
             h=CountSketch.from_seed(hidden_dim, k_h, seed + 1),
@@ -89,16 +107,26 @@ class SketchSet:
         )
 
     @classmethod
+    def for_config(cls, vocab_size: int, hidden_dim: int, config) -> SketchSet:
+        """The sketches of a `RiseConfig` (its dims, seed and composition)."""
+        return cls.from_seed(vocab_size, hidden_dim, config.k_r, config.k_h, config.k_g, config.seed,
+                             config.composition)
+
+    @classmethod
     def identity(cls, vocab_size: int, hidden_dim: int) -> SketchSet:
         return cls(CountSketch.identity(vocab_size), CountSketch.identity(hidden_dim), CountSketch.identity(hidden_dim))
 
     def to(self, device: torch.device | str) -> SketchSet:
-        return SketchSet(self.r.to(device), self.h.to(device), self.g.to(device))
+        return SketchSet(self.r.to(device), self.h.to(device), self.g.to(device),
+                         None if self.h_g is None else self.h_g.to(device))
+
+    def _named(self) -> tuple[str, ...]:
+        return ("r", "h", "g") if self.h_g is None else ("r", "h", "g", "h_g")
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Tensors to persist (buckets as int32, signs as int8) for `from_state_dict`."""
         out: dict[str, torch.Tensor] = {}
-        for name in ("r", "h", "g"):
+        for name in self._named():
             cs: CountSketch = getattr(self, name)
             out[f"{name}.buckets"] = cs.buckets.cpu().to(torch.int32)
             out[f"{name}.signs"] = cs.signs.cpu().to(torch.int8)
@@ -108,7 +136,9 @@ class SketchSet:
     @classmethod
     def from_state_dict(cls, state: dict[str, torch.Tensor]) -> SketchSet:
         parts = {}
-        for name in ("r", "h", "g"):
+        for name in ("r", "h", "g", "h_g"):
+            if f"{name}.buckets" not in state:
+                continue
             parts[name] = CountSketch(
                 buckets=state[f"{name}.buckets"].to(torch.int64),
                 signs=state[f"{name}.signs"].to(torch.float32),
@@ -117,4 +147,13 @@ class SketchSet:
         return cls(**parts)
 
     def digest(self) -> str:
-        return hashlib.sha256("".join(cs.digest() for cs in (self.r, self.h, self.g)).encode()).hexdigest()[:16]
+        return hashlib.sha256("".join(getattr(self, n).digest() for n in self._named()).encode()).hexdigest()[:16]
+
+
+def tensor_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Row-wise circular convolution of two sketched factors (..., D) x (..., D) -> (..., D), by FFT.
+
+    With a = CS_1(x) and b = CS_2(y), this is the CountSketch of vec(x y^T) under bucket (eta_1(i) + eta_2(j)) mod D
+    and sign s_1(i) s_2(j) (Pham & Pagh's TensorSketch)."""
+    d = a.shape[-1]
+    return torch.fft.irfft(torch.fft.rfft(a, n=d) * torch.fft.rfft(b, n=d), n=d)

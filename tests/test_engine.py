@@ -27,7 +27,7 @@ PAIRS = [
 
 def exact_config(vocab: int, hidden: int, counted: str = "completion") -> RiseConfig:
     return RiseConfig(k_r=vocab, k_h=hidden, k_g=hidden, k_max=vocab, rho_cum=1.0, min_top_l=1, token_norm=False,
-                      center_hidden=False, counted_positions=counted)
+                      center_hidden=False, hidden_channel=False, counted_positions=counted)
 
 
 def exact_extractor(lm, counted: str = "completion") -> RiseExtractor:
@@ -165,7 +165,7 @@ def test_padding_invariance_under_float32_attention_softmax(arch):
 
     lm = make_lm(arch, attn="eager")
     samples = CORPUS + PAIRS
-    ex = RiseExtractor(lm, RiseConfig(k_r=16, k_h=8, k_g=16, seed=3, center_hidden=False))
+    ex = RiseExtractor(lm, RiseConfig(k_r=16, k_h=8, k_g=16, seed=3, center_hidden=False, hidden_channel=False))
     encoded = ex.encode(samples)
     batch = collate(encoded, lm.pad_id)
     with torch.no_grad():
@@ -207,16 +207,20 @@ def test_token_sketches_sum_to_sample_features(tiny_llama):
     ex.fit_hidden_mean(CORPUS)
     ts = ex.token_sketches(PAIRS[0])
     feats = ex.extract([PAIRS[0]])
-    torch.testing.assert_close((ts.r.T @ ts.h).reshape(-1), feats.rh[0], **FLOAT64_TOL)
-    torch.testing.assert_close((ts.g.T @ ts.h).reshape(-1), feats.gh[0], **FLOAT64_TOL)
+    torch.testing.assert_close(ts.rh.sum(dim=0), feats.rh[0], **FLOAT64_TOL)
+    torch.testing.assert_close(ts.gh.sum(dim=0), feats.gh[0], **FLOAT64_TOL)
+    torch.testing.assert_close(ts.hs.sum(dim=0), feats.hs[0], **FLOAT64_TOL)
     assert len(ts.tokens) == len(ex.encode([PAIRS[0]])[0].input_ids)
-    # normalised per-token factors
-    torch.testing.assert_close(ts.r.norm(dim=1), torch.ones(len(ts.positions), dtype=ts.r.dtype), **FLOAT64_TOL)
+    # normalised per-token factors: each token's outer product of two unit vectors has norm 1
+    torch.testing.assert_close(ts.rh.norm(dim=1), torch.ones(len(ts.positions), dtype=ts.rh.dtype), **FLOAT64_TOL)
 
 
 def test_float32_model_gives_finite_features(tiny_llama_fp32):
-    feats = RiseExtractor(tiny_llama_fp32, RiseConfig()).extract(CORPUS)
+    ex = RiseExtractor(tiny_llama_fp32, RiseConfig())
+    ex.fit_hidden_mean(CORPUS)
+    feats = ex.extract(CORPUS)
     assert feats.rh.dtype == torch.float32 and torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
+    assert feats.hs.dtype == torch.float32 and torch.isfinite(feats.hs).all()
     assert feats.rh.shape == (len(CORPUS), 16 * 48)
 
 
@@ -225,18 +229,43 @@ def test_bfloat16_model_tracks_float32():
 
     lm32, lm16 = make_lm("llama", torch.float32), make_lm("llama", torch.bfloat16)
     cfg = RiseConfig(k_r=16, k_h=8, k_g=16)
-    f32 = RiseExtractor(lm32, cfg).extract(CORPUS)
-    f16 = RiseExtractor(lm16, cfg).extract(CORPUS)
+    ex32, ex16 = RiseExtractor(lm32, cfg), RiseExtractor(lm16, cfg)
+    ex32.fit_hidden_mean(CORPUS)
+    ex16.fit_hidden_mean(CORPUS)
+    f32, f16 = ex32.extract(CORPUS), ex16.extract(CORPUS)
     assert f16.rh.dtype == torch.float32  # sketches are accumulated in float32 whatever the model dtype
     cos = torch.nn.functional.cosine_similarity(f16.gh, f32.gh, dim=1)
     assert (cos > 0.9).all(), cos
 
 
-def test_centring_mean_is_fitted_on_first_extract_and_kept(tiny_llama):
-    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=True))
+@pytest.mark.parametrize("changes", [dict(center_hidden=True, hidden_channel=False),
+                                     dict(center_hidden=False, hidden_channel=True)])
+def test_extract_refuses_to_fit_the_mean_on_what_it_is_given(tiny_llama, changes):
+    """A config that needs the pool's mean refuses to extract before `fit_hidden_mean`: fitting on the first samples
+    it sees would centre a pool on its queries. With the mean fitted, later extractions keep it."""
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=8, k_h=4, k_g=8, **changes))
+    with pytest.raises(InputDataError, match="fit_hidden_mean"):
+        ex.extract(CORPUS[:4])
+    with pytest.raises(InputDataError, match="fit_hidden_mean"):
+        ex.token_sketches(CORPUS[0])
+    expected = ex.fit_hidden_mean(CORPUS[:4]).clone()
     first = ex.extract(CORPUS[:4])
-    expected = RiseExtractor(tiny_llama, ex.config).fit_hidden_mean(CORPUS[:4])
-    torch.testing.assert_close(ex.hidden_mean, expected)
-    ex.extract(CORPUS[4:])  # a later call keeps the mean it has
+    ex.extract(CORPUS[4:])
     torch.testing.assert_close(ex.hidden_mean, expected)
     torch.testing.assert_close(ex.extract(CORPUS[:4]).rh, first.rh)
+
+
+def test_pool_mean_subset_is_a_seeded_random_sample(tiny_llama):
+    """The mean is fitted on a seeded random subset of HIDDEN_MEAN_SAMPLES rows, not the first rows in file order
+    (a label-sorted pool would bias it)."""
+    from rise_core.config import HIDDEN_MEAN_SAMPLES, mean_fit_rows
+
+    n = 3 * HIDDEN_MEAN_SAMPLES
+    rows = mean_fit_rows(n, 42)
+    assert len(rows) == len(set(rows)) == HIDDEN_MEAN_SAMPLES and rows == sorted(rows)
+    assert rows == mean_fit_rows(n, 42) and rows != mean_fit_rows(n, 43)
+    assert max(rows) >= HIDDEN_MEAN_SAMPLES  # not the first rows (a fixed seed: deterministic)
+    assert mean_fit_rows(10, 42) == list(range(10))
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=8, k_h=4, k_g=8, seed=42))
+    pool = [f"row {i}" for i in range(n)]
+    assert ex.pool_mean_subset(pool) == [pool[i] for i in rows]

@@ -13,7 +13,7 @@ from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import ConfigError
 from rise_core.evaluation import Task, evaluate, sweep
-from rise_core.readout_cache import ReadoutCache
+from rise_core.readout_cache import ReadoutCache, tensor_sketch_pair
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 
@@ -24,7 +24,9 @@ CACHE_K_MAX = 48  # under the tiny vocabulary (64 tokens): the cache itself forc
 
 
 @pytest.mark.parametrize("changes", [
-    dict(),  # the default: every position, raw sketches, centred
+    dict(),  # the default: every position, raw sketches, centred, the HS channel stored
+    dict(composition="tensor"),
+    dict(composition="tensor", token_norm=True, hidden_channel=False, center_hidden=False),
     dict(counted_positions="completion"),
     dict(token_norm=True),
     dict(center_hidden=False),
@@ -41,10 +43,13 @@ def test_cached_features_equal_direct_extraction(tiny_lm, changes):
     cache.add(SAMPLES, batch_size=3)
     ex = RiseExtractor(tiny_lm, cfg)
     mean = None
-    if cfg.center_hidden:
+    if cfg.needs_hidden_mean:
         mean = ex.fit_hidden_mean(SAMPLES)
         torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions, cfg.seq_len), mean,
                                    **FLOAT64_TOL)
+    else:
+        with pytest.raises(ConfigError, match="hidden_mean"):
+            cache.rise_features(SAMPLES, cfg.replace(hidden_channel=True))
     direct = FeatureMatrix.from_features(ex.extract(SAMPLES), dtype=torch.float64)
     cached = cache.rise_features(SAMPLES, cfg, mean)
     # Both paths compute in float64 (the tiny models are float64, and so is what the cache keeps of them), so they
@@ -55,12 +60,16 @@ def test_cached_features_equal_direct_extraction(tiny_lm, changes):
     torch.testing.assert_close(cached.gh.double(), direct.gh, rtol=0, atol=2.0**-24)
     torch.testing.assert_close(cached.rh_norm, direct.rh_norm, rtol=2.0**-23, atol=0)
     torch.testing.assert_close(cached.gh_norm, direct.gh_norm, rtol=2.0**-23, atol=0)
+    assert cached.has_hs == direct.has_hs == cfg.hidden_channel
+    if cfg.hidden_channel:
+        torch.testing.assert_close(cached.hs.double(), direct.hs, rtol=0, atol=2.0**-24)
+        torch.testing.assert_close(cached.hs_norm, direct.hs_norm, rtol=2.0**-23, atol=0)
 
 
 def test_cache_refuses_a_larger_seq_len_or_k_max(tiny_llama):
     cache = ReadoutCache(tiny_llama, seq_len=64, k_max=16)
     cache.add(PAIRS)
-    base = RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64, k_max=16, center_hidden=False)
+    base = RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64, k_max=16, center_hidden=False, hidden_channel=False)
     with pytest.raises(ConfigError, match=r"seq_len=65 exceeds this readout cache's seq_len=64"):
         cache.rise_features(PAIRS, base.replace(seq_len=65))
     with pytest.raises(ConfigError, match=r"k_max=17 exceeds this readout cache's k_max=16"):
@@ -77,7 +86,7 @@ def test_grad_sketch_is_countsketch_of_exact_head_gradient(tiny_llama):
     k = 24
     cache = ReadoutCache(tiny_llama, grad_sketch_dim=k, seed=7)
     cache.add(PAIRS)
-    cs_r, cs_h = cache._ts
+    cs_r, cs_h = tensor_sketch_pair(k, tiny_llama.vocab_size, tiny_llama.hidden_size, 7)
     for _i, sample in enumerate(PAIRS):
         grad = autograd_head_gradient(tiny_llama, sample, "completion")  # (V, d)
         # CountSketch of vec(G) with bucket (eta_r(v) + eta_h(j)) mod k and sign s_r(v) s_h(j)

@@ -16,29 +16,50 @@ from rise_core.scoring import FeatureMatrix, score_each_query, score_pool, top_k
 @pytest.fixture(scope="module")
 def extracted(tiny_llama):
     ex = RiseExtractor(tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16))
+    ex.fit_hidden_mean(ex.pool_mean_subset(CORPUS))
     feats = ex.extract(CORPUS)
     return ex, feats
 
 
 @pytest.mark.parametrize("mode", ["channel", "joint", "none"])
-def test_scores_match_dense_definition(extracted, mode):
+@pytest.mark.parametrize("lambdas", [(0.3, 1.7, 0.0), (0.3, 1.7, 0.9), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)],
+                         ids=["rh+gh", "rh+gh+hs", "hs-only", "rh-only"])
+def test_scores_match_dense_definition(extracted, mode, lambdas):
+    """The fused score is the weighted sum of the channels' inner products, each under its sample normalisation
+    (dense math on the raw features); 'joint' normalises over the RH/GH channels it weighs only."""
     _, feats = extracted
     fm = FeatureMatrix.from_features(feats, dtype=torch.float64)
-    opts = ScoreOptions(lambda_rh=0.3, lambda_gh=1.7, sample_norm=mode)
-    rh, gh = feats.rh.double(), feats.gh.double()
+    l_rh, l_gh, l_hs = lambdas
+    opts = ScoreOptions(lambda_rh=l_rh, lambda_gh=l_gh, lambda_hs=l_hs, sample_norm=mode)
+    rh, gh, hs = feats.rh.double(), feats.gh.double(), feats.hs.double()
     if mode == "channel":
         rh, gh = rh / rh.norm(dim=1, keepdim=True), gh / gh.norm(dim=1, keepdim=True)
     elif mode == "joint":
-        n = torch.cat([rh, gh], dim=1).norm(dim=1, keepdim=True)
+        joint = [x for x, lam in ((rh, l_rh), (gh, l_gh)) if lam != 0] or [rh, gh]
+        n = torch.cat(joint, dim=1).norm(dim=1, keepdim=True)
         rh, gh = rh / n, gh / n
+    if mode != "none":
+        hs = hs / hs.norm(dim=1, keepdim=True)
     queries = [1, 4]
-    q_rh, q_gh = rh[queries].mean(0), gh[queries].mean(0)
-    expected = 0.3 * rh @ q_rh + 1.7 * gh @ q_gh
+    parts = {c: lam * x @ x[queries].mean(0) for c, lam, x in (("rh", l_rh, rh), ("gh", l_gh, gh), ("hs", l_hs, hs))}
+    expected = parts["rh"] + parts["gh"] + parts["hs"]
     got = score_pool(fm, fm.select(queries), opts)
     torch.testing.assert_close(got.total.double(), expected, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close((got.rh + got.gh).double(), got.total.double())
+    for c in ("rh", "gh", "hs"):
+        torch.testing.assert_close(getattr(got, c).double(), parts[c], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close((got.rh + got.gh + got.hs).double(), got.total.double())
     per_query = score_each_query(fm, fm.select(queries), opts)
     torch.testing.assert_close(per_query.mean(0).double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_hs_weight_on_features_without_hs_is_refused(extracted):
+    from rise_core.errors import ConfigError
+
+    _, feats = extracted
+    fm = FeatureMatrix.from_features(feats).without_hs()
+    with pytest.raises(ConfigError, match="no HS channel"):
+        score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.5))
+    assert float(score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.0)).hs.abs().sum()) == 0.0
 
 
 def test_top_k_and_filter():
@@ -49,19 +70,26 @@ def test_top_k_and_filter():
     assert idx.tolist() == [2, 0]
 
 
-def test_explanations_sum_to_channel_scores(extracted):
-    ex, feats = extracted
-    fm = FeatureMatrix.from_features(feats)
+@pytest.mark.parametrize("composition", ["outer", "tensor"])
+@pytest.mark.parametrize("mode", ["joint", "channel"])
+def test_explanations_sum_to_channel_scores(tiny_llama, composition, mode):
+    """Per-token contributions of every channel (RH, GH, HS) sum to that channel's score, on the example's side
+    and on the query's, for both compositions."""
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, composition=composition))
+    ex.fit_hidden_mean(ex.pool_mean_subset(CORPUS))
+    fm = FeatureMatrix.from_features(ex.extract(CORPUS))
     query = Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket .")
     qf = FeatureMatrix.from_features(ex.extract([query]))
-    opts = ScoreOptions(sample_norm="joint")
+    opts = ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.5, sample_norm=mode)
     scores = score_pool(fm, qf, opts)
+    assert all(float(getattr(scores, c).abs().sum()) > 0 for c in ("rh", "gh", "hs"))
     for i in (0, 2):
         ex_attr, q_attr = explain_hit(ex, Sample(text=CORPUS[i]), fm.select([i]), query, qf, opts)
-        assert sum(ex_attr.rh) == pytest.approx(float(scores.rh[i]), rel=1e-4, abs=1e-6)
-        assert sum(ex_attr.gh) == pytest.approx(float(scores.gh[i]), rel=1e-4, abs=1e-6)
-        assert sum(q_attr.total) == pytest.approx(float(scores.total[i]), rel=1e-4, abs=1e-6)
-        assert ex_attr.rh[0] == 0.0  # the first token is never predicted
+        for attr in (ex_attr, q_attr):
+            for c in ("rh", "gh", "hs"):
+                assert sum(getattr(attr, c)) == pytest.approx(float(getattr(scores, c)[i]), rel=1e-4, abs=1e-6)
+            assert sum(attr.total) == pytest.approx(float(scores.total[i]), rel=1e-4, abs=1e-6)
+        assert ex_attr.rh[0] == ex_attr.hs[0] == 0.0  # the first token is never predicted
         assert len(q_attr.tokens) > len(query.completion.split())
 
 

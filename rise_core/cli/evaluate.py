@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..evaluation import METHODS, TASK_KS, TEXT_METHODS, ReadoutCache, evaluate, load_task, sweep
+from ..evaluation import (
+    METHODS,
+    TASK_KS,
+    TEXT_METHODS,
+    ReadoutCache,
+    evaluate,
+    grad_sketch_dim,
+    load_task,
+    sweep,
+)
 from .options import (
     add_config_options,
     add_model_options,
@@ -61,7 +70,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         cache = None
         if needs_lm:
             cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
-                                 grad_sketch_dim=config.k_h * (config.k_r + config.k_g))
+                                 grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
         report = evaluate(task, lm, methods, config, options, cache=cache, batch_size=args.batch_size,
                           progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
         report.table.to_csv(out / f"{task.name}_methods.csv", index=False)

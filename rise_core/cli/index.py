@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--each", action="store_true", help="with --queries: rank for every query separately")
     p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="output format")
     p.add_argument("--explain", action="store_true",
-                   help="token-level explanation of each hit (which tokens carry the RH and GH scores)")
+                   help="token-level explanation of each hit (which tokens carry the RH, GH and HS scores)")
     p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
     add_score_options(p)
     add_where_option(p)
@@ -182,7 +182,7 @@ def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
 
 
 def _attr_json(attr: Any) -> dict[str, Any]:
-    return {"tokens": attr.tokens, "rh": attr.rh, "gh": attr.gh, "n_prompt_tokens": attr.n_prompt_tokens}
+    return {"tokens": attr.tokens, "rh": attr.rh, "gh": attr.gh, "hs": attr.hs, "n_prompt_tokens": attr.n_prompt_tokens}
 
 
 def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | None = None) -> None:
@@ -191,20 +191,21 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
         return
     has_query = "query" in df.columns
     has_label = "label" in df.columns and df["label"].notna().any()
-    header = (["query"] if has_query else []) + ["rank", "id", "score", "rh", "gh"] + (["label"] if has_label else [])
+    channels = [c for c in ("rh", "gh", "hs") if c in df.columns and (c != "hs" or df[c].abs().sum() > 0)]
+    header = (["query"] if has_query else []) + ["rank", "id", "score", *channels] + (["label"] if has_label else [])
     id_width = min(24, max(2, int(df["id"].astype(str).str.len().max())))
     print("  ".join(f"{h:>5}" if h in ("query", "rank") else f"{h:<{id_width}}" if h == "id" else f"{h:>8}"
                     for h in header) + "  text")
     for _, row in df.iterrows():
         cells = ([f"{int(row['query']):>5}"] if has_query else []) + [
             f"{int(row['rank']):>5}", f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}",
-            f"{row['rh']:>8.4f}", f"{row['gh']:>8.4f}"]
+            *(f"{row[c]:>8.4f}" for c in channels)]
         if has_label:
             cells.append(f"{_short(row['label'], 8):>8}")
         print("  ".join(cells) + "  " + _short(_hit_text(row), width))
         if explanations and row["id"] in explanations:
             ex_attr, q_attr = explanations[row["id"]]
-            for channel in ("rh", "gh"):
+            for channel in channels:
                 print(f"{'':>7}{channel.upper()} example: {_top_tokens(ex_attr, channel)}")
                 print(f"{'':>7}{channel.upper()} query:   {_top_tokens(q_attr, channel)}")
 
@@ -302,7 +303,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
                              "(or a --queries file with one row)")
     index, lm = _open_for_query(args)
     try:
-        options = score_options_from_args(args)
+        options = score_options_from_args(args, index.config)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where)
         explanations = None
@@ -334,7 +335,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     index, lm = _open_for_query(args)
     try:
         qfm = query_features(index, lm, queries)
-        df = select(index, qfm, score_options_from_args(args), top_n=args.top_n, fraction=args.fraction,
+        df = select(index, qfm, score_options_from_args(args, index.config), top_n=args.top_n, fraction=args.fraction,
                     where=args.where)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
     finally:

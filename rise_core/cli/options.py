@@ -14,7 +14,16 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from ..config import PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, field_help, preset, preset_scoring
+from ..config import (
+    PRESETS,
+    RiseConfig,
+    ScoreOptions,
+    field_choices,
+    field_help,
+    options_for,
+    preset,
+    preset_scoring,
+)
 from ..errors import ConfigError
 from ..ingest import FORMATS
 
@@ -75,21 +84,27 @@ def config_from_args(args: argparse.Namespace, base: RiseConfig | None = None) -
 
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per `ScoreOptions` field (--lambda-rh, --lambda-gh, --lambda-hs, --sample-norm)."""
     group = parser.add_argument_group("scoring (applied at query time; default: the preset's)")
-    helps = field_help(ScoreOptions)
+    helps, choices = field_help(ScoreOptions), field_choices(ScoreOptions)
     defaults = ScoreOptions()
-    group.add_argument("--lambda-rh", type=float, default=None, help=f"{helps['lambda_rh']} (default "
-                       f"{defaults.lambda_rh})")
-    group.add_argument("--lambda-gh", type=float, default=None, help=f"{helps['lambda_gh']} (default "
-                       f"{defaults.lambda_gh})")
-    group.add_argument("--sample-norm", choices=SAMPLE_NORMS, default=None,
-                       help=f"{helps['sample_norm']} (default {defaults.sample_norm}; the paper preset: joint)")
+    for f in dataclasses.fields(ScoreOptions):
+        flag, text = "--" + f.name.replace("_", "-"), f"{helps[f.name]} (default {getattr(defaults, f.name)!r})"
+        if f.name in choices:
+            group.add_argument(flag, dest=f.name, choices=choices[f.name], default=None, help=text)
+        else:
+            group.add_argument(flag, dest=f.name, type=float, default=None, metavar=f.name.upper(), help=text)
 
 
-def score_options_from_args(args: argparse.Namespace) -> ScoreOptions:
-    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied."""
-    return preset_scoring(getattr(args, "preset", None) or "default", lambda_rh=args.lambda_rh,
-                          lambda_gh=args.lambda_gh, sample_norm=args.sample_norm)
+def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None = None) -> ScoreOptions:
+    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied. For an index
+    built without the HS channel (`config`), the default lambda_hs becomes 0; an explicit --lambda-hs is kept (and
+    refused by the scoring with a clear message)."""
+    given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(ScoreOptions)}
+    options = preset_scoring(getattr(args, "preset", None) or "default", **given)
+    if config is not None and given["lambda_hs"] is None:
+        options = options_for(config, options)
+    return options
 
 
 def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:

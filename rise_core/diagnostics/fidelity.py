@@ -91,7 +91,7 @@ def sketch_fidelity(lm: LoadedModel, samples: Sequence[Sample | str | dict], con
             if sketches is not None and d == base_dims and s == config.seed:
                 sk = sketches
             else:
-                sk = SketchSet.from_seed(lm.vocab_size, lm.hidden_size, *d, s)
+                sk = SketchSet.from_seed(lm.vocab_size, lm.hidden_size, *d, s, config.composition)
             variants.append((d, s, sk.to(lm.device)))
     weight = lm.readout_weight.detach()
     factors = []

@@ -6,12 +6,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pandas as pd
 import torch
 
-from ..config import HIDDEN_MEAN_SAMPLES, RiseConfig
+from ..config import RiseConfig, mean_fit_rows
+from ..engine import RiseExtractor, readout_forward
 from ..errors import ConfigError, IndexStoreError, InputDataError
 from ..ingest import FieldMap, PoolData, coerce_pool, content_hash, read_pool
 from ..models import LoadedModel
@@ -87,48 +88,77 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
     report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=skipped, seconds=0.0,
                          stopped=False, n_rows=data.n_rows, index_path=str(index.path))
     extractor = index.extractor(lm)
-    if new and cfg.center_hidden and index.hidden_mean is None:
-        if len(index) > 0:
-            raise IndexStoreError(f"{index.path} is corrupted: centring is on but no centring mean is stored")
-        fit_on = [s for _, s in new[:HIDDEN_MEAN_SAMPLES]]
-        index.set_hidden_mean(extractor.fit_hidden_mean(fit_on, batch_size=batch_size))
-        extractor = index.extractor(lm)
     if new and index.status != "building":
         index.set_status("building")
 
-    total, done = len(new), 0
+    total = len(new)
     if progress is not None:
         progress(0, total)
+    state = {"done": 0}
+
+    def usable_of(part: list[tuple[int, Sample]]) -> list[tuple[Sample, Any]]:
+        """The samples of `part` with a counted token, sorted by length (similar lengths share a batch)."""
+        usable = []
+        for (row, sample), enc in zip(part, extractor.encode([s for _, s in part]), strict=True):
+            if enc.n_counted == 0:
+                skipped.append((row, "no counted token (needs two or more tokens, or a completion that fits "
+                                     f"within seq_len={cfg.seq_len})"))
+                state["done"] += 1
+            else:
+                usable.append((sample, enc))
+        return sorted(usable, key=lambda item: len(item[1].input_ids))
+
+    def store(ex: RiseExtractor, batch: list[tuple[Sample, Any]], readout: Any = None) -> None:
+        feats = (ex.features_from_readout(readout) if readout is not None
+                 else ex.features_from_encoded([enc for _, enc in batch]))
+        fm = FeatureMatrix.from_features(feats, dtype=torch.float16)
+        index.add_samples([s for s, _ in batch], fm, feats.n_counted.tolist(), feats.mean_support.tolist(),
+                          feats.loss.tolist(), [len(e.input_ids) for _, e in batch], [e.truncated for _, e in batch])
+        report.n_added += len(batch)
+        report.n_truncated += sum(e.truncated for _, e in batch)
+        state["done"] += len(batch)
+        if progress is not None:
+            progress(state["done"], total)
+
+    def stop_requested() -> bool:
+        report.stopped = report.stopped or (should_stop is not None and should_stop())
+        return report.stopped
+
+    if new and cfg.needs_hidden_mean and index.hidden_mean is None:
+        if len(index) > 0:
+            raise IndexStoreError(f"{index.path} is corrupted: its config needs a hidden-state mean but none is stored")
+        # the mean of a seeded random subset of the pool (not its first rows: a sorted file would bias it); that
+        # subset's forward passes are kept and give its features once the mean is fixed, so it runs once
+        fit_rows = set(mean_fit_rows(len(new), cfg.seed))
+        fit_part = [item for i, item in enumerate(new) if i in fit_rows]
+        new = [item for i, item in enumerate(new) if i not in fit_rows]
+        fit_usable = usable_of(fit_part)
+        if not fit_usable:
+            raise InputDataError("cannot fit the hidden-state mean: no sample of the pool has a counted token")
+        batches, total_h, count = [], None, 0
+        for b_start in range(0, len(fit_usable), batch_size):
+            batch = fit_usable[b_start:b_start + batch_size]
+            readout = readout_forward(lm, [enc for _, enc in batch], cfg)
+            h_sum = readout.hidden.double().sum(dim=0)
+            total_h, count = (h_sum if total_h is None else total_h + h_sum), count + readout.hidden.shape[0]
+            batches.append((batch, _to_cpu(readout)))
+        index.set_hidden_mean((total_h / count).to(readout.hidden.dtype))
+        extractor = index.extractor(lm)
+        for batch, readout in batches:
+            if stop_requested():
+                break
+            store(extractor, batch, _to_device(readout, lm.device))
+        del batches
+
     window = batch_size * WINDOW_BATCHES
     for w_start in range(0, len(new), window):
         if report.stopped:
             break
-        part = new[w_start:w_start + window]
-        encoded = extractor.encode([s for _, s in part])
-        usable = []
-        for (row, sample), enc in zip(part, encoded, strict=True):
-            if enc.n_counted == 0:
-                skipped.append((row, "no counted token (needs two or more tokens, or a completion that fits "
-                                     f"within seq_len={cfg.seq_len})"))
-                done += 1
-            else:
-                usable.append((sample, enc))
-        usable.sort(key=lambda item: len(item[1].input_ids))  # similar lengths share a batch: less padding
+        usable = usable_of(new[w_start:w_start + window])
         for b_start in range(0, len(usable), batch_size):
-            if should_stop is not None and should_stop():
-                report.stopped = True
+            if stop_requested():
                 break
-            batch = usable[b_start:b_start + batch_size]
-            feats = extractor.features_from_encoded([enc for _, enc in batch])
-            fm = FeatureMatrix.from_features(feats, dtype=torch.float16)
-            index.add_samples([s for s, _ in batch], fm, feats.n_counted.tolist(), feats.mean_support.tolist(),
-                              feats.loss.tolist(), [len(e.input_ids) for _, e in batch],
-                              [e.truncated for _, e in batch])
-            report.n_added += len(batch)
-            report.n_truncated += sum(e.truncated for _, e in batch)
-            done += len(batch)
-            if progress is not None:
-                progress(done, total)
+            store(extractor, usable[b_start:b_start + batch_size])
     if not report.stopped and index.status != "complete":
         index.set_status("complete")
     report.n_skipped = len(skipped)
@@ -137,3 +167,20 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
     logger.info(report.summary())
     return report
 
+
+
+def _to_cpu(readout: Any) -> Any:
+    """A readout's tensors moved to host memory (kept between the mean fit and the feature pass)."""
+    return _moved(readout, "cpu")
+
+
+def _to_device(readout: Any, device: Any) -> Any:
+    return _moved(readout, device)
+
+
+def _moved(readout: Any, device: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(readout, **{f.name: getattr(readout, f.name).to(device)
+                                           for f in dataclasses.fields(readout)
+                                           if isinstance(getattr(readout, f.name), torch.Tensor)})

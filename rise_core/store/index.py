@@ -92,8 +92,7 @@ class RiseIndex:
     @classmethod
     def create(cls, path: str | Path, lm: LoadedModel, config: RiseConfig, overwrite: bool = False) -> RiseIndex:
         """A new, empty, writable index for `lm` and `config` (sketches drawn from config.seed)."""
-        sketches = SketchSet.from_seed(lm.vocab_size, lm.hidden_size, config.k_r, config.k_h, config.k_g,
-                                       config.seed)
+        sketches = SketchSet.for_config(lm.vocab_size, lm.hidden_size, config)
         info = {k: v for k, v in lm.describe().items() if k not in ("model_id", "fingerprint")}
         return cls._create_raw(path, config, lm.model_id, lm.fingerprint(), info, sketches, overwrite)
 
@@ -117,8 +116,11 @@ class RiseIndex:
             "model_id": model_id, "model_fingerprint": model_fingerprint, "model_info": model_info,
             "config": config.to_dict(), "config_fingerprint": config.fingerprint(),
             "sketch_digest": sketches.digest(),
-            "seeds": {"r": config.seed, "h": config.seed + 1, "g": config.seed + 2},
-            "feature_layout": {"dtype": "float16-le", "rh": [config.k_r, config.k_h], "gh": [config.k_g, config.k_h],
+            "seeds": {"r": config.seed, "h": config.seed + 1, "g": config.seed + 2,
+                      **({"h_g": config.seed + 3} if config.composition == "tensor" else {})},
+            "feature_layout": {"dtype": "float16-le", "composition": config.composition,
+                               "rh": [config.k_r, config.k_h], "gh": [config.k_g, config.k_h],
+                               "hs": [model_info.get("hidden_size")] if config.hidden_channel else None,
                                "unit_vectors": True},
             "library_version": __version__, "created_at": now, "updated_at": now, "status": "building",
             "has_hidden_mean": False,
@@ -494,28 +496,37 @@ class RiseIndex:
             self._fm_uuid = m.index_uuid
             return self._fm
 
+    def _feature_columns(self) -> tuple[str, ...]:
+        """The feature columns this index stores (HS only when built with the channel)."""
+        return ("rh", "gh", "rh_norm", "gh_norm") + (("hs", "hs_norm") if self.config.hidden_channel else ())
+
     def _load_features(self, start: int, stop: int) -> FeatureMatrix:
         d_rh, d_gh = self.config.feature_dims
         n = stop - start
+        names = self._feature_columns()
         with self._cursor("load features from") as cur:
-            table = cur.sql("SELECT row, rh, gh, rh_norm, gh_norm FROM rise_features WHERE row >= $1 AND row < $2",
+            table = cur.sql(f"SELECT row, {', '.join(names)} FROM rise_features WHERE row >= $1 AND row < $2",
                             params=[start, stop]).to_arrow_table()
         rows = table.column("row").to_numpy()
         if len(rows) != n:
             raise IndexStoreError(f"{self.path} is corrupted: {len(rows)} feature rows where {n} were expected")
-        rh = blob_matrix(table.column("rh"), n, d_rh, self.path)
-        gh = blob_matrix(table.column("gh"), n, d_gh, self.path)
-        rh_norm = table.column("rh_norm").to_numpy().astype(np.float32)
-        gh_norm = table.column("gh_norm").to_numpy().astype(np.float32)
+        dims = {"rh": d_rh, "gh": d_gh, "hs": int(self._hidden_mean.numel()) if self._hidden_mean is not None else 0}
+        parts = {}
+        for name in names:
+            if name.endswith("_norm"):
+                if table.column(name).null_count:
+                    raise IndexStoreError(f"{self.path} is corrupted: rows without their {name}")
+                parts[name] = table.column(name).to_numpy().astype(np.float32)
+            else:
+                parts[name] = blob_matrix(table.column(name), n, dims[name], self.path)
         del table
         expected = np.arange(start, stop)
         if not np.array_equal(rows, expected):
             order = np.argsort(rows, kind="stable")
             if not np.array_equal(rows[order], expected):
                 raise IndexStoreError(f"{self.path} is corrupted: feature rows are not numbered {start}..{stop - 1}")
-            rh, gh, rh_norm, gh_norm = rh[order], gh[order], rh_norm[order], gh_norm[order]
-        return FeatureMatrix(rh=torch.from_numpy(rh), gh=torch.from_numpy(gh), rh_norm=torch.from_numpy(rh_norm),
-                             gh_norm=torch.from_numpy(gh_norm))
+            parts = {k: v[order] for k, v in parts.items()}
+        return FeatureMatrix(**{k: torch.from_numpy(v) for k, v in parts.items()})
 
     def info(self) -> dict[str, Any]:
         """Manifest, counts and size on disk, for `rise info` and the app."""
@@ -530,7 +541,8 @@ class RiseIndex:
             "n_truncated": int(n_truncated), "n_tokens": int(tokens[0]), "n_counted_tokens": int(tokens[1]),
             "model_id": m.model_id, "model_fingerprint": m.model_fingerprint, "model_info": m.model_info,
             "config": m.config.to_dict(), "dims": list(m.dims), "feature_dims": list(m.config.feature_dims),
-            "feature_bytes_per_sample": m.config.bytes_per_sample(), "columns": self.columns,
+            "feature_bytes_per_sample": m.config.bytes_per_sample(int(m.model_info.get("hidden_size") or 0)),
+            "columns": self.columns,
             "has_hidden_mean": m.has_hidden_mean, "sketch_digest": m.sketch_digest, "seeds": m.seeds,
             "library_version": m.library_version, "format_version": m.format_version, "index_uuid": m.index_uuid,
             "created_at": m.created_at, "updated_at": m.updated_at, "size_bytes": self.size_bytes(),
@@ -558,6 +570,9 @@ class RiseIndex:
         if features.rh.shape[1] != d_rh or features.gh.shape[1] != d_gh:
             raise IndexMismatchError(f"features of dims ({features.rh.shape[1]}, {features.gh.shape[1]}) do not fit "
                                      f"this index ({d_rh}, {d_gh})")
+        if features.has_hs != m.config.hidden_channel:
+            raise IndexMismatchError(f"features {'with' if features.has_hs else 'without'} the HS channel do not fit "
+                                     f"this index (hidden_channel={m.config.hidden_channel})")
         if any(s.id is None for s in samples):
             raise InputDataError("every sample needs an id to be stored (see ingest.coerce_pool)")
         table, label_values, meta_values = samples_table(samples, m.n_samples, n_tokens, truncated)
@@ -572,8 +587,8 @@ class RiseIndex:
         try:
             con.execute("INSERT INTO rise_samples SELECT row, id, text, prompt, completion, label, meta, content_sha1, "
                         "n_tokens, truncated, added_at FROM rise_batch_samples")
-            con.execute("INSERT INTO rise_features SELECT row, rh, gh, rh_norm, gh_norm, n_counted, mean_support, "
-                        "loss FROM rise_batch_features")
+            names = ", ".join(("row", *self._feature_columns(), "n_counted", "mean_support", "loss"))
+            con.execute(f"INSERT INTO rise_features ({names}) SELECT {names} FROM rise_batch_features")
         finally:
             con.unregister("rise_batch_samples")
             con.unregister("rise_batch_features")

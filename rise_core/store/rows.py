@@ -47,19 +47,25 @@ def samples_table(samples: Sequence[Sample], start: int, n_tokens: Sequence[int]
 
 def features_table(features: FeatureMatrix, start: int, n_counted: Sequence[int], mean_support: Sequence[float],
                    loss: Sequence[float]) -> Any:
-    """The rise_features rows (numbered from `start`): fp16 unit vectors as blobs, their norms and the stats."""
+    """The rise_features rows (numbered from `start`): fp16 unit vectors as blobs, their norms and the stats (the HS
+    columns only when the features have that channel)."""
     import pyarrow as pa
 
-    return pa.table({
+    def blobs(x: torch.Tensor) -> Any:
+        return blob_array(x.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE))
+
+    columns = {
         "row": np.arange(start, start + len(features), dtype=np.int64),
-        "rh": blob_array(features.rh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
-        "gh": blob_array(features.gh.detach().cpu().to(torch.float16).numpy().astype(FEATURE_DTYPE)),
+        "rh": blobs(features.rh), "gh": blobs(features.gh),
         "rh_norm": np.asarray(features.rh_norm.detach().cpu(), dtype=np.float32),
         "gh_norm": np.asarray(features.gh_norm.detach().cpu(), dtype=np.float32),
         "n_counted": np.asarray(n_counted, dtype=np.int32),
         "mean_support": np.asarray(mean_support, dtype=np.float32),
         "loss": pa.array([None if not math.isfinite(float(v)) else float(v) for v in loss], pa.float32()),
-    })
+    }
+    if features.has_hs:
+        columns.update(hs=blobs(features.hs), hs_norm=np.asarray(features.hs_norm.detach().cpu(), dtype=np.float32))
+    return pa.table(columns)
 
 
 def merge_columns(existing: Sequence[Column], labels: Sequence[Any], metas: Sequence[dict[str, Any]]

@@ -20,7 +20,7 @@ from ..config import RiseConfig
 from ..errors import IndexStoreError, RiseError
 
 FORMAT = "rise-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: rise_features gains the HS channel (hs, hs_norm); version-1 files read as before
 FEATURE_DTYPE = np.dtype("<f2")  # stored unit vectors: little-endian float16
 WINDOW_BATCHES = 16  # batches per length-sorting window of a build
 BUILD_STATUSES = ("building", "complete")
@@ -29,7 +29,7 @@ BUILD_STATUSES = ("building", "complete")
 # exposed as meta_<name> (also the names `rank` adds to its output)
 BASE_COLUMNS = ("row", "id", "text", "prompt", "completion", "label", "n_counted", "loss", "mean_support",
                 "n_tokens", "truncated")
-RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {"rank", "score", "rh", "gh", "query", "meta"}
+RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {"rank", "score", "rh", "gh", "hs", "query", "meta"}
 
 SCHEMA = (
     "CREATE TABLE rise_manifest (key VARCHAR PRIMARY KEY, value JSON NOT NULL)",
@@ -39,7 +39,8 @@ SCHEMA = (
     "completion VARCHAR, label JSON, meta JSON, content_sha1 VARCHAR NOT NULL, n_tokens INTEGER NOT NULL, "
     "truncated BOOLEAN NOT NULL, added_at TIMESTAMP NOT NULL)",
     "CREATE TABLE rise_features (row BIGINT PRIMARY KEY, rh BLOB NOT NULL, gh BLOB NOT NULL, rh_norm FLOAT NOT NULL, "
-    "gh_norm FLOAT NOT NULL, n_counted INTEGER NOT NULL, mean_support FLOAT NOT NULL, loss FLOAT)",
+    "gh_norm FLOAT NOT NULL, n_counted INTEGER NOT NULL, mean_support FLOAT NOT NULL, loss FLOAT, hs BLOB, "
+    "hs_norm FLOAT)",
     "CREATE TABLE rise_columns (name VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, key VARCHAR, "
     "sql_type VARCHAR NOT NULL, position INTEGER NOT NULL)",
 )
