@@ -11,8 +11,9 @@ s = ui.page("home", "RISE attribution explorer")
 st.markdown(
     "RISE traces what a language model says back to the training examples that shaped it, using forward passes "
     "only: each token's LM-head gradient is the outer product of its prediction residual and its final hidden "
-    "state, which RISE sketches into a small per-example signature. Two channels score each example: "
-    "**RH** (lexical, which tokens were predicted) and **GH** (semantic, in embedding space)."
+    "state, which RISE sketches into a small per-example signature. Its channels score each example: "
+    "**RH** (lexical, which tokens were predicted), **GH** (semantic, in embedding space) and, in indexes that store "
+    "it, **HS** (representation: the example's mean final hidden state)."
 )
 
 st.subheader("Indexes")

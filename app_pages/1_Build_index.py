@@ -7,7 +7,15 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import ui
-from explorer.build_plan import estimate_index_bytes, head_pool, index_file_name, mean_text_bytes, slug
+from explorer.build_plan import (
+    estimate_index_bytes,
+    feature_summary,
+    head_pool,
+    index_file_name,
+    mean_text_bytes,
+    model_hidden_size,
+    slug,
+)
 from explorer.jobs import BuildJob
 from explorer.uploads import UPLOAD_TYPES, PoolFile
 from rise_core.bundled import pool_paths
@@ -45,10 +53,11 @@ with ui.friendly("check the settings", stop=True):
     default_name = index_file_name(st.session_state["build_model"], pool_file.name)
     name = st.text_input("Index name", key="build_name", placeholder=default_name).strip()
     target = s.index_dir / (f"{slug(Path(name).stem)}.duckdb" if name else default_name)
-    size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)))
+    hidden_size = model_hidden_size(st.session_state["build_model"])
+    size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)), hidden_size)
     resume = " It exists: building again resumes it and adds the rows it does not have yet." if target.exists() else ""
-    st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × {config.k_h}·({config.k_r}+"
-            f"{config.k_g}) fp16 features + text) → `{target}`.{resume}")
+    st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × "
+            f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target}`.{resume}")
     overwrite = st.checkbox("Start from scratch (delete the existing index first)", key="build_overwrite")
 
 job = ui.registry().job(target)

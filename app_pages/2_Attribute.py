@@ -1,24 +1,27 @@
-"""Attribute: which training examples drive a generation, with RH vs GH contributions and the tokens behind them."""
+"""Attribute: which training examples drive a generation, with their RH / GH / HS contributions and the tokens behind
+them."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from explorer import ui
-from explorer.views import CHANNELS, HIDDEN_COLUMNS, channel_values, highlight_html, results_table
+from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, highlight_html, results_table
 from rise_core import attribution
 
 ui.page("attribute")
 path = ui.index_picker()
 if path is None:
     st.stop()
+with ui.friendly("open the index", stop=True):
+    index = ui.open_index(path)
+has_hs = index.config.hidden_channel
 
 left, right = st.columns([3, 1])
 with left:
     ui.query_inputs(path)
 with right:
-    options = ui.score_controls()
+    options = ui.score_controls(index.config)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")
     st.text_input("Filter (optional)", key="where", persist_state="session", placeholder="topic = 'cooking'",
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "
@@ -30,47 +33,36 @@ query = st.session_state.get("attr_query")
 if query is None:
     st.stop()
 with ui.friendly("attribute the query"):
-    index = ui.open_index(path)
     lm = ui.model_for(index)
     query_fm = ui.query_features(index, lm, [query])
     hits = attribution.rank(index, query_fm, options, k=int(st.session_state["top_k"]),
                             where=st.session_state["where"].strip() or None)
+    if not has_hs:
+        hits = hits.drop(columns=["hs"], errors="ignore")
     if hits.empty:
         st.warning("No example matches the filter.")
         st.stop()
     st.subheader("Most influential training examples")
-    st.caption("score = RH + GH: each channel's similarity to the query, weighted by its λ. Label and metadata "
-               "columns come from the pool.")
+    shown = [c for c in channels(has_hs) if c != "total"]
+    st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
+               "metadata columns come from the pool.")
     st.dataframe(results_table(hits), hide_index=True, column_config={
-        "score": st.column_config.NumberColumn(format="%.4f"), "RH": st.column_config.NumberColumn(format="%.4f"),
-        "GH": st.column_config.NumberColumn(format="%.4f")})
-    labels = [f"#{r} {i}" for r, i in zip(hits["rank"], hits["id"], strict=True)][::-1]
-    fig = go.Figure([go.Bar(y=labels, x=hits["rh"][::-1], name="RH (lexical)", orientation="h"),
-                     go.Bar(y=labels, x=hits["gh"][::-1], name="GH (semantic)", orientation="h")])
-    fig.update_layout(barmode="relative", height=120 + 26 * len(hits), margin=dict(l=10, r=10, t=30, b=10),
-                      title="RH vs GH contribution to each example's score", legend=dict(orientation="h"))
-    st.plotly_chart(fig, key="contrib_chart")
+        c: st.column_config.NumberColumn(format="%.4f") for c in ("score", *shown)})
+    st.plotly_chart(contribution_chart(hits, shown), key="contrib_chart")
 
     st.subheader("Tokens that carry the score")
     c1, c2 = st.columns([2, 1])
     hit_id = c1.selectbox("Example", list(hits["id"]), key="explain_id",
                           format_func=lambda i: f"#{int(hits.set_index('id').loc[i, 'rank'])} {i}")
-    channel = c2.radio("Channel", CHANNELS, horizontal=True, key="explain_channel", persist_state="session")
-    cache = st.session_state.setdefault("_explanations", {})
-    ekey = (path, index.manifest.created_at, query, hit_id, options)
-    if ekey not in cache:
-        if len(cache) >= 64:
-            cache.clear()
-        with st.spinner("Explaining…"):
-            cache[ekey] = attribution.explain(index, lm, str(hit_id), query, query_fm, options)
-    ex_attr, q_attr = cache[ekey]
+    channel = c2.radio("Channel", channels(has_hs), horizontal=True, key="explain_channel", persist_state="session")
+    ex_attr, q_attr = ui.explanation(index, lm, path, hit_id, query, query_fm, options)
     st.caption("Orange: pushes the score up; blue: pulls it down; dotted underline: prompt tokens. "
                "Hover a token for its contribution.")
     st.markdown("**Query**")
     st.markdown(highlight_html(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens),
                 unsafe_allow_html=True)
     row = hits.set_index("id").loc[hit_id]
-    meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "rank")}
+    meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "rank")}
     st.markdown(f"**Example {hit_id}**")
     st.caption(" · ".join(f"{k}: {v}" for k, v in meta.items()))
     st.markdown(highlight_html(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens),

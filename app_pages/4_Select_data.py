@@ -17,10 +17,12 @@ ui.page("select")
 path = ui.index_picker()
 if path is None:
     st.stop()
+with ui.friendly("open the index", stop=True):
+    index = ui.open_index(path)
 
 left, right = st.columns([3, 1])
 with right:
-    options = ui.score_controls()
+    options = ui.score_controls(index.config)
 with left:
     source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
     if source == "Type them":
@@ -43,7 +45,6 @@ queries = st.session_state.get("sel_queries")
 if not queries:
     st.stop()
 with ui.friendly("score the pool"):
-    index = ui.open_index(path)
     query_fm = ui.query_features(index, ui.model_for(index), list(queries))
     ranked = attribution.select(index, query_fm, options, fraction=1.0)
     st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries")

@@ -25,9 +25,10 @@ with left:
                                help="Evaluate on the first rows only: the model reads every one of them.")
     max_queries = c2.number_input("Queries (0 = all)", 0, None, 10, key="eval_queries")
     methods = st.multiselect("Methods", METHODS, default=["RISE", "RISE-RH", "RISE-GH", "BM25"], key="eval_methods")
-    config = ui.config_form()
+    with ui.friendly("check the settings", stop=True):
+        config = ui.config_form()
 with right:
-    options = ui.score_controls()
+    options = ui.score_controls(config, hs_note="hidden_channel is off in the RISE hyperparameters, so λ_hs stays 0.")
 st.caption(f"Model: `{s.model_id}`. The Stop button at the top right cancels a run at its next stage.")
 if st.button("Run the evaluation", type="primary", key="evaluate"):
     with ui.friendly("run the evaluation"):

@@ -3,6 +3,7 @@ the pool to index."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +22,39 @@ ROW_OVERHEAD_BYTES = 96
 INDEX_BASE_BYTES = 3 * 1024**2
 
 
-def estimate_index_bytes(config: RiseConfig, n_samples: int, mean_text_bytes: float = 0.0) -> int:
+def estimate_index_bytes(config: RiseConfig, n_samples: int, mean_text_bytes: float = 0.0,
+                         hidden_size: int | None = None) -> int:
     """Approximate size on disk of an index (an upper estimate: DuckDB compresses some of it): fp16 features, the
-    sample text and a per-row overhead, plus the fixed cost of an empty index."""
-    return int(INDEX_BASE_BYTES + n_samples * (config.bytes_per_sample() + mean_text_bytes + ROW_OVERHEAD_BYTES))
+    sample text and a per-row overhead, plus the fixed cost of an empty index.
+
+    The HS channel (`hidden_size` fp16 values per sample, when the config stores it) counts only when the model's
+    hidden size is given: without it the estimate leaves HS out and is low by 2 * hidden_size bytes per sample."""
+    features = config.bytes_per_sample(hidden_size or 0)
+    return int(INDEX_BASE_BYTES + n_samples * (features + mean_text_bytes + ROW_OVERHEAD_BYTES))
+
+
+def feature_summary(config: RiseConfig, hidden_size: int | None = None) -> str:
+    """The stored fp16 values per sample, spelt out: K_h·(K_r+K_g), plus the HS channel's hidden size."""
+    rhgh = f"{config.k_h}·({config.k_r}+{config.k_g})"
+    if not config.hidden_channel:
+        return rhgh
+    return f"{rhgh} + {hidden_size} (HS)" if hidden_size else f"{rhgh} + the model's hidden size (HS, not counted)"
+
+
+def model_hidden_size(model_id: str) -> int | None:
+    """The hidden size of a model from its config.json, without loading it: a local checkpoint directory, or the
+    embedded default once converted; None when it is not known without the model (e.g. a hub id not downloaded)."""
+    from rise_core.default_model import DEFAULT_MODEL_ID, default_cache_dir
+
+    model_id = model_id.strip()
+    directory = default_cache_dir() / DEFAULT_MODEL_ID if model_id == DEFAULT_MODEL_ID else Path(model_id).expanduser()
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    size = next((config.get(key) for key in ("hidden_size", "n_embd", "d_model") if key in config), None)
+    return size if isinstance(size, int) and size > 0 else None
 
 
 def mean_text_bytes(df: pd.DataFrame, columns: Sequence[str | None]) -> float:

@@ -69,7 +69,7 @@ def run_form() -> RunChoice:
                                help="Layer gradient energy runs a backward pass per sample: the slowest by far.")
     with right:
         with st.expander("Score options (RH vs GH, fidelity)"):
-            options = ui.score_controls()
+            options = ui.score_controls(hs_note="The diagnostics compare the RH and GH channels only.")
         force = st.checkbox("Recompute", key="diag_force",
                             help="Compute again even when cached results match the inputs.")
     return RunChoice(source, list(which), options, force)

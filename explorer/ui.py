@@ -13,6 +13,7 @@ Configuration (environment variables):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -25,7 +26,16 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import bundled
-from rise_core.config import COUNTED_POSITIONS, PRESETS, SAMPLE_NORMS, RiseConfig, ScoreOptions, field_help
+from rise_core.config import (
+    PRESET_SCORING,
+    PRESETS,
+    SAMPLE_NORMS,
+    RiseConfig,
+    ScoreOptions,
+    field_choices,
+    field_help,
+    options_for,
+)
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import (
     ConfigError,
@@ -46,7 +56,9 @@ from .generation import generate_continuation
 from .jobs import BuildJob, IndexRegistry
 
 if TYPE_CHECKING:
-    from rise_core.baselines import BM25Scorer
+    from rise_core.baselines import BM25Scorer, EmbeddingScorer
+    from rise_core.compare import ForwardVectors, MethodScores
+    from rise_core.explain import TokenAttribution
     from rise_core.store import RiseIndex
 
 logger = logging.getLogger("rise.explorer")
@@ -67,7 +79,7 @@ PAGES = {
     "home": PageSpec("app_pages/0_Home.py", "Home", ":material/explore:"),
     "build": PageSpec("app_pages/1_Build_index.py", "Build index", ":material/construction:"),
     "attribute": PageSpec("app_pages/2_Attribute.py", "Attribute", ":material/manage_search:"),
-    "compare": PageSpec("app_pages/3_Compare_BM25.py", "Compare with BM25", ":material/balance:"),
+    "compare": PageSpec("app_pages/3_Compare_methods.py", "Compare methods", ":material/balance:"),
     "select": PageSpec("app_pages/4_Select_data.py", "Select data", ":material/filter_alt:"),
     "evaluate": PageSpec("app_pages/5_Evaluate.py", "Evaluate", ":material/analytics:"),
     "diagnostics": PageSpec("app_pages/6_Diagnostics.py", "Diagnostics", ":material/monitor_heart:"),
@@ -78,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "query_completion": "",
     "lambda_rh": ScoreOptions().lambda_rh,
     "lambda_gh": ScoreOptions().lambda_gh,
+    "lambda_hs": ScoreOptions().lambda_hs,
     "sample_norm": ScoreOptions().sample_norm,
     "top_k": 10,
     "where": "",
@@ -170,19 +183,62 @@ def model_for(index: RiseIndex) -> LoadedModel:
     return load_lm(index.manifest.model_id)
 
 
+def _stamp(index: RiseIndex) -> str:
+    """Changes whenever the index's pool does (a rebuild, an append): the cache key of what is fitted on the pool."""
+    m = index.manifest
+    return f"{m.index_uuid}:{m.updated_at}:{len(index)}"
+
+
 @st.cache_resource(max_entries=4, show_spinner="Indexing the pool for BM25…")
 def _bm25(path: str, stamp: str) -> BM25Scorer:
-    from rise_core.baselines import BM25Scorer
+    from rise_core.compare import fit_bm25
 
-    scorer = BM25Scorer()
-    scorer.fit(open_index(path).sample_list())
-    return scorer
+    return fit_bm25(open_index(path))
 
 
 def bm25_for(path: str | Path) -> BM25Scorer:
     """A BM25 scorer fitted on the index's pool, in `samples()` order (cached until the index changes)."""
+    return _bm25(str(path), _stamp(open_index(path)))
+
+
+@st.cache_resource(max_entries=2, show_spinner="Embedding the pool with MiniLM…")
+def _embeddings(path: str, stamp: str) -> EmbeddingScorer:
+    from rise_core.compare import fit_embeddings
+
+    return fit_embeddings(open_index(path))
+
+
+def embeddings_for(path: str | Path) -> EmbeddingScorer:
+    """MiniLM embeddings of the index's pool (cached until the index changes); ModelLoadError when not installed."""
+    return _embeddings(str(path), _stamp(open_index(path)))
+
+
+@st.cache_resource
+def _forward_passes() -> dict[tuple[str, str], ForwardVectors]:
+    """Pool forward passes run on request (Grad-Sketch), shared by the sessions of this server: the latest two."""
+    return {}
+
+
+def forward_for(path: str | Path) -> ForwardVectors | None:
+    """The pool's forward-pass vectors if they were computed for the index as it is now, else None."""
+    return _forward_passes().get((str(path), _stamp(open_index(path))))
+
+
+def run_forward(path: str | Path) -> ForwardVectors:
+    """One forward pass of the index's model over its whole pool (Grad-Sketch, hidden states), with a progress bar."""
+    from rise_core.compare import forward_vectors
+
     index = open_index(path)
-    return _bm25(str(path), f"{index.manifest.updated_at}:{len(index)}")
+    key, lm = (str(path), _stamp(index)), model_for(index)
+    bar = st.progress(0.0, text=f"Running the model over {len(index)} pool samples…")
+    vectors = forward_vectors(lm, index.sample_list(), index.config,
+                              progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} samples"))
+    bar.empty()
+    store = _forward_passes()
+    store[key] = vectors
+    while len(store) > 2:
+        store.pop(next(iter(store)))
+    return vectors
 
 
 def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
@@ -235,19 +291,65 @@ def index_picker() -> str | None:
     return None
 
 
-def score_options() -> ScoreOptions:
-    return ScoreOptions(lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
-                        sample_norm=st.session_state["sample_norm"])
+NO_HS = ("This index has no HS channel (built with hidden_channel off, or before it existed), so λ_hs stays 0. "
+         "Rebuild it with hidden_channel on to weigh it.")
+# slider range of the channel weights: [0, 2], widened if a preset's weight is larger
+LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values() for c in ("rh", "gh", "hs")))
 
 
-def score_controls() -> ScoreOptions:
-    """λ_rh / λ_gh sliders and the per-sample normalisation: moving them rescores without running the model."""
+def _weighs_hs(config: RiseConfig | None) -> bool:
+    return config is not None and config.hidden_channel
+
+
+def _applicable(config: RiseConfig | None, options: ScoreOptions) -> ScoreOptions:
+    """`options` with λ_hs 0 unless `config` stores the HS channel (None: a page that scores RH and GH only)."""
+    return options_for(config, options) if config is not None else dataclasses.replace(options, lambda_hs=0.0)
+
+
+def score_options(config: RiseConfig | None = None) -> ScoreOptions:
+    """The scoring options in the session, for an index (or evaluation) with `config`."""
+    return _applicable(config, ScoreOptions(
+        lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
+        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"]))
+
+
+def pure_rise_options() -> ScoreOptions:
+    """The paper's RISE: its RH / GH weights and sample normalisation, no HS."""
+    return dataclasses.replace(PRESET_SCORING["paper"], lambda_hs=0.0)
+
+
+def default_options(config: RiseConfig | None) -> ScoreOptions:
+    """This project's default scoring for `config`."""
+    return _applicable(config, ScoreOptions())
+
+
+def _set_scoring(options: ScoreOptions) -> None:
+    for name in ("lambda_rh", "lambda_gh", "lambda_hs", "sample_norm"):
+        st.session_state[name] = getattr(options, name)
+
+
+def score_controls(config: RiseConfig | None = None, hs_note: str = NO_HS) -> ScoreOptions:
+    """λ_rh / λ_gh sliders, λ_hs when `config` stores the HS channel (else `hs_note` says why not), the per-sample
+    normalisation, and two shortcuts: pure RISE (the paper's RH+GH scoring) and this project's default. Moving them
+    rescores without running the model."""
     help_ = field_help(ScoreOptions)
-    st.slider("λ_rh (lexical)", 0.0, 2.0, step=0.05, key="lambda_rh", persist_state="session", help=help_["lambda_rh"])
-    st.slider("λ_gh (semantic)", 0.0, 2.0, step=0.05, key="lambda_gh", persist_state="session", help=help_["lambda_gh"])
+    c1, c2 = st.columns(2)
+    c1.button("Pure RISE (RH+GH)", key="scoring_pure", on_click=_set_scoring, args=(pure_rise_options(),),
+              help="The paper's scoring: its λ_rh, λ_gh and sample normalisation, and no HS channel (λ_hs = 0).")
+    c2.button("Default", key="scoring_default", on_click=_set_scoring, args=(default_options(config),),
+              help="This project's default scoring options.")
+    st.slider("λ_rh (lexical)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_rh", persist_state="session",
+              help=help_["lambda_rh"])
+    st.slider("λ_gh (semantic)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_gh", persist_state="session",
+              help=help_["lambda_gh"])
+    if _weighs_hs(config):
+        st.slider("λ_hs (representation)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_hs", persist_state="session",
+                  help=help_["lambda_hs"])
+    else:
+        st.caption(hs_note)
     st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
-                help=help_["sample_norm"])
-    return score_options()
+                 help=help_["sample_norm"])
+    return score_options(config)
 
 
 def query_inputs(path: str) -> None:
@@ -290,6 +392,82 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample]) -> 
     return cache[key]
 
 
+# --- attributing ---------------------------------------------------------------------------------------------------
+
+
+def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query: Sample, query_fm: FeatureMatrix,
+                options: ScoreOptions) -> tuple[TokenAttribution, TokenAttribution]:
+    """Token contributions of a hit and of the query (`attribution.explain`), cached in the session."""
+    from rise_core import attribution
+
+    cache = st.session_state.setdefault("_explanations", {})
+    key = (path, index.manifest.created_at, query, hit_id, options)
+    if key not in cache:
+        if len(cache) >= 64:
+            cache.clear()
+        with st.spinner("Explaining…"):
+            cache[key] = attribution.explain(index, lm, str(hit_id), query, query_fm, options)
+    return cache[key]
+
+
+# --- comparing methods ----------------------------------------------------------------------------------------------
+
+
+def forward_pass_offer(path: str) -> None:
+    """Grad-Sketch needs the model over the whole pool: say what that costs and run it only when asked."""
+    index = open_index(path)
+    slot = st.empty()
+    if forward_for(path) is None:
+        extra = "" if index.config.hidden_channel else " The same pass gives hidden cosine (this index has no HS channel)."
+        with slot.container():
+            st.info(f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
+                    f"sample) needs one forward pass of `{index.manifest.model_id}` over all **{len(index)} pool "
+                    f"samples**, about as long as building the index took.{extra}", icon=":material/info:")
+            run = st.button(f"Run Grad-Sketch over {len(index)} pool samples", key="cmp_grad",
+                            icon=":material/play_arrow:")
+        if not run:
+            return
+        with friendly("run the forward pass over the pool"):
+            run_forward(path)
+    if forward_for(path) is not None:
+        slot.caption(f"Grad-Sketch: the forward pass over the {len(index)} pool samples is done (kept while this "
+                     "server runs).")
+
+
+def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:
+    """Agreement of each method with RISE, the methods' top-k lists side by side, and label metrics when the pool has
+    binary labels."""
+    from rise_core.agreement import agreement_table
+    from rise_core.compare import RISE
+
+    from .views import binary_labels, label_table, top_list
+
+    ready = {name: r for name, r in results.items() if r.available}
+    for name, r in results.items():
+        if not r.available:
+            st.caption(f"**{name}**: {r.missing}.")
+    n_queries = next(iter(ready.values())).scores.shape[0]
+    per = " per query, averaged" if n_queries > 1 else ""
+    st.markdown(f"**Agreement with RISE** over the whole pool{per}: the share of RISE's top {k} that each method also "
+                "ranks in its top k, and the rank correlations of their scores (1: the same order, -1: reversed).")
+    table = agreement_table({name: r.scores for name, r in ready.items()}, RISE, k)
+    st.dataframe(table, key="cmp_agreement", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in table.columns})
+
+    st.markdown(f"**Top {k} of each method**")
+    for col, (name, r) in zip(st.columns(len(ready)), ready.items(), strict=True):
+        col.markdown(f"**{name}**")
+        col.dataframe(top_list(pool, r.mean(), k), hide_index=True, column_config={
+            "score": st.column_config.NumberColumn(format="%.4f")})
+
+    labels = binary_labels(pool["label"]) if "label" in pool.columns else None
+    if labels is not None and labels.any():
+        st.markdown(f"**Against the pool's labels** ({int(labels.sum())} positives of {labels.size})")
+        st.dataframe(label_table({name: r.mean() for name, r in ready.items()}, labels, k).round(4), key="cmp_labels")
+    else:
+        st.caption("The pool has no binary labels: precision@k and AP are not available.")
+
+
 # --- building ---
 
 FIELD_NAMES = ("text", "prompt", "completion", "id", "label")
@@ -320,7 +498,7 @@ def _apply_preset() -> None:
 
 def config_form() -> RiseConfig:
     """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
-    helps = field_help(RiseConfig)
+    helps, choices = field_help(RiseConfig), field_choices(RiseConfig)
     for name, value in RiseConfig().to_dict().items():
         st.session_state.setdefault(f"cfg_{name}", value)
     with st.expander("RISE hyperparameters (hover a field for what it does)"):
@@ -331,8 +509,8 @@ def config_form() -> RiseConfig:
             col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}
             if isinstance(default, bool):
                 col.checkbox(name, key=key, **kw)
-            elif name == "counted_positions":
-                col.selectbox(name, COUNTED_POSITIONS, key=key, **kw)
+            elif name in choices:
+                col.selectbox(name, choices[name], key=key, **kw)
             elif isinstance(default, float):
                 col.number_input(name, key=key, format="%.3f", **kw)
             else:

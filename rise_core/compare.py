@@ -1,0 +1,228 @@
+"""Several attribution methods' scores of one index's pool for a query set, side by side.
+
+- RISE: the index's stored features, scored by `scoring.score_pool` (what `attribution.rank` ranks).
+- Hidden cosine: the cosine of mean final hidden states (over the config's counted positions), rebuilt from the
+  index's HS channel and stored pool mean (mean hidden = hs_unit * hs_norm + mean) when the index has one.
+- BM25 and MiniLM embeddings: the stored texts (`baselines.BM25Scorer`, `baselines.EmbeddingScorer`).
+- Grad-Sketch: the exact LM-head gradient sum_t r_t h_t^T, TensorSketched to as many values per sample as the index
+  stores (equal bytes), cosine-scored. It needs one forward pass over the whole pool (`forward_vectors`), which a
+  caller runs on demand; that pass also gives hidden cosine for an index without the HS channel.
+
+Scores are (Q, N) float64 matrices, one row per query, column j = feature row j (`RiseIndex.samples()` order). A
+query set's ranking is the mean over its rows (for RISE exactly the score of the set's mean features).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .config import RiseConfig, ScoreOptions, options_for
+from .errors import ConfigError, InputDataError, ModelLoadError
+from .evaluation import grad_sketch_dim
+from .models import LoadedModel
+from .readout_cache import ReadoutCache
+from .samples import Sample
+from .scoring import FeatureMatrix, matvec, score_pool
+from .store import RiseIndex
+
+RISE = "RISE"
+HIDDEN_COSINE = "Hidden cosine"
+GRAD_SKETCH = "Grad-Sketch"
+EMBEDDING = "MiniLM"
+BM25 = "BM25"
+METHODS = (RISE, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
+
+FORWARD_CHUNK = 256  # pool samples whose readouts are held at once by `forward_vectors`
+ROW_CHUNK = 8192  # pool rows rebuilt at a time by `hidden_cosine_scores`
+# `forward_vectors` reads hidden states only, never the candidate lists: the shortest list a ReadoutCache accepts
+_FORWARD_K_MAX = RiseConfig().min_top_l
+
+
+@dataclass(frozen=True, eq=False)
+class MethodScores:
+    """One method's scores of the pool for every query, or why it has none (`missing`)."""
+
+    name: str
+    scores: np.ndarray | None = None  # (Q, N) float64
+    missing: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.scores is not None
+
+    def mean(self) -> np.ndarray:
+        """(N,) the query set's scores: the mean over its queries."""
+        if self.scores is None:
+            raise InputDataError(f"{self.name} has no scores: {self.missing}")
+        return self.scores.mean(axis=0)
+
+
+# --- from the index alone -------------------------------------------------------------------------------------------
+
+
+def rise_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None) -> np.ndarray:
+    """(Q, N) RISE scores of every pool row for each query, with `options` (lambda_hs taken as 0 for an index
+    without the HS channel, as `config.options_for` says)."""
+    options = options_for(index.config, options or ScoreOptions())
+    fm = index.feature_matrix()
+    return np.stack([score_pool(fm, query_fm.select([q]), options).total.double().numpy()
+                     for q in range(len(query_fm))])
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=1, keepdim=True).clamp_min(1e-300)
+
+
+def _no_hs(index: RiseIndex) -> str:
+    return (f"{index.path.name} has no HS channel (built with hidden_channel off, or before it existed): hidden "
+            f"cosine needs a forward pass over its {len(index)} pool samples")
+
+
+def hidden_cosine_scores(index: RiseIndex, query_fm: FeatureMatrix) -> np.ndarray:
+    """(Q, N) cosine of each query's mean final hidden state with each pool sample's, rebuilt from the stored HS
+    channel and pool mean; a pool sample with no counted token scores 0. Raises ConfigError without HS."""
+    fm, mean = index.feature_matrix(), index.hidden_mean
+    if not fm.has_hs or mean is None:
+        raise ConfigError(_no_hs(index))
+    if not query_fm.has_hs:
+        raise ConfigError("the query features have no HS channel; compute them with the index's extractor")
+    mean = mean.double()
+    queries = _unit_rows(query_fm.hs.double() * query_fm.hs_norm.double()[:, None] + mean)  # (Q, d)
+    out = np.empty((len(query_fm), len(fm)))
+    for start in range(0, len(fm), ROW_CHUNK):
+        stop = start + ROW_CHUNK
+        pool = fm.hs[start:stop].double() * fm.hs_norm[start:stop].double()[:, None] + mean  # (n, d)
+        out[:, start:stop] = (queries @ _unit_rows(pool).T).numpy()
+    out[:, index.row_mask("n_counted = 0").numpy()] = 0.0  # their HS is zero, not a mean hidden state
+    return out
+
+
+def fit_bm25(index: RiseIndex) -> BM25Scorer:
+    """A BM25 scorer fitted on the index's pool texts, columns in row order."""
+    scorer = BM25Scorer()
+    scorer.fit(index.sample_list())
+    return scorer
+
+
+def fit_embeddings(index: RiseIndex, model_path: str | None = None) -> EmbeddingScorer:
+    """MiniLM (or `model_path`) embeddings of the index's pool texts; raises ModelLoadError, naming the install
+    command, when the embedding model is not available."""
+    scorer = EmbeddingScorer(model_path=model_path)
+    scorer.fit(index.sample_list())
+    return scorer
+
+
+def text_scores(scorer: Scorer, queries: Sequence[Sample]) -> np.ndarray:
+    """(Q, N) scores of a text scorer fitted on the pool."""
+    return np.asarray(scorer.score(list(queries)), dtype=np.float64)
+
+
+# --- from a forward pass --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ForwardVectors:
+    """Per-sample unit vectors from one forward pass, float16 like an index's features: the Grad-Sketch (N, dim)
+    and the mean final hidden state (N, d), both over the config's counted positions within seq_len."""
+
+    grad: torch.Tensor
+    hidden: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.grad.shape[0])
+
+
+def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConfig, batch_size: int = 8,
+                    progress: Callable[[int, int], None] | None = None) -> ForwardVectors:
+    """Grad-Sketch and mean-hidden vectors of `samples` (the pool, or queries), as `evaluation.GradSketchScorer` and
+    `HiddenCosineScorer` compute them: Grad-Sketch in `grad_sketch_dim(config, hidden_size)` values, the index's
+    bytes per sample. Readouts are held for FORWARD_CHUNK samples at a time; `progress(done, total)` after each."""
+    samples = [Sample.coerce(s) for s in samples]
+    if not samples:
+        raise InputDataError("no samples to run the model on")
+    dim, counted = grad_sketch_dim(config, lm.hidden_size), config.counted_positions
+    grads, hiddens = [], []
+    for start in range(0, len(samples), FORWARD_CHUNK):
+        part = samples[start:start + FORWARD_CHUNK]
+        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=_FORWARD_K_MAX, seed=config.seed, grad_sketch_dim=dim)
+        cache.add(part, batch_size=batch_size)
+        grads.append(_unit_rows(cache.grad_sketch(part, counted, dim).double()).half())
+        hiddens.append(_unit_rows(cache.mean_hidden(part, counted).double()).half())
+        if progress is not None:
+            progress(start + len(part), len(samples))
+    return ForwardVectors(grad=torch.cat(grads), hidden=torch.cat(hiddens))
+
+
+def cosine_scores(queries: torch.Tensor, pool: torch.Tensor) -> np.ndarray:
+    """(Q, N) products of unit query rows with unit pool rows (float16 rows widened a chunk at a time)."""
+    return np.stack([matvec(pool, q.float()).double().numpy() for q in queries])
+
+
+# --- every method at once -------------------------------------------------------------------------------------------
+
+
+def _fitted(source: Scorer | Callable[[], Scorer]) -> Scorer:
+    return source if isinstance(source, Scorer) else source()
+
+
+def _check_width(name: str, scores: np.ndarray, n: int) -> np.ndarray:
+    if scores.shape[1] != n:
+        raise InputDataError(f"{name} scored {scores.shape[1]} pool samples but the index has {n}: fit it on this "
+                             "index's pool")
+    return scores
+
+
+def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,
+                    options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,
+                    embeddings: Scorer | Callable[[], Scorer] | None = None, forward: ForwardVectors | None = None,
+                    lm: LoadedModel | None = None) -> dict[str, MethodScores]:
+    """Every method of METHODS for `queries` (with `query_fm`, their features from the index's extractor), in that
+    order; a method that cannot run says why in `missing`.
+
+    `bm25`, `embeddings`: a scorer fitted on the index's pool (`fit_bm25`, `fit_embeddings`) or a function returning
+    one, called here so that an embedding model that is not installed becomes a message; None: not asked for.
+    `forward`: the pool's `forward_vectors` (Grad-Sketch, and hidden cosine without HS), with `lm` to run the
+    queries; None: those methods say they need the forward pass."""
+    n = len(index)
+    queries = [Sample.coerce(q) for q in queries]
+    if len(queries) != len(query_fm):
+        raise InputDataError(f"{len(queries)} queries but {len(query_fm)} rows of query features")
+    out = {RISE: MethodScores(RISE, rise_scores(index, query_fm, options))}
+    if forward is not None and len(forward) != n:
+        raise InputDataError(f"the forward-pass vectors cover {len(forward)} pool samples but the index has {n}: "
+                             "run the forward pass again")
+    q_forward = forward_vectors(lm, queries, index.config) if forward is not None and lm is not None else None
+    need_pass = f"needs one forward pass over the {n} pool samples"
+
+    if index.config.hidden_channel:
+        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, hidden_cosine_scores(index, query_fm))
+    elif q_forward is not None:
+        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, cosine_scores(q_forward.hidden, forward.hidden))
+    else:
+        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, missing=_no_hs(index))
+
+    if q_forward is not None:
+        out[GRAD_SKETCH] = MethodScores(GRAD_SKETCH, cosine_scores(q_forward.grad, forward.grad))
+    else:
+        out[GRAD_SKETCH] = MethodScores(GRAD_SKETCH, missing=f"Grad-Sketch {need_pass}"
+                                        + ("" if forward is None else " (and the model, to run the queries)"))
+
+    if embeddings is None:
+        out[EMBEDDING] = MethodScores(EMBEDDING, missing="not asked for")
+    else:
+        try:
+            scores = _check_width(EMBEDDING, text_scores(_fitted(embeddings), queries), n)
+            out[EMBEDDING] = MethodScores(EMBEDDING, scores)
+        except ModelLoadError as exc:
+            out[EMBEDDING] = MethodScores(EMBEDDING, missing=f"the MiniLM embedding model is not available: {exc}")
+
+    if bm25 is None:
+        out[BM25] = MethodScores(BM25, missing="not asked for")
+    else:
+        out[BM25] = MethodScores(BM25, _check_width(BM25, text_scores(_fitted(bm25), queries), n))
+    return out
