@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
-from rise_core.evaluation import Task, evaluate, sweep
+from rise_core.evaluation import Task, evaluate, grad_sketch_dim, sweep
 from rise_core.models import load_model
 from rise_core.readout_cache import ReadoutCache
 from rise_core.samples import Sample
@@ -111,7 +111,7 @@ def main() -> int:
         t0 = time.perf_counter()
         base = RiseConfig(seq_len=args.seq_len)
         cache = ReadoutCache(lm, seq_len=args.seq_len, k_max=base.k_max, seed=base.seed,
-                             grad_sketch_dim=base.k_h * (base.k_r + base.k_g))
+                             grad_sketch_dim=grad_sketch_dim(base, lm.hidden_size))
         cache.add(task.pool + task.queries, batch_size=args.batch_size)
         print(f"[{task.name}] pool {len(task.pool)} ({int(task.labels.sum())} positive), {len(task.queries)} queries, "
               f"forward {cache.forward_seconds:.0f}s", flush=True)

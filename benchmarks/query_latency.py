@@ -53,26 +53,33 @@ def _median(fn: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _synthetic(n: int, d_rh: int, d_gh: int, gen: torch.Generator, shared: float) -> SampleFeatures:
+HIDDEN = 64  # the synthetic model's hidden size (the HS channel's length)
+
+
+def _synthetic(n: int, d_rh: int, d_gh: int, gen: torch.Generator, shared: float,
+               hs: bool = True) -> SampleFeatures:
     def channel(d: int) -> torch.Tensor:
         common = torch.randn(d, generator=gen)
         return shared * common / common.norm() * d**0.5 + torch.randn(n, d, generator=gen)
 
     return SampleFeatures(rh=channel(d_rh), gh=channel(d_gh), n_counted=torch.full((n,), 64),
-                          mean_support=torch.full((n,), 8.0), loss=torch.full((n,), 2.0))
+                          mean_support=torch.full((n,), 8.0), loss=torch.full((n,), 2.0),
+                          hs=channel(HIDDEN) if hs else None)
 
 
 def write_index(path: Path, n: int, config: RiseConfig, shared: float, chunk: int = 10_000) -> float:
     """A synthetic index of n samples; returns the seconds spent writing it."""
     start = time.perf_counter()
-    sketches = SketchSet.from_seed(1024, 64, config.k_r, config.k_h, config.k_g, config.seed)
-    index = RiseIndex._create_raw(path, config, "synthetic", "synthetic", {"vocab_size": 1024, "hidden_size": 64},
+    sketches = SketchSet.for_config(1024, HIDDEN, config)
+    index = RiseIndex._create_raw(path, config, "synthetic", "synthetic", {"vocab_size": 1024, "hidden_size": HIDDEN},
                                   sketches, overwrite=True)
+    if config.needs_hidden_mean:
+        index.set_hidden_mean(torch.zeros(HIDDEN))
     gen = torch.Generator().manual_seed(0)
     d_rh, d_gh = config.feature_dims
     for s in range(0, n, chunk):
         m = min(chunk, n - s)
-        feats = _synthetic(m, d_rh, d_gh, gen, shared)
+        feats = _synthetic(m, d_rh, d_gh, gen, shared, config.hidden_channel)
         samples = [Sample(text=f"synthetic sample {i}", id=f"s{i}", label=i % 2, meta={"topic": TOPICS[i % 4]})
                    for i in range(s, s + m)]
         index.add_samples(samples, FeatureMatrix.from_features(feats, dtype=torch.float16), feats.n_counted.tolist(),
@@ -93,7 +100,7 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
     matrix_bytes = fm.rh.numel() * fm.rh.element_size() + fm.gh.numel() * fm.gh.element_size()
 
     gen = torch.Generator().manual_seed(1)
-    query = FeatureMatrix.from_features(_synthetic(1, *config.feature_dims, gen, shared))
+    query = FeatureMatrix.from_features(_synthetic(1, *config.feature_dims, gen, shared, config.hidden_channel))
     options = ScoreOptions()
     rh_words, gh_words = fm.rh.view(torch.int64), fm.gh.view(torch.int64)
     floor_s = _median(lambda: (rh_words.sum(), gh_words.sum()), repeats)

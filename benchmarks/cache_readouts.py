@@ -1,0 +1,60 @@
+"""Run the model once over every task's pool and queries and save the readouts, so experiments rerun without it.
+
+    python benchmarks/cache_readouts.py --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
+
+One file per task (<out>/<task>.pt, see `ReadoutCache.save`); dev-sentiment and dev-refusal share their clean rows,
+so they share one file (alpaca.pt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dev_tasks import dev_task  # noqa: E402
+
+from rise_core.evaluation import load_task  # noqa: E402
+from rise_core.models import load_model  # noqa: E402
+from rise_core.readout_cache import ReadoutCache  # noqa: E402
+
+BUNDLED = ("howdy", "finmed", "brainrot")
+ALL = (*BUNDLED, "dev-brainrot", "dev-finmed", "dev-sentiment", "dev-refusal")
+
+
+def cache_file(out: Path, task: str) -> Path:
+    return out / ("alpaca.pt" if task in ("dev-sentiment", "dev-refusal") else f"{task}.pt")
+
+
+def task_by_name(name: str):
+    return load_task(name) if name in BUNDLED else dev_task(name)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", default=",".join(ALL))
+    ap.add_argument("--out", default="results/readouts")
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--batch-size", type=int, default=8)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm = load_model(None)
+    for name in args.tasks.split(","):
+        task = task_by_name(name)
+        path = cache_file(out, name)
+        cache = ReadoutCache(lm, seq_len=args.seq_len)
+        if path.exists():
+            cache.load(path)
+        t0 = time.perf_counter()
+        cache.add(task.pool + task.queries, batch_size=args.batch_size)
+        cache.save(path)
+        print(f"{name}: {len(cache.readouts)} readouts in {path}, forward {time.perf_counter() - t0:.0f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
