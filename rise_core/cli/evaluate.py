@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "evaluate", help="evaluate RISE and baselines on a labelled task (paper metrics)",
         description="Ranks a labelled pool for every query with each method and reports auPRC/auROC at K over the "
         "K highest- and K lowest-scored candidates (macro-averaged over queries), precision@K and AP, plus index "
-        "size, build time and per-query time. Writes <out>/<task>_methods.csv and .md.")
+        "size, build time and per-query time, and how far each method's ranking agrees with RISE's (top-10 "
+        "overlap, Spearman, Kendall). Writes <out>/<task>_methods.csv and .md, and <out>/<task>_agreement.csv.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task (the demo pools, see rise_core.bundled)")
     src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet with label 0/1); needs --queries")
@@ -74,6 +75,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         report = evaluate(task, lm, methods, config, options, cache=cache, batch_size=args.batch_size,
                           progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
         report.table.to_csv(out / f"{task.name}_methods.csv", index=False)
+        if report.agreement is not None:
+            report.agreement.to_csv(out / f"{task.name}_agreement.csv")
         (out / f"{task.name}_methods.md").write_text(report.markdown() + "\n")
         print(report.markdown())
         if args.sweep and cache is not None:
