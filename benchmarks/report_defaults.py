@@ -1,6 +1,6 @@
 """Pick RISE's defaults from `choose_defaults.py`'s per-query results, and print the tune and report tables.
 
-    python benchmarks/report_defaults.py results/defaults/per_query.csv [--max-values 6000] [--markdown]
+    python benchmarks/report_defaults.py results/defaults/per_query.csv [more.csv ...] [--max-values 6000] [--markdown]
 
 Each task split (a bundled pool, or one half of a dev task's queries) is one set; a method's score on a set is its
 mean auPRC@10 over that set's queries, and its tune score is the mean over the tune sets, each weighted equally.
@@ -50,11 +50,11 @@ def pick(table: pd.DataFrame, values: pd.Series | None = None, fusion: pd.Series
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("per_query", help="per_query.csv written by choose_defaults.py")
+    ap.add_argument("per_query", nargs="+", help="per_query.csv files written by choose_defaults.py (concatenated)")
     ap.add_argument("--max-values", type=int, default=6000, help="values per sample allowed (fp16: 2 bytes each)")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = ap.parse_args()
-    pq = pd.read_csv(args.per_query)
+    pq = pd.concat([pd.read_csv(path) for path in args.per_query], ignore_index=True)
     pq["fusion"] = pq["fusion"].fillna("none") if "fusion" in pq else "none"
 
     rise = pq[(pq["kind"] == "rise") & (pq["values"] <= args.max_values)]

@@ -23,6 +23,7 @@ from .options import (
     add_score_options,
     config_from_args,
     load_model_from_args,
+    model_path,
     read_pool_from_args,
     score_options_from_args,
 )
@@ -32,8 +33,10 @@ EXAMPLES_BUILD = """examples:
   rise build pool.csv --index pool.duckdb --text-field body --id-field doc_id
   rise build more.jsonl --index pool.duckdb                       # append new samples (same model and config)
   rise build pool.jsonl --index p.duckdb --model ./my-checkpoint --preset paper --k-r 128 --k-h 24 --k-g 128
+  rise build pool.jsonl --index pool.duckdb --workers 4           # 4 local Ray workers (one per GPU when present)
+  rise build pool.jsonl --index pool.duckdb --ray-address auto --workers 8   # on a running Ray cluster
 
-An interrupted build resumes where it stopped when the same command is run again."""
+An interrupted build resumes where it stopped when the same command is run again (with or without --workers)."""
 
 EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --text "Howdy! Once upon a time a dragon ..."
@@ -62,6 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_options(p, "default: the index's model when it exists, else the embedded SmolLM2-135M-Instruct")
     add_field_options(p)
     add_config_options(p, "RISE config (default: the existing index's config, else --preset)")
+    cluster = p.add_argument_group("sharded build on Ray (needs pip install \"rise-core[distributed]\")")
+    cluster.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="Ray workers computing features, each loading --model (one GPU each when the cluster has "
+                          "GPUs, else a share of its CPUs); this process alone writes the index. Default 1: one "
+                          "process, no Ray")
+    cluster.add_argument("--ray-address", default=None, metavar="ADDR",
+                     help="build on a running Ray cluster: 'auto' on one of its nodes, or ray://HEAD:10001 (default: "
+                          "--workers N > 1 starts a local Ray)")
     p.set_defaults(func=_cmd_build, _parser_error=p.error)
 
     p = sub.add_parser("query", help="rank the pool samples that most influence a query",
@@ -239,8 +250,14 @@ def _write_frame(df: pd.DataFrame, out: str) -> None:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from ..store import RiseIndex, build_index, check_new_location
+    from ..store import RiseIndex, build_index, build_index_distributed, check_new_location
+    from ..store.distributed import import_ray
 
+    if args.workers < 1:
+        args._parser_error(f"--workers must be at least 1, got {args.workers}")
+    sharded = args.workers > 1 or args.ray_address is not None
+    if sharded:
+        import_ray()  # a missing Ray fails at once, with the command that installs it
     data = read_pool_from_args(args.pool, args).require_samples()  # bad input fails before the index is touched
     path = Path(args.index)
     exists = path.exists() and not args.overwrite
@@ -253,7 +270,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     else:
         check_new_location(path, args.overwrite)
         config = config_from_args(args)
-    lm = load_model_from_args(args, model)
+    lm = None if sharded else load_model_from_args(args, model)  # sharded: each worker loads it
 
     bar = None
     if not args.quiet:
@@ -268,8 +285,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
             bar.update(done - bar.n)
 
     try:
-        report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
-                             overwrite=args.overwrite)
+        if sharded:
+            report = build_index_distributed(path, data, model_path(model), config, workers=args.workers,
+                                             address=args.ray_address, batch_size=args.batch_size, device=args.device,
+                                             dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+                                             progress=progress, overwrite=args.overwrite)
+        else:
+            report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
+                                 overwrite=args.overwrite)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()  # before the message, so it does not land on the bar's line

@@ -1,11 +1,12 @@
 """RISE indexes in DuckDB: the file format (`schema`), rows and features as tables (`rows`), index files on disk
-(`files`), the index (`index`) and its resumable build (`build`)."""
+(`files`), the index (`index`), its resumable build (`build`) and its sharded build on Ray (`distributed`)."""
 
 from .build import build_index
+from .distributed import DistributedBuildError, build_index_distributed
 from .files import check_new_location
 from .index import RiseIndex, list_indexes
 from .rows import sample_from_row
 from .schema import BuildReport, IndexManifest
 
-__all__ = ["BuildReport", "IndexManifest", "RiseIndex", "build_index", "check_new_location", "list_indexes",
-           "sample_from_row"]
+__all__ = ["BuildReport", "DistributedBuildError", "IndexManifest", "RiseIndex", "build_index", "build_index_distributed",
+           "check_new_location", "list_indexes", "sample_from_row"]

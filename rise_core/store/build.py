@@ -1,10 +1,18 @@
-"""Building an index: resumable and appendable, one committed transaction per batch."""
+"""Building an index: resumable and appendable, one committed transaction per batch.
+
+The steps are shared with the sharded build on Ray (`store.distributed`): reading the pool and finding its samples
+not yet in the index (`prepare_build`), the hidden-state mean fitted on a seeded subset (`fit_hidden_mean`), the
+length-sorted batches of a window (`encode_usable`), a batch's features (`batch_features`, computed where the model
+is) and their commit (`BuildWriter`, in the process that owns the file).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -12,22 +20,23 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig, mean_fit_rows
-from ..engine import RiseExtractor, readout_forward
+from ..engine import Readout, RiseExtractor, readout_forward
 from ..errors import ConfigError, IndexStoreError, InputDataError
 from ..ingest import FieldMap, PoolData, coerce_pool, content_hash, read_pool
 from ..models import LoadedModel
-from ..samples import Sample
+from ..samples import EncodedSample, Sample
 from ..scoring import FeatureMatrix
 from .index import RiseIndex
 from .schema import WINDOW_BATCHES, BuildReport
 
 logger = logging.getLogger(__name__)
 
+PoolInput = PoolData | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict]
+Usable = tuple[Sample, EncodedSample]  # a sample with a counted token and its encoding
 
-def build_index(index_path: str | Path | RiseIndex,
-                pool: PoolData | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict],
-                lm: LoadedModel, config: RiseConfig | None = None, fields: FieldMap | None = None,
-                batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
+
+def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
+                fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
                 should_stop: Callable[[], bool] | None = None, overwrite: bool = False) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
@@ -37,27 +46,9 @@ def build_index(index_path: str | Path | RiseIndex,
     `progress(done, total)` is called after each committed batch (total = samples not yet in the index);
     `should_stop()` is polled between batches."""
     start_time = time.perf_counter()
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if isinstance(pool, PoolData):
-        data = coerce_pool(pool)
-    elif isinstance(pool, (str, Path, bytes, pd.DataFrame)) or hasattr(pool, "read"):
-        data = read_pool(pool, fields)  # type: ignore[arg-type]
-    else:
-        data = coerce_pool(pool)
-    data.require_samples()
-
-    own = not isinstance(index_path, RiseIndex)
-    if isinstance(index_path, RiseIndex):
-        index = index_path
-        if index.read_only:
-            raise IndexStoreError(f"{index.path} is open read-only; open it with read_only=False to build")
-    else:
-        path = Path(index_path)
-        if path.exists() and not overwrite:
-            index = RiseIndex.open(path, read_only=False)
-        else:
-            index = RiseIndex.create(path, lm, config or RiseConfig(), overwrite=overwrite)
+    check_batch_size(batch_size)
+    data = load_pool(pool, fields)
+    index, own = open_for_build(index_path, lm, config, overwrite)
     try:
         return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
     finally:
@@ -65,13 +56,45 @@ def build_index(index_path: str | Path | RiseIndex,
             index.close()
 
 
-def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
-           progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-           start_time: float) -> BuildReport:
+def check_batch_size(batch_size: int) -> None:
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
+def load_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData:
+    """The pool as PoolData (a file, DataFrame or samples); InputDataError when no row is usable."""
+    if isinstance(pool, PoolData):
+        data = coerce_pool(pool)
+    elif isinstance(pool, (str, Path, bytes, pd.DataFrame)) or hasattr(pool, "read"):
+        data = read_pool(pool, fields)  # type: ignore[arg-type]
+    else:
+        data = coerce_pool(pool)
+    return data.require_samples()
+
+
+def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: RiseConfig | None,
+                   overwrite: bool) -> tuple[RiseIndex, bool]:
+    """A writable index (opened, or created for `lm` and `config`) and whether the caller owns (closes) it.
+
+    `lm` is only asked for its identity (id, fingerprint, sizes, description), so the sharded build passes the
+    identity its workers report instead of a loaded model."""
+    if isinstance(index_path, RiseIndex):
+        if index_path.read_only:
+            raise IndexStoreError(f"{index_path.path} is open read-only; open it with read_only=False to build")
+        return index_path, False
+    path = Path(index_path)
+    if path.exists() and not overwrite:
+        return RiseIndex.open(path, read_only=False), True
+    return RiseIndex.create(path, lm, config or RiseConfig(), overwrite=overwrite), True
+
+
+def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None
+                  ) -> tuple[list[tuple[int, Sample]], BuildReport]:
+    """Check the model and config against the index; the (row, sample) pairs not yet stored, in pool order, and the
+    report to fill. A stored id whose text changed is refused."""
     index.check_model(lm)
     if config is not None:
         index.check_config(config)
-    cfg = index.config
     existing = index.id_hashes()
     new: list[tuple[int, Sample]] = []
     n_present = 0
@@ -84,103 +107,179 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
                                  "give it another id, or build a new index")
         else:
             n_present += 1
-    skipped = list(data.skipped)
-    report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=skipped, seconds=0.0,
-                         stopped=False, n_rows=data.n_rows, index_path=str(index.path))
-    extractor = index.extractor(lm)
+    report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=list(data.skipped),
+                         seconds=0.0, stopped=False, n_rows=data.n_rows, index_path=str(index.path))
     if new and index.status != "building":
         index.set_status("building")
+    return new, report
 
-    total = len(new)
-    if progress is not None:
-        progress(0, total)
-    state = {"done": 0}
 
-    def usable_of(part: list[tuple[int, Sample]]) -> list[tuple[Sample, Any]]:
-        """The samples of `part` with a counted token, sorted by length (similar lengths share a batch)."""
-        usable = []
-        for (row, sample), enc in zip(part, extractor.encode([s for _, s in part]), strict=True):
-            if enc.n_counted == 0:
-                skipped.append((row, "no counted token (needs two or more tokens, or a completion that fits "
-                                     f"within seq_len={cfg.seq_len})"))
-                state["done"] += 1
-            else:
-                usable.append((sample, enc))
-        return sorted(usable, key=lambda item: len(item[1].input_ids))
+def needs_mean_fit(index: RiseIndex, new: Sequence[Any]) -> bool:
+    """Whether this build fixes the index's hidden-state mean (first build of a config that needs one)."""
+    if not (new and index.config.needs_hidden_mean and index.hidden_mean is None):
+        return False
+    if len(index) > 0:
+        raise IndexStoreError(f"{index.path} is corrupted: its config needs a hidden-state mean but none is stored")
+    return True
 
-    def store(ex: RiseExtractor, batch: list[tuple[Sample, Any]], readout: Any = None) -> None:
-        feats = (ex.features_from_readout(readout) if readout is not None
-                 else ex.features_from_encoded([enc for _, enc in batch]))
-        fm = FeatureMatrix.from_features(feats, dtype=torch.float16)
-        index.add_samples([s for s, _ in batch], fm, feats.n_counted.tolist(), feats.mean_support.tolist(),
-                          feats.loss.tolist(), [len(e.input_ids) for _, e in batch], [e.truncated for _, e in batch])
-        report.n_added += len(batch)
-        report.n_truncated += sum(e.truncated for _, e in batch)
-        state["done"] += len(batch)
+
+def split_mean_fit(new: list[tuple[int, Sample]], seed: int
+                   ) -> tuple[list[tuple[int, Sample]], list[tuple[int, Sample]]]:
+    """(the seeded random subset the mean is fitted on, the rest), both in pool order.
+
+    A random subset, not the first rows: a sorted file would bias the mean."""
+    fit_rows = set(mean_fit_rows(len(new), seed))
+    return ([item for i, item in enumerate(new) if i in fit_rows],
+            [item for i, item in enumerate(new) if i not in fit_rows])
+
+
+def no_counted_token(seq_len: int) -> str:
+    return f"no counted token (needs two or more tokens, or a completion that fits within seq_len={seq_len})"
+
+
+def encode_usable(extractor: RiseExtractor, part: Sequence[tuple[int, Sample]]
+                  ) -> tuple[list[Usable], list[tuple[int, str]]]:
+    """The samples of `part` with a counted token, sorted by length (similar lengths share a batch), and the
+    (row, reason) of the others."""
+    usable, skipped = [], []
+    for (row, sample), enc in zip(part, extractor.encode([s for _, s in part]), strict=True):
+        if enc.n_counted == 0:
+            skipped.append((row, no_counted_token(extractor.config.seq_len)))
+        else:
+            usable.append((sample, enc))
+    return sorted(usable, key=lambda item: len(item[1].input_ids)), skipped
+
+
+@torch.no_grad()
+def fit_hidden_mean(lm: LoadedModel, config: RiseConfig, fit_usable: list[Usable], batch_size: int
+                    ) -> tuple[torch.Tensor, list[tuple[list[Usable], Readout]]]:
+    """The mean final hidden state over the counted positions of `fit_usable`, and each batch's readout (on the
+    host): that subset's forward passes give its features once the mean is fixed, so it runs once."""
+    if not fit_usable:
+        raise InputDataError("cannot fit the hidden-state mean: no sample of the pool has a counted token")
+    batches, total_h, count = [], None, 0
+    for b_start in range(0, len(fit_usable), batch_size):
+        batch = fit_usable[b_start:b_start + batch_size]
+        readout = readout_forward(lm, [enc for _, enc in batch], config)
+        h_sum = readout.hidden.double().sum(dim=0)
+        total_h, count = (h_sum if total_h is None else total_h + h_sum), count + readout.hidden.shape[0]
+        batches.append((batch, _to_cpu(readout)))
+    return (total_h / count).to(readout.hidden.dtype), batches
+
+
+@dataclass
+class BatchFeatures:
+    """One batch's stored features (float16 unit vectors and norms) and per-sample stats, ready to commit."""
+
+    ids: list[str]
+    features: FeatureMatrix
+    n_counted: list[int]
+    mean_support: list[float]
+    loss: list[float]
+    n_tokens: list[int]
+    truncated: list[bool]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@torch.no_grad()
+def batch_features(extractor: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> BatchFeatures:
+    """The features of one batch (from its readout when the forward pass already ran)."""
+    feats = (extractor.features_from_readout(_to_device(readout, extractor.lm.device)) if readout is not None
+             else extractor.features_from_encoded([enc for _, enc in batch]))
+    return BatchFeatures(ids=[str(s.id) for s, _ in batch],
+                         features=FeatureMatrix.from_features(feats, dtype=torch.float16),
+                         n_counted=feats.n_counted.tolist(), mean_support=feats.mean_support.tolist(),
+                         loss=feats.loss.tolist(), n_tokens=[len(e.input_ids) for _, e in batch],
+                         truncated=[e.truncated for _, e in batch])
+
+
+class BuildWriter:
+    """Commits batches to the index (one transaction each), keeps the report and calls `progress(done, total)`."""
+
+    def __init__(self, index: RiseIndex, report: BuildReport, total: int,
+                 progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None) -> None:
+        self.index, self.report, self.total = index, report, total
+        self.progress, self.should_stop = progress, should_stop
+        self.done = 0
         if progress is not None:
-            progress(state["done"], total)
+            progress(0, total)
 
-    def stop_requested() -> bool:
-        report.stopped = report.stopped or (should_stop is not None and should_stop())
-        return report.stopped
+    def skip(self, skipped: list[tuple[int, str]]) -> None:
+        """Rows without a counted token: reported, and counted as done (shown with the next commit)."""
+        self.report.skipped.extend(skipped)
+        self.done += len(skipped)
 
-    if new and cfg.needs_hidden_mean and index.hidden_mean is None:
-        if len(index) > 0:
-            raise IndexStoreError(f"{index.path} is corrupted: its config needs a hidden-state mean but none is stored")
-        # the mean of a seeded random subset of the pool (not its first rows: a sorted file would bias it); that
-        # subset's forward passes are kept and give its features once the mean is fixed, so it runs once
-        fit_rows = set(mean_fit_rows(len(new), cfg.seed))
-        fit_part = [item for i, item in enumerate(new) if i in fit_rows]
-        new = [item for i, item in enumerate(new) if i not in fit_rows]
-        fit_usable = usable_of(fit_part)
-        if not fit_usable:
-            raise InputDataError("cannot fit the hidden-state mean: no sample of the pool has a counted token")
-        batches, total_h, count = [], None, 0
-        for b_start in range(0, len(fit_usable), batch_size):
-            batch = fit_usable[b_start:b_start + batch_size]
-            readout = readout_forward(lm, [enc for _, enc in batch], cfg)
-            h_sum = readout.hidden.double().sum(dim=0)
-            total_h, count = (h_sum if total_h is None else total_h + h_sum), count + readout.hidden.shape[0]
-            batches.append((batch, _to_cpu(readout)))
-        index.set_hidden_mean((total_h / count).to(readout.hidden.dtype))
+    def commit(self, samples: Sequence[Sample], batch: BatchFeatures) -> None:
+        if [str(s.id) for s in samples] != batch.ids:
+            raise IndexStoreError("internal error: a batch's features do not belong to its samples")
+        self.index.add_samples(samples, batch.features, batch.n_counted, batch.mean_support, batch.loss,
+                               batch.n_tokens, batch.truncated)
+        self.report.n_added += len(batch)
+        self.report.n_truncated += sum(batch.truncated)
+        self.done += len(batch)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def stop_requested(self) -> bool:
+        """Polls `should_stop()` (once stopped, stays stopped)."""
+        self.report.stopped = self.report.stopped or (self.should_stop is not None and bool(self.should_stop()))
+        return self.report.stopped
+
+    def finish(self, start_time: float) -> BuildReport:
+        """Mark the index complete unless stopped; fill in the report's totals."""
+        if not self.report.stopped and self.index.status != "complete":
+            self.index.set_status("complete")
+        self.report.n_skipped = len(self.report.skipped)
+        self.report.n_total = len(self.index)
+        self.report.seconds = time.perf_counter() - start_time
+        logger.info(self.report.summary())
+        return self.report
+
+
+def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
+           progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
+           start_time: float) -> BuildReport:
+    new, report = prepare_build(index, data, lm, config)
+    extractor = index.extractor(lm)
+    writer = BuildWriter(index, report, len(new), progress, should_stop)
+
+    def store(ex: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
+        writer.commit([s for s, _ in batch], batch_features(ex, batch, readout))
+
+    if needs_mean_fit(index, new):
+        fit_part, new = split_mean_fit(new, index.config.seed)
+        fit_usable, skipped = encode_usable(extractor, fit_part)
+        writer.skip(skipped)
+        mean, batches = fit_hidden_mean(lm, index.config, fit_usable, batch_size)
+        index.set_hidden_mean(mean)
         extractor = index.extractor(lm)
         for batch, readout in batches:
-            if stop_requested():
+            if writer.stop_requested():
                 break
-            store(extractor, batch, _to_device(readout, lm.device))
+            store(extractor, batch, readout)
         del batches
 
     window = batch_size * WINDOW_BATCHES
     for w_start in range(0, len(new), window):
         if report.stopped:
             break
-        usable = usable_of(new[w_start:w_start + window])
+        usable, skipped = encode_usable(extractor, new[w_start:w_start + window])
+        writer.skip(skipped)
         for b_start in range(0, len(usable), batch_size):
-            if stop_requested():
+            if writer.stop_requested():
                 break
             store(extractor, usable[b_start:b_start + batch_size])
-    if not report.stopped and index.status != "complete":
-        index.set_status("complete")
-    report.n_skipped = len(skipped)
-    report.n_total = len(index)
-    report.seconds = time.perf_counter() - start_time
-    logger.info(report.summary())
-    return report
+    return writer.finish(start_time)
 
 
-
-def _to_cpu(readout: Any) -> Any:
+def _to_cpu(readout: Readout) -> Readout:
     """A readout's tensors moved to host memory (kept between the mean fit and the feature pass)."""
-    return _moved(readout, "cpu")
+    return _to_device(readout, "cpu")
 
 
-def _to_device(readout: Any, device: Any) -> Any:
-    return _moved(readout, device)
-
-
-def _moved(readout: Any, device: Any) -> Any:
-    import dataclasses
-
+def _to_device(readout: Readout, device: Any) -> Readout:
     return dataclasses.replace(readout, **{f.name: getattr(readout, f.name).to(device)
                                            for f in dataclasses.fields(readout)
                                            if isinstance(getattr(readout, f.name), torch.Tensor)})
