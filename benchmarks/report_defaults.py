@@ -39,7 +39,9 @@ def report_cols(table: pd.DataFrame) -> list[str]:
 
 
 def pick(table: pd.DataFrame, values: pd.Series | None = None, fusion: pd.Series | None = None) -> tuple:
-    """The index of the row with the best tune mean (ties within TIE: fewer values, then no fusion)."""
+    """The index of the row with the best tune mean (ties within TIE: fewer values, then no fusion), among the rows
+    measured on every set."""
+    table = table.dropna()
     tune = table[tune_cols(table)].mean(axis=1)
     near = tune[tune >= tune.max() - TIE].to_frame("tune")
     near["values"] = 0 if values is None else values.reindex(near.index)
@@ -79,12 +81,10 @@ def main() -> int:
         best = pick(table)
         rows[f"{method} alone, best ({best[0]})"] = table.loc[best]
     base = pq[pq["kind"] == "baseline"]
-    grad = base[base["method"] == "Grad-Sketch"]
-    sizes = sorted(grad["values"].unique(), key=lambda v: abs(v - default_values))
-    for method, part in base.groupby("method"):
-        if method == "Grad-Sketch":
-            part = part[part["values"] == sizes[0]]
-            method = f"Grad-Sketch ({int(sizes[0])} values)"
+    grad = set_scores(base[base["method"] == "Grad-Sketch"], ["values"]).dropna()  # sizes measured on every set
+    size = min(grad.index, key=lambda v: abs(v - default_values))
+    rows[f"Grad-Sketch ({int(size)} values)"] = grad.loc[size]
+    for method, part in base[base["method"] != "Grad-Sketch"].groupby("method"):
         rows[method] = set_scores(part, ["method"]).iloc[0]
 
     out = pd.DataFrame(rows).T
