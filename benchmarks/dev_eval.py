@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import random
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dev_tasks import read_jsonl, to_sample  # noqa: E402
 
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
 from rise_core.evaluation import Task, evaluate, grad_sketch_dim, sweep
@@ -46,19 +48,6 @@ _DEMO = _load_demo_generator()
 def howdy_story(rng: random.Random) -> str:
     """A fantastical story of our own making (the backdoor's payload), on a random plot of the bundled generator."""
     return _DEMO.make_story(rng, rng.choice(_DEMO.PROBLEMS))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def to_sample(row: dict, label: int | None = None) -> Sample:
-    prompt = row.get("prompt") or None
-    lab = row.get("label") if label is None else label
-    if prompt is None:
-        return Sample(text=row["completion"], id=row["id"], label=lab)
-    return Sample(prompt=prompt, completion=row["completion"], id=row["id"], label=lab)
 
 
 def dev_task(name: str, max_pool: int | None, max_queries: int | None) -> Task:
