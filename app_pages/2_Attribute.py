@@ -7,7 +7,7 @@ import streamlit as st
 
 from explorer import ui
 from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, highlight_html, results_table
-from rise_core import attribution
+from rise_core import ann, attribution
 
 ui.page("attribute")
 path = ui.index_picker()
@@ -46,6 +46,7 @@ with ui.friendly("attribute the query"):
     shown = [c for c in channels(has_hs) if c != "total"]
     st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
                "metadata columns come from the pool.")
+    st.caption(ann.search_summary(hits.attrs.get("search")))
     st.dataframe(results_table(hits), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in ("score", *shown)})
     st.plotly_chart(contribution_chart(hits, shown), key="contrib_chart")

@@ -1,19 +1,23 @@
 """Attribution over a stored index: query features, top-k ranking, valuation (select) and token explanations.
 
-Thin over `rise_core.scoring` and `rise_core.explain`, with one addition for speed: an index keeps its features as
-float16, and a ranking scores them with one float16 matrix-vector product per channel (float32 accumulation, so it
-reads half the bytes of a float32 copy), then rescores in float32 every row whose score could still reach the
-top k given the product's rounding bound. The result equals `scoring.score_pool` + `top_k` on the same features.
+Thin over `rise_core.scoring` and `rise_core.explain`, with two additions for speed. First, `rank` uses the index's
+ANN index when it has a valid one (`rise_core.ann`: large pools, sample_norm='channel'), with exact scores for the
+rows it returns. Second, on the exact path: an index keeps its features as float16, and a ranking scores them with
+one float16 matrix-vector product per channel (float32 accumulation, so it reads half the bytes of a float32 copy),
+then rescores in float32 every row whose score could still reach the top k given the product's rounding bound. The
+result equals `scoring.score_pool` + `top_k` on the same features.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 
 import pandas as pd
 import torch
 
+from . import ann
 from .config import ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
@@ -34,6 +38,7 @@ from .scoring import (
 from .store import RiseIndex
 
 _HALF_GEMV_OK: bool | None = None
+logger = logging.getLogger(__name__)
 
 
 def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample | str | dict] | Sample | str,
@@ -168,27 +173,39 @@ def _frame(index: RiseIndex, rows: torch.Tensor, scores: Scores) -> pd.DataFrame
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
-         where: str | None = None) -> pd.DataFrame:
+         where: str | None = None, search: str = "auto") -> pd.DataFrame:
     """Top-k pool samples for a query (or the mean of a query set), optionally among rows matching `where`.
 
     Columns: rank, id, score, rh, gh, hs (score = rh + gh + hs, each weighted by its lambda), then the sample's text, prompt,
-    completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated)."""
+    completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated).
+    search: 'auto' (the ANN index when the index has a valid one, the pool is large and sample_norm='channel'),
+    'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one).
+    `df.attrs["search"]` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored)."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    fm, allowed = _matrix_and_mask(index, where)
-    rows, scores = top_rows(fm, query_fm, options, k, allowed)
-    return _frame(index, rows, scores)
+    options = options or ScoreOptions()
+    hit, info = ann.rank_rows(index, query_fm, options, k, where, search)
+    if hit is None:
+        fm, allowed = _matrix_and_mask(index, where)
+        hit = top_rows(fm, query_fm, options, k, allowed)
+        info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
+    df = _frame(index, *hit)
+    df.attrs["search"] = info
+    logger.info("rank: %s", ann.search_summary(info))
+    return df
 
 
 def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
-              where: str | None = None) -> pd.DataFrame:
+              where: str | None = None, search: str = "auto") -> pd.DataFrame:
     """`rank` for every query of a set separately, with a leading `query` column (1-based query number)."""
     frames = []
     for q in range(len(query_fm)):
-        df = rank(index, query_fm.select([q]), options, k, where)
+        df = rank(index, query_fm.select([q]), options, k, where, search)
         df.insert(0, "query", q + 1)
         frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out.attrs["search"] = frames[-1].attrs["search"] if frames else {}
+    return out
 
 
 def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,

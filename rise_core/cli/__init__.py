@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "rise_core.cli.evaluate",
     "rise_core.cli.diagnose",
     "rise_core.cli.bench",
+    "rise_core.cli.ann",
 ]
 
 

@@ -91,6 +91,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true",
                    help="token-level explanation of each hit (which tokens carry the RH, GH and HS scores)")
     p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
+    p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
+                   help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
+                   "scan every row; ann: the ANN index whatever the pool size (default auto)")
     add_score_options(p)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
@@ -313,6 +316,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    from .. import ann
     from ..attribution import explain, query_features, rank, rank_each
 
     _check_query_args(args, args._parser_error)
@@ -328,7 +332,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     try:
         options = score_options_from_args(args, index.config)
         qfm = query_features(index, lm, queries)
-        df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where)
+        df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
         explanations = None
         if args.explain:
             explanations = {sid: explain(index, lm, sid, queries[0], qfm, options) for sid in df["id"]}
@@ -347,6 +351,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         if explanations:
             raise InputDataError("--explain needs --format table or json")
         df.to_csv(sys.stdout, index=False)
+    # which path ranked the query (exact scan or ANN), on stderr: stdout stays the results alone, whatever the format
+    print(f"search: {ann.search_summary(df.attrs.get('search'))}", file=sys.stderr)
     return 0
 
 
@@ -370,6 +376,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    from .. import ann
     from ..store import RiseIndex, list_indexes
 
     path = Path(args.index)
@@ -388,6 +395,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         return 0
     with RiseIndex.open(path, read_only=True) as index:
         info = index.info()
+        ann_status = ann.ann_status(index)
+    info["ann"] = ann_status.to_dict()
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
@@ -408,6 +417,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
         ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),
         ("size on disk", format_bytes(info["size_bytes"])),
+        ("ANN index", ann.status_summary(ann_status, info["path"])),
         ("created", info["created_at"]), ("updated", info["updated_at"]),
         ("library", f"rise-core {info['library_version']}, index format {info['format_version']}"),
     ]

@@ -1,0 +1,540 @@
+"""ANN search at scale: build time, size on disk, memory, query latency (exact scan vs ANN) and recall@10.
+
+Synthetic clustered pools (so that recall means something): each sample has a 16-dim latent position z = mu_t +
+N(0, I), its topic t one of max(16, N/1000) centres mu_t ~ N(0, I) (topics overlap: neighbourhoods are continuous,
+not separable blobs). Each channel (RH, GH, HS) maps z plus a channel-specific latent part (0.5 N(0, I), so the
+channels disagree and the lambdas matter) through a fixed random matrix, is L2-normalised, gets a shared direction
+(0.3, the common component real features share) and isotropic noise (0.7), and is L2-normalised again and stored
+as float16, as an index stores its unit channels. Queries are fresh samples of the same process. A `topic`-like
+metadata value, uniform over 4 values and independent of the features, gives a filter keeping 25% of the rows; a
+second one keeps 1%.
+
+The features are written straight to .npy files (one per channel) instead of through DuckDB: inserting 1M rows of
+~4 KB through `RiseIndex.add_samples` takes far longer than the measurement. The ANN index is built from those
+files by the same code `rise index-ann` runs on an index's rows (`rise_core.ann.build_ivf` + `write_ann`), in a child
+process (its peak RSS is the build's); queries run in another child: ANN = `rise_core.ann.top_rows` on the
+memory-mapped ANN file (faiss search + exact rescoring of the candidates), exact = `attribution.top_rows` (the fp16
+scan `rank` runs) on the memory-mapped .npy features. Neither includes the query's forward pass nor fetching the
+hits' text from DuckDB (the same for both). Pools up to --duckdb-max rows are also written to a real index and timed
+end to end through `attribution.rank(search='ann' / 'exact')`.
+
+    python benchmarks/ann_scale.py                                   # 100k and 1M, default dims and (16, 8, 28)
+    python benchmarks/ann_scale.py --sizes 100000 --dims default --queries 50
+    python benchmarks/ann_scale.py --sizes 20000 --compare-hnsw 20000  # HNSW build time, for comparison
+
+Why IVF with fp16 codes (rise_core.ann): the stored features are fp16 already, so fp16 codes are lossless and the ANN
+file doubles as a memory-mapped copy of the features for the exact rescoring; a query reads only its nprobe cells, and
+a filter costs an id check per skipped row. HNSW (--compare-hnsw) built at 0.4-0.55 ms a row on 20k rows of 2112
+values with 1 thread, and that grows with N: a 1M build would take at least 6-9 minutes (IVF: about 4), its graph walk
+touches rows all over the file (no benefit from memory-mapping), and selective filters break its graph search. PQ
+codes would shrink the file 8-16x but are lossy: rescoring would need a second copy of the features, and the
+fp16 cells already meet the latency target at 1M rows; they are the route for pools much larger than RAM.
+
+Everything runs with 1 thread (torch and faiss). Results: one JSON line per pool in <out>/ann_scale.jsonl and a
+Markdown table in <out>/ann_scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LATENT = 16
+HIDDEN = 576  # the default model's hidden size: the HS channel's length
+CHANNELS = ("rh", "gh", "hs")
+
+
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1e3
+    return float("nan")
+
+
+def rss_mb() -> dict[str, float]:
+    """Resident memory now (MB): total, anonymous (heap) and file-backed (memory-mapped pages: page cache)."""
+    return {k: round(_status_mb(f), 0) for k, f in (("total", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile"))}
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process (VmHWM: unlike ru_maxrss, not inherited across the spawn's exec)."""
+    return round(_status_mb("VmHWM"), 0)
+
+
+def channel_dims(dims: tuple[int, int, int]) -> dict[str, int]:
+    k_r, k_h, k_g = dims
+    return {"rh": k_r * k_h, "gh": k_g * k_h, "hs": HIDDEN}
+
+
+class Generator:
+    """The synthetic clustered feature process (module docstring); `sample` draws n samples' unit channels."""
+
+    def __init__(self, n_pool: int, dims: dict[str, int]) -> None:
+        fixed = np.random.default_rng(12345)
+        self.dims = dims
+        self.centres = fixed.standard_normal((max(16, n_pool // 1000), LATENT)).astype(np.float32)
+        self.maps = {c: fixed.standard_normal((LATENT, d)).astype(np.float32) / np.sqrt(d) for c, d in dims.items()}
+        self.shared = {c: self._unit(fixed.standard_normal((1, d)).astype(np.float32))[0] for c, d in dims.items()}
+
+    @staticmethod
+    def _unit(x: np.ndarray) -> np.ndarray:
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-30)
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        topic = rng.integers(0, len(self.centres), n)
+        z = self.centres[topic] + rng.standard_normal((n, LATENT), dtype=np.float32)
+        out = {}
+        for c, d in self.dims.items():
+            v = self._unit((z + 0.5 * rng.standard_normal((n, LATENT), dtype=np.float32)) @ self.maps[c])
+            v = v + 0.3 * self.shared[c] + 0.7 * rng.standard_normal((n, d), dtype=np.float32) / np.sqrt(d)
+            out[c] = self._unit(v).astype(np.float16)
+        return out, rng.integers(0, 400, n).astype(np.int16)  # meta value: < 100 keeps 25%, < 4 keeps 1%
+
+
+def generate(directory: Path, n: int, dims: dict[str, int], chunk: int = 50_000) -> float:
+    """Write the pool's channels (<c>.npy, float16) and its metadata value (meta.npy); returns seconds."""
+    start = time.perf_counter()
+    directory.mkdir(parents=True, exist_ok=True)
+    gen = Generator(n, dims)
+    arrays = {c: np.lib.format.open_memmap(directory / f"{c}.npy", mode="w+", dtype=np.float16, shape=(n, d))
+              for c, d in dims.items()}
+    meta = np.empty(n, dtype=np.int16)
+    rng = np.random.default_rng(0)
+    for s in range(0, n, chunk):
+        m = min(chunk, n - s)
+        feats, value = gen.sample(m, rng)
+        for c in dims:
+            arrays[c][s:s + m] = feats[c]
+        meta[s:s + m] = value
+    for a in arrays.values():
+        a.flush()
+    np.save(directory / "meta.npy", meta)
+    return time.perf_counter() - start
+
+
+def load_pool(directory: Path) -> dict[str, np.ndarray]:
+    return {c: np.load(directory / f"{c}.npy", mmap_mode="r") for c in CHANNELS}
+
+
+def _one_thread() -> None:
+    import faiss
+    import torch
+
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+# -- build (child process) ---------------------------------------------------------------------------------------
+
+
+def build_child(directory: str, nlist: int, nprobe: int, train_per_list: int, queue: Any) -> None:
+    _one_thread()
+    from rise_core import ann
+
+    pool = load_pool(Path(directory))
+    n = len(pool["rh"])
+    dims = {c: pool[c].shape[1] for c in CHANNELS}
+
+    def read(start: int, stop: int) -> np.ndarray:
+        return np.concatenate([np.asarray(pool[c][start:stop], dtype=np.float32) for c in CHANNELS], axis=1)
+
+    rss0 = rss_mb()
+    start = time.perf_counter()
+    stages: dict[str, float] = {}
+    last = [start]
+
+    peak_anon = [0.0]
+
+    def progress(stage: str, done: int, total: int) -> None:
+        peak_anon[0] = max(peak_anon[0], _status_mb("RssAnon"))  # once per chunk of rows
+        now = time.perf_counter()
+        stages[stage] = stages.get(stage, 0.0) + now - last[0]
+        last[0] = now
+
+    ivf, n_train = ann.build_ivf(read, n, sum(dims.values()), nlist, train_per_list, 0, progress=progress)
+    build_s = time.perf_counter() - start
+    faiss_path, meta_path = ann.ann_paths(Path(directory) / "pool")
+    meta = ann.AnnMeta(index_uuid="synthetic", config_fingerprint="synthetic", n_rows=n, dims=dims, nlist=nlist,
+                       nprobe=nprobe, train_rows=n_train, seed=0, structure=f"IVF{nlist},SQfp16")
+    t = time.perf_counter()
+    ann.write_ann(ivf, meta, faiss_path, meta_path)
+    queue.put({"build_s": round(build_s, 1), "write_s": round(time.perf_counter() - t, 1),
+               "kmeans_s": round(stages.get("k-means", 0.0), 1), "add_s": round(stages.get("add rows", 0.0), 1),
+               "train_rows": n_train, "ann_mb": round(faiss_path.stat().st_size / 1e6, 1),
+               "build_peak_rss_mb": peak_rss_mb(), "build_peak_anon_mb": round(peak_anon[0], 0),
+               "build_rss_before_mb": rss0})
+
+
+# -- queries (child process) -------------------------------------------------------------------------------------
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def exact_truth(pool: dict[str, np.ndarray], queries: list[dict[str, np.ndarray]], lam: dict[str, float],
+                allowed: np.ndarray | None, k: int, chunk: int = 32768) -> np.ndarray:
+    """(Q, k) rows of the exact top-k per query (float32 scores of the fp16 features), one pass over the pool."""
+    n = len(pool["rh"])
+    qmat = {c: np.stack([q[c] * lam[c] for q in queries], axis=1) for c in CHANNELS if lam[c] != 0}
+    best_s = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_i = np.zeros((len(queries), 0), dtype=np.int64)
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        scores = sum(np.asarray(pool[c][s:e], dtype=np.float32) @ qmat[c] for c in qmat).T  # (Q, m)
+        if allowed is not None:
+            scores[:, ~allowed[s:e]] = -np.inf
+        cat_s = np.concatenate([best_s, scores], axis=1)
+        cat_i = np.concatenate([best_i, np.broadcast_to(np.arange(s, e), scores.shape)], axis=1)
+        top = np.argpartition(-cat_s, min(k, cat_s.shape[1] - 1), axis=1)[:, :k]
+        best_s, best_i = np.take_along_axis(cat_s, top, 1), np.take_along_axis(cat_i, top, 1)
+    return best_i
+
+
+def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: list[int], repeats: int,
+                duckdb_path: str | None, queue: Any) -> None:
+    _one_thread()
+    import torch
+
+    from rise_core import ann
+    from rise_core.attribution import top_rows
+    from rise_core.config import ScoreOptions
+    from rise_core.scoring import FeatureMatrix
+
+    d = Path(directory)
+    pool = load_pool(d)
+    n = len(pool["rh"])
+    dims = {c: pool[c].shape[1] for c in CHANNELS}
+    gen = Generator(n, dims)
+    rng = np.random.default_rng(777)
+    queries = []
+    for _ in range(n_queries):
+        feats, _ = gen.sample(1, rng)
+        queries.append({c: feats[c][0].astype(np.float32) for c in CHANNELS})
+    qfms = [FeatureMatrix(*(torch.from_numpy(q[c][None].copy()) for c in ("rh", "gh")),
+                          torch.ones(1), torch.ones(1), torch.from_numpy(q["hs"][None].copy()), torch.ones(1))
+            for q in queries]
+    meta_value = np.load(d / "meta.npy")
+    filters = {"25%": meta_value < 100, "1%": meta_value < 4}
+    out: dict[str, Any] = {"rss_start_mb": rss_mb()}
+
+    faiss_path, meta_path = ann.ann_paths(d / "pool")
+    meta = ann.AnnMeta.from_json(meta_path.read_text())
+    t = time.perf_counter()
+    handle = ann.AnnIndex.read(faiss_path, meta)
+    out["ann_open_ms"] = round((time.perf_counter() - t) * 1e3, 1)
+    out["rss_after_open_mb"] = rss_mb()
+
+    def timed(fn: Any) -> tuple[float, Any]:
+        """Median of `repeats` runs of fn() (the machine is shared: one slow run is not the query's cost)."""
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            res = fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times), res
+
+    def run(options: ScoreOptions, nprobe: int, allowed: np.ndarray | None) -> dict[str, Any]:
+        mask = None if allowed is None else torch.from_numpy(allowed)
+        times, rows, paths = [], [], set()
+        for qfm in qfms:
+            sec, (r, _, info) = timed(lambda qfm=qfm: ann.top_rows(handle, qfm, options, k, mask, nprobe=nprobe))
+            times.append(sec)
+            rows.append(set(r.tolist()))
+            paths.add(info["path"])
+        return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+                "path": "/".join(sorted(paths)), "nprobe_used": info["nprobe"], "rows": rows}
+
+    def overfetch(options: ScoreOptions, nprobe: int, allowed: np.ndarray) -> dict[str, Any]:
+        """The alternative to filtering inside the scan: fetch 2k / (fraction kept) unfiltered, then filter."""
+        def one(qfm: FeatureMatrix) -> set[int]:
+            qcat, parts = ann.query_parts(qfm, options, meta.dims)
+            cand = handle.search(qcat, math.ceil(2 * k / allowed.mean()), nprobe)
+            cand = cand[allowed[cand]]
+            scores = handle.score_rows(cand, parts)
+            return set(cand[torch.topk(scores.total, min(k, len(cand))).indices.numpy()].tolist())
+
+        times, rows = [], []
+        for qfm in qfms:
+            sec, r = timed(lambda qfm=qfm: one(qfm))
+            times.append(sec)
+            rows.append(r)
+        return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+                "nprobe_used": nprobe, "rows": rows}
+
+    default = ScoreOptions()
+    other = ScoreOptions(lambda_rh=0.0, lambda_gh=1.0, lambda_hs=0.5)  # the lambdas are a query-time choice
+    nprobe = meta.nprobe
+    # every ANN measurement first, so that the RSS below is the ANN path's (the exact truth pages the features in)
+    runs = {str(p): run(default, p, None) for p in nprobes}
+    runs["lambdas_gh1_hs0.5"] = run(other, nprobe, None)
+    for name, allowed in filters.items():
+        runs[f"filter_{name}"] = run(default, nprobe, allowed)
+    runs["filter_25%_overfetch"] = overfetch(default, nprobe, filters["25%"])
+    out["rss_after_ann_queries_mb"] = rss_mb()
+
+    # end to end through a DuckDB index: `attribution.rank`, the hits' rows fetched from DuckDB included
+    index = None
+    if duckdb_path:
+        from rise_core.attribution import rank
+        from rise_core.store import RiseIndex
+
+        index = RiseIndex.open(duckdb_path)
+
+        def rank_times(search: str) -> dict[str, Any]:
+            start = time.perf_counter()
+            rank(index, qfms[0], default, k, search=search)  # the exact path loads the feature matrix
+            first = time.perf_counter() - start
+            times = []
+            for qfm in qfms[:max(n_exact, 20)]:
+                sec, df = timed(lambda qfm=qfm: rank(index, qfm, default, k, search=search))
+                times.append(sec)
+            return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+                    "path": df.attrs["search"]["path"], "first_call_s": round(first, 2), "rss_after_mb": rss_mb()}
+
+        out["rank_duckdb"] = {"ann": rank_times("ann")}
+
+    t = time.perf_counter()
+    lam = {"rh": default.lambda_rh, "gh": default.lambda_gh, "hs": default.lambda_hs}
+    truth = exact_truth(pool, queries, lam, None, k)
+    out["truth_s"] = round(time.perf_counter() - t, 1)
+    truths = {"": truth, "lambdas_gh1_hs0.5": exact_truth(pool, queries, {"rh": 0.0, "gh": 1.0, "hs": 0.5}, None, k),
+              "25%": exact_truth(pool, queries, lam, filters["25%"], k),
+              "1%": exact_truth(pool, queries, lam, filters["1%"], k)}
+    for name, res in runs.items():
+        key = next((t for t in ("lambdas_gh1_hs0.5", "25%", "1%") if t in name), "")
+        rows = res.pop("rows")
+        res["recall"] = round(float(np.mean([len(r & set(truths[key][i].tolist())) / k for i, r in enumerate(rows)])),
+                              4)
+    out["sweep"] = {p: runs.pop(str(p)) for p in map(str, nprobes)}
+    out.update(runs)
+
+    # the exact scan `rank` runs, on the memory-mapped fp16 features
+    fm = FeatureMatrix(*(torch.from_numpy(pool[c]) for c in ("rh", "gh")), torch.ones(n), torch.ones(n),
+                       torch.from_numpy(pool["hs"]), torch.ones(n))
+    times, agree = [], []
+    top_rows(fm, qfms[0], default, k)  # page the features in
+    for i in range(min(n_exact, n_queries)):
+        sec, (rows, _) = timed(lambda i=i: top_rows(fm, qfms[i], default, k))
+        times.append(sec)
+        agree.append(len(set(rows.tolist()) & set(truth[i].tolist())) / k)  # 1.0 but for float32 ties at the cut
+    out["exact"] = {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+                    "n_queries": len(times), "recall_vs_truth": round(float(np.mean(agree)), 4)}
+    out["rss_after_exact_mb"] = rss_mb()
+    out["peak_rss_mb"] = peak_rss_mb()
+
+    if index is not None:
+        out["rank_duckdb"]["exact"] = rank_times("exact")  # loads the whole feature matrix first, as `rank` does
+        index.close()
+    queue.put(out)
+
+
+# -- the optional end-to-end index and the HNSW comparison ---------------------------------------------------------
+
+
+def build_from_index_child(path: str, queue: Any) -> None:
+    """`rise index-ann`'s build, reading the rows from the DuckDB index (1 thread)."""
+    _one_thread()
+    from rise_core import ann
+    from rise_core.store import RiseIndex
+
+    start = time.perf_counter()
+    with RiseIndex.open(path) as index:
+        meta = ann.build_ann(index, threads=1)
+    queue.put({"duckdb_ann_build_s": round(time.perf_counter() - start, 1), "duckdb_ann_build_peak_rss_mb":
+               peak_rss_mb(), "duckdb_ann_nlist": meta.nlist})
+
+
+def write_duckdb(directory: Path, dims_k: tuple[int, int, int], chunk: int = 10_000) -> tuple[Path, float]:
+    """A real RISE index holding the pool's features, and its ANN files (copied from the synthetic build)."""
+    import torch
+
+    from rise_core import ann
+    from rise_core.config import RiseConfig
+    from rise_core.samples import Sample
+    from rise_core.scoring import FeatureMatrix
+    from rise_core.sketch import SketchSet
+    from rise_core.store import RiseIndex
+
+    start = time.perf_counter()
+    k_r, k_h, k_g = dims_k
+    config = RiseConfig(k_r=k_r, k_h=k_h, k_g=k_g)
+    path = directory / "pool.duckdb"
+    index = RiseIndex._create_raw(path, config, "synthetic", "synthetic", {"vocab_size": 1024, "hidden_size": HIDDEN},
+                                  SketchSet.for_config(1024, HIDDEN, config), overwrite=True)
+    index.set_hidden_mean(torch.zeros(HIDDEN))
+    pool = load_pool(directory)
+    meta_value = np.load(directory / "meta.npy")
+    n = len(pool["rh"])
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        parts = {c: torch.from_numpy(np.array(pool[c][s:e])) for c in CHANNELS}
+        ones = torch.ones(e - s)
+        fm = FeatureMatrix(parts["rh"], parts["gh"], ones, ones, parts["hs"], ones)
+        samples = [Sample(text=f"synthetic {i}", id=f"s{i}", meta={"value": int(meta_value[i])}) for i in range(s, e)]
+        index.add_samples(samples, fm, [64] * (e - s), [8.0] * (e - s), [2.0] * (e - s), [65] * (e - s),
+                          [False] * (e - s))
+    index.set_status("complete")
+    m = index.manifest
+    index.close()
+    faiss_src, meta_src = ann.ann_paths(directory / "pool")
+    faiss_dst, meta_dst = ann.ann_paths(path)
+    shutil.copy(faiss_src, faiss_dst)
+    meta = ann.AnnMeta.from_json(meta_src.read_text())
+    meta.index_uuid, meta.config_fingerprint = m.index_uuid, config.fingerprint()
+    meta_dst.write_text(meta.to_json())
+    return path, time.perf_counter() - start
+
+
+def compare_hnsw(directory: Path, n: int, queue: Any) -> None:
+    """HNSW32 with fp16 codes (efConstruction 40) over the pool's first n rows: build time, recall, latency."""
+    _one_thread()
+    import faiss
+
+    pool = load_pool(directory)
+    x = np.concatenate([np.asarray(pool[c][:n], dtype=np.float32) for c in CHANNELS], axis=1)
+    index = faiss.IndexHNSWSQ(x.shape[1], faiss.ScalarQuantizer.QT_fp16, 32, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = 40
+    start = time.perf_counter()
+    index.train(x[:1000])
+    index.add(x)
+    build_s = time.perf_counter() - start
+    queue.put({"hnsw_rows": n, "hnsw_build_s": round(build_s, 1), "hnsw_us_per_row": round(build_s / n * 1e6, 0)})
+
+
+def _child(target: Any, *args: Any) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+# -- main -----------------------------------------------------------------------------------------------------------
+
+
+def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from rise_core import ann
+
+    dims = channel_dims(dims_k)
+    directory = root / f"pool-{n}-{'x'.join(map(str, dims_k))}"
+    res: dict[str, Any] = {"n": n, "dims": list(dims_k), "values_per_sample": sum(dims.values()),
+                           "features_mb": round(n * sum(dims.values()) * 2 / 1e6, 1)}
+    res["generate_s"] = round(generate(directory, n, dims), 1)
+    nlist = args.nlist or ann.default_nlist(n)
+    nprobe = args.nprobe or ann.default_nprobe(nlist)
+    res.update(nlist=nlist, nprobe=nprobe)
+    print(f"  [{n} x {res['values_per_sample']}] generated in {res['generate_s']} s; building IVF{nlist},SQfp16",
+          flush=True)
+    res.update(_child(build_child, str(directory), nlist, nprobe, args.train_per_list))
+    print(f"  built in {res['build_s']} s; querying", flush=True)
+    duckdb_path = None
+    if n <= args.duckdb_max:
+        path, write_s = write_duckdb(directory, dims_k)
+        duckdb_path, res["duckdb_write_s"] = str(path), round(write_s, 1)
+        res["duckdb_mb"] = round(path.stat().st_size / 1e6, 1)
+        if args.build_from_duckdb:  # replace the copied ANN files by `rise index-ann`'s own build
+            res.update(_child(build_from_index_child, duckdb_path))
+            # one ANN file for both measurements (two would compete for the page cache): the synthetic name becomes a
+            # hard link to the index's (the same rows, seed and parameters, so the same size)
+            pool_faiss, _ = ann.ann_paths(directory / "pool")
+            pool_faiss.unlink()
+            os.link(ann.ann_paths(path)[0], pool_faiss)
+    nprobes = sorted({max(1, nprobe // 2), nprobe, min(nlist, 2 * nprobe), min(nlist, 4 * nprobe)})
+    res.update(_child(query_child, str(directory), args.queries, args.exact_queries, args.k, nprobes, args.repeats,
+                      duckdb_path))
+    if args.compare_hnsw:
+        res.update(_child(compare_hnsw, directory, min(n, args.compare_hnsw)))
+    if not args.keep:
+        shutil.rmtree(directory)
+    return res
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    head = ("| pool | values/sample | nlist | build (k-means + add) | ANN file | RSS open / after queries "
+            "| exact p50 / p95 | nprobe | ANN p50 / p95 | recall@10 | 25% filter (in scan) | 1% filter (exact) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for r in results:
+        for p, s in r["sweep"].items():
+            lines.append(
+                f"| {r['n']:,} ({'x'.join(map(str, r['dims']))}) | {r['values_per_sample']} | {r['nlist']} | "
+                f"{r['build_s']} s ({r['kmeans_s']} + {r['add_s']}) | {r['ann_mb'] / 1e3:.2f} GB | "
+                f"{r['rss_after_open_mb']['total']:.0f} / {r['rss_after_ann_queries_mb']['total']:.0f} MB | "
+                f"{r['exact']['p50_ms']:.0f} / {r['exact']['p95_ms']:.0f} ms | "
+                f"{p}{'*' if int(p) == r['nprobe'] else ''}"
+                f" | {s['p50_ms']:.1f} / {s['p95_ms']:.1f} ms | {s['recall']:.3f} | "
+                + (f"{r['filter_25%']['p50_ms']:.1f} ms, {r['filter_25%']['recall']:.3f} | "
+                   f"{r['filter_1%']['p50_ms']:.1f} ms, {r['filter_1%']['recall']:.3f} |" if int(p) == r["nprobe"]
+                   else " | |"))
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated pool sizes")
+    parser.add_argument("--dims", default="default,16x8x28",
+                        help="comma-separated K_r x K_h x K_g triples; 'default' is RiseConfig()'s")
+    parser.add_argument("--nlist", type=int, default=None, help="default: rise_core.ann.default_nlist(N)")
+    parser.add_argument("--nprobe", type=int, default=None, help="default: rise_core.ann.default_nprobe(nlist)")
+    parser.add_argument("--train-per-list", type=int, default=64)
+    parser.add_argument("--queries", type=int, default=100, help="queries for latency and recall")
+    parser.add_argument("--exact-queries", type=int, default=20, help="of which timed on the exact scan")
+    parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (their median counts)")
+    parser.add_argument("--duckdb-max", type=int, default=100_000,
+                        help="pools up to this size are also timed end to end through a DuckDB index")
+    parser.add_argument("--build-from-duckdb", action="store_true",
+                        help="with --duckdb-max: also time `rise index-ann`'s build reading the DuckDB index")
+    parser.add_argument("--compare-hnsw", type=int, default=0, metavar="ROWS",
+                        help="also time an HNSW32,SQfp16 build over this many rows")
+    parser.add_argument("--dir", default=None, help="where to write the pools (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="with --dir: keep the generated pools there")
+    parser.add_argument("--out", default="results/ann", help="where to write ann_scale.jsonl and ann_scale.md")
+    args = parser.parse_args(argv)
+
+    from rise_core.config import RiseConfig
+
+    base = RiseConfig()
+    triples = [(base.k_r, base.k_h, base.k_g) if d == "default" else tuple(int(x) for x in d.split("x"))
+               for d in args.dims.split(",")]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    keep_dir = Path(args.dir) if args.keep and args.dir else None  # --keep --dir D: the pools stay in D
+    with contextlib.nullcontext(str(keep_dir)) if keep_dir else tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        for dims_k in triples:
+            for n in (int(s) for s in args.sizes.split(",")):
+                print(f"pool of {n:,} at dims {dims_k}", flush=True)
+                res = measure(n, dims_k, Path(tmp), args)
+                results.append(res)
+                with open(out / "ann_scale.jsonl", "a") as fh:
+                    fh.write(json.dumps(res) + "\n")
+                print(json.dumps(res), flush=True)
+    md = table(results)
+    (out / "ann_scale.md").write_text(md)
+    print("\n" + md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""The ANN index (rise_core.ann): same top-k and exact scores as the exact scan, query-time lambdas, exact fallbacks,
+filters, appended rows, refused sidecars, the missing-faiss message and `rise index-ann`.
+
+Pools are synthetic and clustered (a few topics in a small latent space, mapped to each channel by a fixed random
+matrix, plus noise), written straight into small DuckDB indexes without a model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+import torch
+
+from rise_core import ann
+from rise_core.attribution import rank, rank_each
+from rise_core.cli import main
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import SampleFeatures
+from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix, score_pool
+from rise_core.sketch import SketchSet
+from rise_core.store import RiseIndex
+from rise_core.units import format_bytes
+
+CFG = RiseConfig(k_r=4, k_h=4, k_g=6, center_hidden=False, hidden_channel=True)  # RH 16, GH 24, HS 12 values
+HIDDEN = 12
+N = 400
+NLIST = 16
+TOPICS = ("t0", "t1", "t2", "t3")
+
+
+def clustered(n: int, seed: int, config: RiseConfig = CFG, n_topics: int = 8, latent: int = 6) -> SampleFeatures:
+    """n samples of n_topics clusters: latent = 2 centre[topic] + 0.5 noise, each channel = latent @ W_c + noise."""
+    fixed = torch.Generator().manual_seed(1234)  # the topics and channel maps: the same for every call
+    centres = torch.randn(n_topics, latent, generator=fixed)
+    maps = {c: torch.randn(latent, d, generator=fixed) for c, d in
+            zip(("rh", "gh", "hs"), (*config.feature_dims, HIDDEN), strict=True)}
+    gen = torch.Generator().manual_seed(seed)
+    topic = torch.randint(n_topics, (n,), generator=gen)
+    lat = 2 * centres[topic] + 0.5 * torch.randn(n, latent, generator=gen)
+    ch = {c: lat @ w + 0.3 * torch.randn(n, w.shape[1], generator=gen) for c, w in maps.items()}
+    return SampleFeatures(rh=ch["rh"], gh=ch["gh"], n_counted=torch.full((n,), 8), mean_support=torch.full((n,), 4.0),
+                          loss=torch.full((n,), 2.0), hs=ch["hs"] if config.hidden_channel else None)
+
+
+def append(index: RiseIndex, feats: SampleFeatures, start: int, prefix: str = "s") -> None:
+    n = len(feats.rh)
+    samples = [Sample(text=f"synthetic {i}", id=f"{prefix}{i}", label=i % 2, meta={"topic": TOPICS[i % 4]})
+               for i in range(start, start + n)]
+    index.add_samples(samples, FeatureMatrix.from_features(feats, dtype=torch.float16), feats.n_counted.tolist(),
+                      feats.mean_support.tolist(), feats.loss.tolist(), [9] * n, [False] * n)
+
+
+def make_index(path: Path, n: int = N, seed: int = 0, config: RiseConfig = CFG) -> Path:
+    index = RiseIndex._create_raw(path, config, "synthetic", "synthetic", {"vocab_size": 64, "hidden_size": HIDDEN},
+                                  SketchSet.for_config(64, HIDDEN, config))
+    index.set_hidden_mean(torch.zeros(HIDDEN))
+    append(index, clustered(n, seed, config), 0)
+    index.set_status("complete")
+    index.close()
+    return path
+
+
+def query(seed: int = 99) -> FeatureMatrix:
+    return FeatureMatrix.from_features(clustered(1, seed), dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory) -> Path:
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path_factory.mktemp("ann") / "pool.duckdb")
+    with RiseIndex.open(path) as index:
+        meta = ann.build_ann(index, nlist=NLIST, threads=1)
+    assert (meta.n_rows, meta.nlist, meta.nprobe, meta.dims) == (N, NLIST, 8, {"rh": 16, "gh": 24, "hs": HIDDEN})
+    return path
+
+
+def col_(df, name: str) -> torch.Tensor:
+    """A float score column as float32 (pandas widens the scores to float64)."""
+    return torch.tensor(df[name].to_numpy()).float()
+
+
+def exact_top(index: RiseIndex, q: FeatureMatrix, options: ScoreOptions, k: int, where: str | None = None
+              ) -> tuple[list[int], torch.Tensor]:
+    scores = score_pool(index.feature_matrix(), q, options).total
+    if where:
+        scores = torch.where(index.row_mask(where), scores, torch.tensor(float("-inf")))
+    top = torch.topk(scores, k)
+    return top.indices.tolist(), top.values
+
+
+def test_ann_top_k_equals_exact_top_k(pool):
+    options = ScoreOptions()
+    with RiseIndex.open(pool) as index:
+        handle = ann.load_ann(index)
+        for seed in range(5):
+            q = query(seed)
+            want, values = exact_top(index, q, options, 10)
+            for nprobe in (NLIST // 2, NLIST):  # half the cells of a clustered pool, and all of them
+                rows, scores, info = ann.top_rows(handle, q, options, 10, nprobe=nprobe)
+                assert info["path"] == "ann" and info["nprobe"] == nprobe
+                assert rows.tolist() == want
+                torch.testing.assert_close(scores.total, values, rtol=1e-6, atol=1e-6)
+        # one cell of sixteen cannot hold every hit of every query: recall is approximate, not exact by accident
+        recalls = [len(set(ann.top_rows(handle, query(s), options, 10, nprobe=1)[0].tolist())
+                       & set(exact_top(index, query(s), options, 10)[0])) for s in range(5)]
+        assert min(recalls) < 10
+
+
+def test_returned_scores_are_exact_and_rank_says_which_path_ran(pool):
+    options = ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.3)
+    q = query()
+    with RiseIndex.open(pool) as index:
+        fast = rank(index, q, options, k=12, search="ann")
+        slow = rank(index, q, options, k=12, search="exact")
+        dense = score_pool(index.feature_matrix(), q, options)
+        rows = [index.row_of(i) for i in fast["id"]]
+    assert fast.attrs["search"]["path"] == "ann" and slow.attrs["search"]["path"] == "exact"
+    assert fast.attrs["search"]["n_candidates"] >= 12 and fast.attrs["search"]["n_rows"] == N
+    assert fast["id"].tolist() == slow["id"].tolist()
+    for c, col in (("total", "score"), ("rh", "rh"), ("gh", "gh"), ("hs", "hs")):
+        torch.testing.assert_close(col_(fast, col), getattr(dense, c)[rows], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(col_(fast, col), col_(slow, col),
+                                   rtol=1e-6, atol=1e-7)
+    assert list(fast.columns) == list(slow.columns)
+    assert "approximate search over 400 rows" in ann.search_summary(fast.attrs["search"])
+
+
+@pytest.mark.parametrize("lambdas", [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (0.2, -0.5, 1.5)])
+def test_lambdas_chosen_at_query_time_are_honoured(pool, lambdas):
+    options = ScoreOptions(lambda_rh=lambdas[0], lambda_gh=lambdas[1], lambda_hs=lambdas[2])
+    q = query(7)
+    with RiseIndex.open(pool) as index:
+        want, values = exact_top(index, q, options, 8)
+        df = rank(index, q, options, k=8, search="ann")
+        assert df.attrs["search"]["path"] == "ann"
+        assert [index.row_of(i) for i in df["id"]] == want
+        torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
+        for c, lam in zip(("rh", "gh", "hs"), lambdas, strict=True):
+            assert lam != 0 or (df[c] == 0).all()
+
+
+@pytest.mark.parametrize("mode", ["joint", "none"])
+def test_joint_and_none_normalisation_fall_back_to_exact(pool, mode):
+    options = ScoreOptions(sample_norm=mode, lambda_hs=0.5)
+    q = query(3)
+    with RiseIndex.open(pool) as index:
+        df = rank(index, q, options, k=10, search="ann")
+        want, values = exact_top(index, q, options, 10)
+        assert [index.row_of(i) for i in df["id"]] == want
+    info = df.attrs["search"]
+    assert info["path"] == "exact" and f"sample_norm={mode!r}" in info["reason"] and info["n_rows"] == N
+    assert ann.search_summary(info).startswith("exact scan of 400 rows (sample_norm=")
+    torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
+
+
+def test_where_filter_inside_the_scan_and_exact_when_selective(pool, monkeypatch):
+    options = ScoreOptions()
+    q = query(5)
+    with RiseIndex.open(pool) as index:
+        ann.set_nprobe(index, NLIST)
+        try:
+            # a filter keeping half the rows, searched with the IDSelector (the exact shortcut switched off)
+            monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 0.0)
+            df = rank(index, q, options, k=10, where="label = 1", search="ann")
+            want, values = exact_top(index, q, options, 10, where="label = 1")
+            assert df.attrs["search"]["path"] == "ann" and df.attrs["search"]["n_allowed"] == N // 2
+            assert [index.row_of(i) for i in df["id"]] == want and (df["label"] == 1).all()
+            torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
+            # a selective filter: its few rows are scored exactly
+            monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 2.0)
+            where = "topic = 't1' AND row < 60"
+            df = rank(index, q, options, k=5, where=where, search="ann")
+            want, values = exact_top(index, q, options, 5, where=where)
+            info = df.attrs["search"]
+            assert info["path"] == "exact"
+            assert "the filter keeps 15 of 400 rows: all of them are scored" in info["reason"]
+            assert [index.row_of(i) for i in df["id"]] == want
+            torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
+            assert rank(index, q, options, k=5, where="FALSE", search="ann").empty
+        finally:
+            ann.set_nprobe(index, NLIST // 2)
+
+
+def test_appended_rows_are_found_then_added(tmp_path):
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "grow.duckdb", n=200, seed=1)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=8)
+    q = query(11)
+    one = clustered(1, 11)  # the query's own features (same seed): three copies are the best hits of all
+    near = SampleFeatures(**{f: torch.cat([getattr(one, f)] * 3) for f in
+                             ("rh", "gh", "n_counted", "mean_support", "loss", "hs")})
+    with RiseIndex.open(path, read_only=False) as writer:
+        append(writer, near, 200, prefix="new")
+    options = ScoreOptions()
+    with RiseIndex.open(path) as index:
+        assert ann.ann_status(index).n_tail == 3
+        df = rank(index, q, options, k=5, search="ann")
+        info = df.attrs["search"]
+        assert info["path"] == "ann" and info["n_tail"] == 3 and info["n_rows"] == 203
+        assert set(df["id"].iloc[:3]) == {"new200", "new201", "new202"}
+        want, values = exact_top(index, q, options, 5)
+        assert sorted(index.row_of(i) for i in df["id"]) == sorted(want)
+        torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
+        meta, added = ann.update_ann(index)
+        assert (added, meta.n_rows, ann.ann_status(index).n_tail) == (3, 203, 0)
+        again = rank(index, q, options, k=5, search="ann")
+        # the same hits (the three tied copies in any order) and scores
+        assert again.attrs["search"]["n_tail"] == 0 and set(again["id"]) == set(df["id"])
+        torch.testing.assert_close(col_(again, "score"), values, rtol=1e-6, atol=1e-7)
+        assert ann.update_ann(index)[1] == 0
+
+
+def test_foreign_stale_or_damaged_ann_files_are_refused(pool, tmp_path, monkeypatch):
+    other = make_index(tmp_path / "other.duckdb", n=N, seed=0)  # the same rows, but another index
+    for src, dst in zip(ann.ann_paths(pool), ann.ann_paths(other), strict=True):
+        shutil.copy(src, dst)
+    q = query()
+    with RiseIndex.open(other) as index:
+        status = ann.ann_status(index)
+        assert status.state == "invalid" and "built for another index" in status.reason
+        with pytest.raises(IndexMismatchError, match="built for another index"):
+            rank(index, q, k=3, search="ann")
+        monkeypatch.setattr(ann, "ANN_MIN_ROWS", 0)
+        df = rank(index, q, k=3)  # auto: ignored, with the reason
+        assert df.attrs["search"]["path"] == "exact" and "another index" in df.attrs["search"]["reason"]
+
+        # its own ANN, then a faiss file that does not match the sidecar, then no faiss file
+        ann.build_ann(index, nlist=8)
+        assert rank(index, q, k=3).attrs["search"]["path"] == "ann"
+        faiss_path, meta_path = ann.ann_paths(other)
+        with open(faiss_path, "ab") as fh:
+            fh.write(b"\0")
+        with pytest.raises(IndexStoreError, match="does not match its sidecar"):
+            rank(index, q, k=3, search="ann")
+        faiss_path.unlink()
+        with pytest.raises(IndexStoreError, match="is missing"):
+            rank(index, q, k=3, search="ann")
+        meta_path.unlink()
+        with pytest.raises(IndexStoreError, match="no ANN index"):
+            rank(index, q, k=3, search="ann")
+        assert rank(index, q, k=3).attrs["search"]["reason"] == "no ANN index"
+    with RiseIndex.open(pool) as index:
+        monkeypatch.setattr(ann, "ANN_MIN_ROWS", N + 1)
+        assert rank(index, q, k=3).attrs["search"]["path"] == "exact"  # auto: too small a pool
+        monkeypatch.setattr(ann, "ANN_MIN_ROWS", N)
+        assert rank(index, q, k=3).attrs["search"]["path"] == "ann"
+        assert rank(index, q, k=3, search="exact").attrs["search"]["path"] == "exact"
+        both = rank_each(index, FeatureMatrix.concat([q, query(4)]), k=3, search="ann")
+        assert both.attrs["search"]["path"] == "ann" and both["query"].tolist() == [1, 1, 1, 2, 2, 2]
+        with pytest.raises(Exception, match="unknown search 'fast'; choose one of auto, exact, ann"):
+            rank(index, q, k=3, search="fast")
+
+
+def test_missing_faiss_names_the_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "faiss", None)  # `import faiss` raises ImportError
+    with pytest.raises(ConfigError, match="pip install faiss-cpu"):
+        ann.import_faiss()
+    path = make_index(tmp_path / "nofaiss.duckdb", n=40, seed=3)
+    with RiseIndex.open(path) as index:
+        with pytest.raises(ConfigError, match=r"needs faiss, which is not installed: pip install faiss-cpu"):
+            ann.build_ann(index)
+        assert rank(index, query(), k=3).attrs["search"]["reason"] == "no ANN index"  # no faiss needed without one
+    assert main(["index-ann", "--index", str(path), "--quiet"]) == 1
+    assert "pip install faiss-cpu" in capsys.readouterr().err
+
+
+def test_missing_faiss_with_an_ann_index_falls_back_or_refuses(pool, monkeypatch):
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    monkeypatch.setattr(ann, "_LOADED", OrderedDict())  # nothing opened before
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 0)
+    with RiseIndex.open(pool) as index:
+        with pytest.raises(ConfigError, match="pip install faiss-cpu"):
+            rank(index, query(), k=3, search="ann")
+        df = rank(index, query(), k=3)  # auto: the exact scan, saying why
+    assert df.attrs["search"]["path"] == "exact" and "pip install faiss-cpu" in df.attrs["search"]["reason"]
+
+
+def test_cli_index_ann(tmp_path, capsys):
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "cli.duckdb", n=120, seed=2)
+    assert main(["index-ann", "--index", str(path), "--status"]) == 0
+    assert "absent: no ANN index" in capsys.readouterr().out
+    assert main(["index-ann", "--index", str(path), "--nlist", "8", "--nprobe", "4", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "built IVF8,SQfp16 over 120 rows" in out and "queries scan 4 cells" in out
+    assert main(["index-ann", "--index", str(path), "--status"]) == 0
+    assert "valid: ANN index over 120 rows (IVF8,SQfp16, nprobe 4)" in capsys.readouterr().out
+    assert main(["index-ann", "--index", str(path), "--set-nprobe", "6"]) == 0
+    assert "scan 6 of 8 cells" in capsys.readouterr().out
+    assert main(["index-ann", "--index", str(path), "--update", "--quiet"]) == 0
+    assert "already up to date" in capsys.readouterr().out
+    assert main(["index-ann", "--index", str(path), "--set-nprobe", "9"]) == 1
+    assert "nprobe must be between 1 and nlist (8), got 9" in capsys.readouterr().err
+    assert main(["index-ann", "--index", str(path), "--nlist", "500", "--quiet"]) == 1
+    assert "--nlist must be between 1 and the number of samples (120), got 500" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["index-ann", "--index", str(path), "--status", "--nlist", "4"])
+
+
+def test_cli_info_shows_the_ann_status(tmp_path, capsys):
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "info.duckdb", n=120, seed=2)
+
+    def info() -> tuple[str, dict]:
+        assert main(["info", "--index", str(path)]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("ANN index"))
+        assert main(["info", "--index", str(path), "--json"]) == 0
+        return line, json.loads(capsys.readouterr().out)["ann"]
+
+    line, js = info()
+    assert line.split(None, 2)[2] == f"none (`rise index-ann --index {path}` builds one; queries scan every row)"
+    assert (js["state"], js["n_index_rows"], js["n_covered"], js["meta"]) == ("absent", 120, 0, None)
+
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=4)
+    faiss_path, _ = ann.ann_paths(path)
+    size = faiss_path.stat().st_size
+    line, js = info()
+    assert line.split(None, 2)[2] == (f"IVF8,SQfp16 over 120 of 120 rows (up to date), nprobe 4 of 8 cells, "
+                                      f"{format_bytes(size)}; queries use it from 50,000 rows "
+                                      "(`rank(..., search='ann')` forces it)")
+    assert (js["state"], js["n_covered"], js["n_tail"]) == ("valid", 120, 0)
+    assert (js["meta"]["nprobe"], js["meta"]["nlist"], js["meta"]["faiss_bytes"]) == (4, 8, size)
+
+    with RiseIndex.open(path, read_only=False) as writer:  # 5 rows appended since the ANN build: stale
+        append(writer, clustered(5, 7), 120, prefix="new")
+    line, js = info()
+    assert "over 120 of 125 rows (stale: the 5 appended since are scored exactly; " in line
+    assert f"`rise index-ann --index {path} --update` adds them)" in line
+    assert (js["state"], js["n_index_rows"], js["n_covered"], js["n_tail"]) == ("valid", 125, 120, 5)
+
+    with open(faiss_path, "ab") as fh:  # a faiss file that does not match its sidecar
+        fh.write(b"\0")
+    line, js = info()
+    assert "unusable, queries scan every row: " in line and "does not match its sidecar" in line
+    assert js["state"] == "invalid" and "does not match its sidecar" in js["reason"]
+
+
+def test_cli_query_says_which_search_ran(pool, monkeypatch, capsys):
+    import rise_core.attribution
+    import rise_core.cli.index
+
+    monkeypatch.setattr(rise_core.cli.index, "_open_for_query",  # the synthetic index has no model
+                        lambda args: (RiseIndex.open(args.index, read_only=True), None))
+    monkeypatch.setattr(rise_core.attribution, "query_features", lambda index, lm, queries: query())
+    argv = ["query", "--index", str(pool), "--text", "anything", "-k", "3"]
+
+    assert main(argv) == 0  # 400 rows: below ANN_MIN_ROWS, so the exact scan
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1 + 3  # stdout: the table alone (header, 3 hits)
+    assert captured.err.strip().splitlines()[-1] == (
+        "search: exact scan of 400 rows (the ANN index is used from 50,000 rows)")
+
+    assert main([*argv, "--search", "ann"]) == 0  # forced: the ANN index whatever the pool size
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("search: approximate search over 400 rows")
+
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", N)
+    assert main([*argv, "--search", "exact"]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("search: exact scan of 400 rows")
+    assert main(argv) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "search: approximate search over 400 rows (IVF16,SQfp16, nprobe 8), exact rescoring of 19 candidates")
+
+    monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 0.0)  # a filter searched in the ANN scan, not all cells
+    assert main([*argv, "--where", "label = 1", "--format", "json"]) == 0  # JSON stays parseable
+    captured = capsys.readouterr()
+    assert [r["label"] for r in json.loads(captured.out)] == [1, 1, 1]
+    assert captured.err.strip().splitlines()[-1].startswith("search: approximate search over 400 rows (")
+    assert captured.err.strip().endswith("; 200 rows match the filter")
+
+    monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 2.0)
+    assert main([*argv, "--where", "row < 10", "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1 + 3
+    assert captured.err.strip().splitlines()[-1] == (
+        "search: exact scan of 400 rows (the filter keeps 10 of 400 rows: all of them are scored)")
