@@ -16,6 +16,7 @@ from explorer.build_plan import (
     model_hidden_size,
     slug,
 )
+from explorer.finetune_ui import finetune_section
 from explorer.jobs import BuildJob
 from explorer.uploads import UPLOAD_TYPES, PoolFile
 from rise_core.bundled import pool_paths
@@ -47,6 +48,10 @@ with ui.friendly("read the pool", stop=True):
     n_rows = min(len(df), limit) if limit else len(df)
     st.caption(f"{len(df)} rows, columns: {', '.join(map(str, df.columns))}. Preview:")
     st.dataframe(df.head(5), hide_index=True)
+
+with ui.friendly("read the pool for fine-tuning"):
+    finetune_section(st.session_state["build_model"].strip(), lambda: head_pool(pool_file.pool(fields), limit).samples,
+                     pool_file.name, s.index_dir)
 
 with ui.friendly("check the settings", stop=True):
     config = ui.config_form()

@@ -9,6 +9,5 @@ One module per concern. Only `explorer.ui` (page scaffolding, cached resources, 
 - `build_plan`: what the Build index page works out before a build -- file name, size on disk, the pool's slice.
 - `jobs`: index builds in background threads and the read-only indexes shared by the server's sessions.
 - `demo`: the bundled data as the explorer offers it -- the one-click demo and the Evaluate page's task.
-- `generation`: the model's continuation of a typed prompt.
 - `diagnostics_charts`: the Diagnostics page's tables, headline numbers and plotly figures.
 """

@@ -210,3 +210,86 @@ class IndexRegistry:
             index.close()
         except Exception:  # noqa: BLE001 - closing a stale reader must never break the page
             pass
+
+
+@dataclass
+class FinetuneJob:
+    """A LoRA fine-tune (`rise_core.finetune.finetune`) in a background thread, with its loss curve for the page.
+
+    It loads its own copy of the base model: the cached one serves queries meanwhile and must not grow LoRA layers.
+    Stopping checkpoints after the step in progress; starting the same fine-tune again resumes it."""
+
+    model_id: str
+    samples: list
+    out_dir: Path
+    recipe: object  # rise_core.finetune.FinetuneConfig
+    label: str = ""
+    status: str = "pending"  # pending | loading | running | done | stopped | failed
+    steps: list = field(default_factory=list)  # FinetuneProgress of every step so far
+    error: BaseException | None = None
+    manifest: dict = field(default_factory=dict)
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def start(self) -> FinetuneJob:
+        self.status, self.started_at = "loading", time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"rise-finetune-{self.out_dir.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from rise_core.finetune import finetune
+        from rise_core.models import load_model
+
+        try:
+            lm = load_model(self.model_id)
+            self.status = "running"
+            result = finetune(lm, self.samples, self.out_dir, self.recipe, progress=self.steps.append,
+                              should_stop=self._stop.is_set, pool_source=self.label)
+            self.manifest = result.manifest
+            self.status = "stopped" if result.stopped else "done"
+        except BaseException as exc:  # reported to the page; the thread must not die silently
+            self.error, self.status = exc, "failed"
+        finally:
+            self.finished_at = time.monotonic()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("pending", "loading", "running")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+    @property
+    def fraction(self) -> float:
+        if self.status == "done":
+            return 1.0
+        last = self.steps[-1] if self.steps else None
+        return last.step / last.total_steps if last else 0.0
+
+    def message(self) -> str:
+        """One line for the page: step, loss, speed and ETA, or the outcome."""
+        if self.status == "loading":
+            return "Loading a copy of the model to fine-tune…"
+        if self.running:
+            if not self.steps:
+                return "Starting…"
+            p = self.steps[-1]
+            verb = "Stopping after this step" if self._stop.is_set() else "Fine-tuning"
+            return (f"{verb}: step {p.step}/{p.total_steps} (epoch {p.epoch}), loss {p.loss:.3f}, "
+                    f"{p.tokens_per_s:.0f} tokens/s, about {format_seconds(p.eta_s)} left.")
+        if self.status == "failed":
+            return f"The fine-tune failed: {self.error}"
+        if self.status == "stopped":
+            return (f"Stopped at step {self.steps[-1].step if self.steps else 0}: a checkpoint is saved in "
+                    f"{self.out_dir}; start the fine-tune again to resume.")
+        m = self.manifest
+        return (f"Done: final epoch loss {m.get('final_loss', float('nan')):.3f}, {m.get('tokens_per_s')} tokens/s. "
+                f"The adapter is in {self.out_dir}.")

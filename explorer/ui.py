@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from rise_core import bundled
+from rise_core import bundled, generation
 from rise_core.config import (
     PRESET_SCORING,
     PRESETS,
@@ -45,6 +45,7 @@ from rise_core.errors import (
     ModelLoadError,
     RiseError,
 )
+from rise_core.generation import GenerationSettings
 from rise_core.ingest import FieldMap
 from rise_core.models import LoadedModel, load_model
 from rise_core.samples import Sample
@@ -52,7 +53,6 @@ from rise_core.scoring import FeatureMatrix
 from rise_core.units import format_bytes
 
 from .demo import demo_index_path, demo_pool, demo_query
-from .generation import generate_continuation
 from .jobs import BuildJob, IndexRegistry
 
 if TYPE_CHECKING:
@@ -94,6 +94,10 @@ DEFAULTS: dict[str, Any] = {
     "sample_norm": ScoreOptions().sample_norm,
     "top_k": 10,
     "where": "",
+    "gen_max_new_tokens": GenerationSettings().max_new_tokens,
+    "gen_temperature": GenerationSettings().temperature,
+    "gen_top_p": GenerationSettings().top_p,
+    "gen_seed": GenerationSettings().seed,
 }
 MAX_CACHED_QUERIES = 16
 
@@ -352,16 +356,41 @@ def score_controls(config: RiseConfig | None = None, hs_note: str = NO_HS) -> Sc
     return score_options(config)
 
 
+def generation_settings() -> GenerationSettings:
+    """Length and sampling of the model's continuation, behind an expander (greedy by default)."""
+    with st.expander("Generation settings"):
+        c1, c2, c3, c4 = st.columns(4)
+        c1.number_input("New tokens", 1, 512, key="gen_max_new_tokens", persist_state="session")
+        c2.number_input("Temperature (0 = greedy)", 0.0, 2.0, step=0.1, key="gen_temperature",
+                        persist_state="session")
+        c3.number_input("Top-p", 0.05, 1.0, step=0.05, key="gen_top_p", persist_state="session")
+        c4.number_input("Seed", 0, 2**31 - 1, key="gen_seed", persist_state="session")
+    return GenerationSettings(max_new_tokens=int(st.session_state["gen_max_new_tokens"]),
+                              temperature=float(st.session_state["gen_temperature"]),
+                              top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))
+
+
 def query_inputs(path: str) -> None:
-    """The query's prompt, a button to let the index's model generate the continuation, and the generation."""
+    """The query's prompt, a button that streams the index's model's continuation, and the (editable) generation."""
     st.text_area("Prompt", key="query_prompt", persist_state="session", height=80,
                  help="The instruction or context the generation answers (optional).")
+    index = open_index(path)
+    adapter = index.manifest.model_info.get("adapter")
+    if adapter:
+        st.info(f"This index's model was fine-tuned on its pool (adapter `{Path(adapter['path']).name}`): let it "
+                "answer the prompt, then attribute what it said to the examples it learned from.",
+                icon=":material/school:")
+    settings = generation_settings()
     if st.button("Generate the continuation with the model", key="generate", icon=":material/auto_awesome:",
-                 help="Greedy decoding (48 new tokens) with the index's model, through its chat template."):
+                 type="primary" if adapter else "secondary",
+                 help="Decodes with the index's model (settings above); the text streams in and you may edit it."):
         with friendly("generate a continuation"):
-            lm = model_for(open_index(path))
-            with st.spinner("Generating…"):
-                st.session_state["query_completion"] = generate_continuation(lm, st.session_state["query_prompt"])
+            lm = model_for(index)
+            pieces = st.write_stream(generation.stream(lm, st.session_state["query_prompt"], settings))
+            text = ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+            if not text:
+                raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
+            st.session_state["query_completion"] = text
     st.text_area("Generation (the query to attribute)", key="query_completion", persist_state="session", height=100,
                  help="The model output whose training-data sources you want; its tokens are the ones that count.")
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -49,6 +50,8 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     model_id: str
+    adapter: dict[str, Any] | None = None
+    """the LoRA adapter merged into the weights: {"path", "digest", "base_model", ...}; None for a plain model."""
     _fingerprint: str | None = field(default=None, repr=False)
 
     @property
@@ -116,13 +119,21 @@ class LoadedModel:
                     step = max(1, flat.numel() // 2048)
                     h.update(f"{name}:{tuple(p.shape)}:{flat.double().sum().item():.6e}".encode())
                     h.update(flat[::step].numpy().tobytes())
+            if self.adapter is not None:  # an adapter is named even where merging it left a weight unchanged
+                h.update(f"adapter:{self.adapter['digest']}".encode())
             self._fingerprint = h.hexdigest()[:16]
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "fingerprint": self.fingerprint(), "vocab_size": self.vocab_size,
                 "hidden_size": self.hidden_size, "tied_head": self.is_tied, "dtype": str(self.dtype).replace("torch.", ""),
-                "architecture": type(self.model).__name__}
+                "architecture": type(self.model).__name__,
+                **({"adapter": self.adapter} if self.adapter is not None else {})}
+
+    @property
+    def is_rise_finetune(self) -> bool:
+        """True when the weights carry a `rise finetune` adapter (it was trained on prompt, newline, completion)."""
+        return bool(self.adapter and self.adapter.get("rise_manifest"))
 
 
 def verify_readout(lm: LoadedModel, atol: float = 1e-3) -> None:
@@ -142,18 +153,92 @@ def verify_readout(lm: LoadedModel, atol: float = 1e-3) -> None:
         )
 
 
+ADAPTER_SEPARATOR = "@"
+
+
+def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str | None, str | None]:
+    """(base, adapter directory) of a model spec: `BASE`, `ADAPTER_DIR` (base from its manifest) or `BASE@ADAPTER_DIR`.
+
+    An explicit `adapter` wins over one named in the spec."""
+    from .finetune import is_adapter_dir, read_manifest
+
+    base = spec
+    if spec and ADAPTER_SEPARATOR in spec and not Path(spec).expanduser().exists():
+        head, tail = spec.rsplit(ADAPTER_SEPARATOR, 1)
+        if is_adapter_dir(tail):
+            base, adapter = head or None, adapter or tail
+    if spec and is_adapter_dir(spec) and base == spec:
+        adapter = adapter or spec
+        base = None
+    if adapter is not None:
+        if not is_adapter_dir(adapter):
+            raise ModelLoadError(f"{adapter} is not a LoRA adapter directory (no adapter_config.json in it)")
+        if base is None:
+            base = read_manifest(adapter).get("base_model") or _adapter_config(adapter).get("base_model_name_or_path")
+            if not base:
+                raise ModelLoadError(f"{adapter} does not name its base model; give it: --model BASE --adapter DIR")
+        adapter = str(Path(adapter).expanduser().resolve())
+    return base, adapter
+
+
+def _adapter_config(adapter: str) -> dict[str, Any]:
+    try:
+        return json.loads((Path(adapter) / "adapter_config.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{adapter}/adapter_config.json cannot be read: {exc}") from None
+
+
+def model_spec(base: str, adapter: str | None) -> str:
+    """The spec `load_model` reloads this model from (what an index records as its model id)."""
+    if adapter is None:
+        return base
+    from .finetune import read_manifest
+
+    return adapter if read_manifest(adapter).get("base_model") == base else f"{base}{ADAPTER_SEPARATOR}{adapter}"
+
+
+def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
+    """Merge the LoRA adapter in directory `adapter` into `lm`'s weights (in place) and record it."""
+    from .finetune import _require_peft, adapter_digest, read_manifest
+
+    peft = _require_peft()
+    manifest = read_manifest(adapter)
+    base_print = lm.fingerprint()
+    if manifest.get("base_fingerprint") and manifest["base_fingerprint"] != base_print:
+        raise ModelLoadError(
+            f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
+            f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
+    try:
+        merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
+    merged.eval()
+    lm.model = merged
+    lm.model_id = model_spec(lm.model_id, adapter)
+    lm.adapter = {"path": adapter, "digest": adapter_digest(adapter), "base_model": manifest.get("base_model"),
+                  "base_fingerprint": base_print, "rise_manifest": bool(manifest)}
+    lm._fingerprint = None
+    verify_readout(lm)
+    return lm
+
+
 def load_model(
     name_or_path: str | None = None,
     device: str | torch.device | None = "cpu",
     dtype: str | torch.dtype = "float32",
     trust_remote_code: bool = False,
     cache_dir: str | None = None,
+    adapter: str | None = None,
 ) -> LoadedModel:
-    """Load a causal LM by hub id or local path; None or the default id gives the embedded SmolLM2-135M-Instruct."""
+    """Load a causal LM by hub id or local path; None or the default id gives the embedded SmolLM2-135M-Instruct.
+
+    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, see `split_model_spec`)
+    is merged into the weights, and the model's fingerprint names it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import default_model
 
+    name_or_path, adapter = split_model_spec(name_or_path, adapter)
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     model_id = name_or_path or default_model.DEFAULT_MODEL_ID
     path = str(default_model.ensure_default_model(cache_dir)) if model_id == default_model.DEFAULT_MODEL_ID else model_id
@@ -165,7 +250,8 @@ def load_model(
             f"could not load model {model_id!r}: {exc}. Give a local directory with a Hugging Face checkpoint, "
             f"a hub id (needs network access), or '{default_model.DEFAULT_MODEL_ID}' for the embedded default."
         ) from exc
-    return wrap_model(model, tokenizer, model_id, dev)
+    lm = wrap_model(model, tokenizer, model_id, dev)
+    return apply_adapter(lm, adapter) if adapter else lm
 
 
 def wrap_model(model: Any, tokenizer: Any, model_id: str, device: str | torch.device = "cpu") -> LoadedModel:

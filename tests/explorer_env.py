@@ -60,3 +60,22 @@ def build_explorer_env(root: Path, prebuild: bool = True) -> dict[str, str]:
         lm = load_model(str(model_dir))
         build_index(index_dir / INDEX_NAME, data_dir / "howdy_pool.jsonl", lm, RiseConfig(k_r=16, k_h=8, k_g=16))
     return {"RISE_MODEL": str(model_dir), "RISE_DATA_DIR": str(data_dir), "RISE_INDEX_DIR": str(index_dir)}
+
+
+def build_finetuned_env(root: Path) -> dict[str, str]:
+    """`build_explorer_env` whose model learned its pool: a LoRA adapter fine-tuned on the pool rows, and the index
+    built with base + adapter (RISE_MODEL names the adapter directory)."""
+    from rise_core.config import RiseConfig
+    from rise_core.finetune import FinetuneConfig, finetune
+    from rise_core.models import load_model
+    from rise_core.store import build_index
+
+    env = build_explorer_env(root, prebuild=False)
+    adapter = root / "adapter"
+    recipe = FinetuneConfig(rank=4, alpha=8, learning_rate=5e-2, epochs=3, batch_size=8, seq_len=32,
+                            warmup_steps=1, target_modules=("q_proj", "v_proj"))
+    finetune(load_model(env["RISE_MODEL"]), pool_rows(), adapter, recipe)
+    lm = load_model(str(adapter))
+    build_index(Path(env["RISE_INDEX_DIR"]) / INDEX_NAME, Path(env["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm,
+                RiseConfig(k_r=16, k_h=8, k_g=16))
+    return {**env, "RISE_MODEL": str(adapter), "RISE_BASE_MODEL": env["RISE_MODEL"]}

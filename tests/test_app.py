@@ -407,6 +407,25 @@ def test_build_page_builds_and_resumes(build_dir):
     assert next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)["n_samples"] == 5
 
 
+def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tmp_path):
+    from rise_core.finetune import read_manifest
+
+    at = new_app("app_pages/1_Build_index.py")
+    out = tmp_path / "adapter"
+    at.text_input(key="ft_out").input(str(out)).run()
+    at.number_input(key="ft_epochs").set_value(2).run()
+    at.number_input(key="ft_rank").set_value(2).run()
+    at.button(key="ft_start").click().run()
+    wait_until(at, lambda a: bool(a.success) and any("Done: final epoch loss" in m.value for m in a.success))
+    assert_clean(at)
+    manifest = read_manifest(out)
+    assert manifest["recipe"]["rank"] == 2 and manifest["recipe"]["epochs"] == 2 and manifest["n_samples"] == N_POOL + 1
+    loss = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert loss["x"][-1] == manifest["steps"] and len(loss["y"]) == manifest["steps"]
+    at.button(key="ft_use").click().run()
+    assert at.text_input(key="build_model").value == str(out)
+
+
 def test_build_page_stop_then_resume(build_dir, monkeypatch):
     import rise_core.store as store
 

@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "rise_core.cli.diagnose",
     "rise_core.cli.bench",
     "rise_core.cli.ann",
+    "rise_core.cli.finetune",
 ]
 
 

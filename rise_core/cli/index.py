@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputDataError
+from ..generation import GenerationSettings
 from ..units import format_bytes
 from .options import (
     add_config_options,
@@ -91,6 +92,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true",
                    help="token-level explanation of each hit (which tokens carry the RH, GH and HS scores)")
     p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
+    g = p.add_argument_group("generate the query (with --prompt)")
+    g.add_argument("--generate", action="store_true",
+                   help="let the index's model answer --prompt (streamed to stderr), then attribute its answer: the "
+                   "retrospective query of a model fine-tuned on the pool")
+    g.add_argument("--max-new-tokens", type=int, default=GenerationSettings().max_new_tokens)
+    g.add_argument("--temperature", type=float, default=GenerationSettings().temperature,
+                   help="0 (default): greedy; above 0: sampling")
+    g.add_argument("--top-p", type=float, default=GenerationSettings().top_p)
+    g.add_argument("--gen-seed", type=int, default=GenerationSettings().seed, help="seed of the sampler")
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
@@ -150,7 +160,30 @@ def _queries(args: argparse.Namespace) -> list[Any]:
     return [Sample(prompt=args.prompt, completion=args.completion)]
 
 
+def _generated_query(lm: Any, args: argparse.Namespace) -> Any:
+    """The model's answer to --prompt, streamed to stderr as it is written, as the query sample."""
+    from ..generation import stream
+    from ..samples import Sample
+
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                  top_p=args.top_p, seed=args.gen_seed)
+    print("generation: ", end="", file=sys.stderr, flush=True)
+    pieces = []
+    for piece in stream(lm, args.prompt, settings):
+        pieces.append(piece)
+        print(piece, end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    completion = "".join(pieces).strip()
+    if not completion:
+        raise InputDataError("the model generated nothing for this prompt; give --completion yourself")
+    return Sample(prompt=args.prompt, completion=completion, id="query")
+
+
 def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
+    if getattr(args, "generate", False):
+        if args.prompt is None or args.completion is not None or args.text is not None or args.queries is not None:
+            parser_error("--generate needs --prompt alone (the model writes the completion)")
+        return
     modes = [args.text is not None, args.completion is not None or args.prompt is not None, args.queries is not None]
     if sum(modes) != 1:
         parser_error("give exactly one query: --text, --prompt/--completion, or --queries FILE")
@@ -324,12 +357,15 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args._parser_error("-k must be at least 1")
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
-    queries = _queries(args)
-    if args.explain and len(queries) != 1:
-        raise InputDataError("--explain explains the hits of one query; give --text or --prompt/--completion "
-                             "(or a --queries file with one row)")
+    if not args.generate:
+        queries = _queries(args)
+        if args.explain and len(queries) != 1:
+            raise InputDataError("--explain explains the hits of one query; give --text or --prompt/--completion "
+                                 "(or a --queries file with one row)")
     index, lm = _open_for_query(args)
     try:
+        if args.generate:
+            queries = [_generated_query(lm, args)]
         options = score_options_from_args(args, index.config)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)

@@ -35,6 +35,9 @@ def add_model_options(parser: argparse.ArgumentParser, default_help: str = "defa
     group.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 or auto (default: auto, cuda if present)")
     group.add_argument("--dtype", default="float32", help="float32, bfloat16, float16 or float64 (default: float32)")
     group.add_argument("--trust-remote-code", action="store_true", help="allow the model's own code (off by default)")
+    group.add_argument("--adapter", default=None, metavar="DIR",
+                       help="a LoRA adapter directory (e.g. from `rise finetune`) merged into the model; --model DIR "
+                       "of an adapter alone loads its base from the adapter's manifest")
 
 
 def model_path(name: str | None) -> str | None:
@@ -48,8 +51,9 @@ def load_model_from_args(args: argparse.Namespace, name: str | None = None) -> A
     """The model named by `name` (default `--model`) with the device, dtype and trust flags of `args`."""
     from ..models import load_model
 
+    adapter = getattr(args, "adapter", None)
     return load_model(model_path(name if name is not None else args.model), device=args.device, dtype=args.dtype,
-                      trust_remote_code=args.trust_remote_code)
+                      trust_remote_code=args.trust_remote_code, adapter=model_path(adapter))
 
 
 def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE config") -> None:

@@ -361,6 +361,11 @@ class RiseIndex:
                           ("dtype", str(lm.dtype).replace("torch.", ""))):
             if key in built and built[key] != ours:
                 detail.append(f"{key}: index {built[key]}, model {ours}")
+        ours_adapter, built_adapter = (lm.adapter or {}).get("path"), (built.get("adapter") or {}).get("path")
+        if ours_adapter != built_adapter or (lm.adapter or {}).get("digest") != (built.get("adapter") or {}).get("digest"):
+            def name(a: dict | None) -> str:
+                return f"{a['path']} (digest {a['digest']})" if a else "none"
+            detail.append(f"adapter: index {name(built.get('adapter'))}, model {name(lm.adapter)}")
         hint = (f"; load it with --dtype {built['dtype']}" if "dtype" in built and
                 built["dtype"] != str(lm.dtype).replace("torch.", "") else "")
         raise IndexMismatchError(

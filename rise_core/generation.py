@@ -1,0 +1,103 @@
+"""The model's own continuation of a prompt: the query a retrospective attribution explains.
+
+A model fine-tuned by `rise finetune` learned answers in the index's format (prompt, newline, completion, end of
+sequence), so it is prompted exactly that way; any other model through its chat template when it has one, else with
+the prompt and a newline. Greedy by default (reproducible); sampling is seeded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .errors import ConfigError, InputDataError
+from .samples import PROMPT_SEPARATOR
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How a continuation is decoded."""
+
+    max_new_tokens: int = 96
+    temperature: float = 0.0
+    """0: greedy decoding; above 0: sampling at this temperature."""
+    top_p: float = 1.0
+    seed: int = 0
+    """seed of the sampler (ignored when greedy)."""
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ConfigError(f"need temperature >= 0 and 0 < top_p <= 1, got {self.temperature}, {self.top_p}")
+
+
+def prompt_format(lm: Any) -> str:
+    """'rise' (prompt, newline: how a `rise finetune` model learned), 'chat' (the chat template) or 'plain'."""
+    if getattr(lm, "is_rise_finetune", False):
+        return "rise"
+    return "chat" if getattr(lm.tokenizer, "chat_template", None) else "plain"
+
+
+def prompt_inputs(lm: Any, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input ids and attention mask (1, T) that ask `lm` to answer `prompt`."""
+    if not prompt or not prompt.strip():
+        raise InputDataError("type a prompt for the model to continue")
+    tok = lm.tokenizer
+    fmt = prompt_format(lm)
+    if fmt == "chat":
+        enc = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                      return_tensors="pt", return_dict=True)
+        ids = enc["input_ids"]
+    else:  # the prompt ids `encode_sample` gives an index sample
+        ids = torch.tensor([tok(prompt + PROMPT_SEPARATOR, add_special_tokens=True)["input_ids"]])
+    return ids.to(lm.device), torch.ones_like(ids).to(lm.device)
+
+
+def _generate_kwargs(lm: Any, settings: GenerationSettings) -> dict[str, Any]:
+    kw: dict[str, Any] = {"max_new_tokens": settings.max_new_tokens, "pad_token_id": lm.pad_id}
+    if settings.temperature > 0:
+        kw.update(do_sample=True, temperature=settings.temperature, top_p=settings.top_p)
+    else:
+        kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    return kw
+
+
+def generate(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> str:
+    """The model's continuation of `prompt` (special tokens dropped, whitespace stripped)."""
+    return "".join(stream(lm, prompt, settings)).strip() or _nothing()
+
+
+def _nothing() -> str:
+    raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
+
+
+def stream(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> Iterator[str]:
+    """The continuation as text pieces while the model generates them (for a live display)."""
+    from transformers import TextIteratorStreamer
+
+    settings = settings or GenerationSettings()
+    ids, mask = prompt_inputs(lm, prompt)
+    streamer = TextIteratorStreamer(lm.tokenizer, skip_prompt=True, skip_special_tokens=True, timeout=600)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            torch.manual_seed(settings.seed)
+            with torch.no_grad():
+                lm.model.generate(input_ids=ids, attention_mask=mask, streamer=streamer,
+                                  **_generate_kwargs(lm, settings))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+            streamer.end()
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    yield from streamer
+    worker.join()
+    if errors:
+        raise errors[0]

@@ -1,0 +1,109 @@
+"""Generate, then attribute: the model's own continuation (rise_core.generation), `rise query --generate`, and the
+Attribute page's streamed generation with a model fine-tuned on its pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from explorer_env import INDEX_NAME, build_finetuned_env
+
+from rise_core.cli import main as cli_main
+from rise_core.generation import GenerationSettings, generate, prompt_format, prompt_inputs, stream
+from rise_core.models import load_model
+from rise_core.samples import Sample, encode_sample
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPT = "what is the story ?"
+
+
+@pytest.fixture(scope="module")
+def tuned_env(tmp_path_factory):
+    return build_finetuned_env(tmp_path_factory.mktemp("tuned"))
+
+
+@pytest.fixture(scope="module")
+def tuned(tuned_env):
+    return load_model(tuned_env["RISE_MODEL"])
+
+
+def test_a_finetuned_model_is_prompted_as_it_learned(tuned, tuned_env):
+    assert prompt_format(tuned) == "rise" and tuned.is_rise_finetune
+    assert prompt_format(load_model(tuned_env["RISE_BASE_MODEL"])) == "plain"  # no chat template
+    ids, mask = prompt_inputs(tuned, PROMPT)
+    enc = encode_sample(Sample(prompt=PROMPT, completion="the cat ."), tuned.tokenizer, 64, "completion")
+    assert ids[0].tolist() == enc.input_ids[:enc.n_prompt_tokens] and bool(mask.all())
+
+
+def test_greedy_generation_is_the_argmax_of_the_model(tuned):
+    """Known answer: decode by hand, one forward pass per token, taking the argmax of W h; stop at EOS."""
+    ids, _ = prompt_inputs(tuned, PROMPT)
+    settings = GenerationSettings(max_new_tokens=12)
+    seq = ids[0].tolist()
+    with torch.no_grad():
+        for _ in range(settings.max_new_tokens):
+            x = torch.tensor([seq])
+            nxt = int(tuned.logits(tuned.final_hidden(x, torch.ones_like(x))[0, -1]).argmax())
+            if nxt == tuned.tokenizer.eos_token_id:
+                break
+            seq.append(nxt)
+    expected = tuned.tokenizer.decode(seq[ids.shape[1]:], skip_special_tokens=True).strip()
+    assert expected  # the fine-tuned model answers something
+    assert generate(tuned, PROMPT, settings) == expected
+    assert "".join(stream(tuned, PROMPT, settings)).strip() == expected
+
+
+def test_sampling_is_seeded(tuned):
+    a = GenerationSettings(max_new_tokens=10, temperature=1.5, seed=3)
+    outs = {generate(tuned, PROMPT, a) for _ in range(2)}
+    assert len(outs) == 1
+    others = {generate(tuned, PROMPT, GenerationSettings(max_new_tokens=10, temperature=1.5, seed=s))
+              for s in range(6)}
+    assert len(others) > 1  # different seeds draw different continuations at temperature 1.5
+
+
+def test_cli_query_generate_then_attribute(tuned_env, tuned, capsys):
+    index = str(Path(tuned_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+    rc = cli_main(["query", "--index", index, "--prompt", PROMPT, "--generate", "--max-new-tokens", "12",
+                   "-k", "3", "--format", "json", "--device", "cpu"])
+    out = capsys.readouterr()
+    assert rc == 0
+    expected = generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))
+    assert f"generation: {expected}" in out.err
+    import json
+    hits = json.loads(out.out)
+    assert len(hits) == 3 and hits[0]["rank"] == 1
+    # the same query typed in gives the same ranking: --generate only writes the completion
+    assert cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", expected, "-k", "3",
+                     "--format", "json", "--device", "cpu"]) == 0
+    assert [h["id"] for h in json.loads(capsys.readouterr().out)] == [h["id"] for h in hits]
+
+
+def test_cli_generate_usage_errors(tuned_env, capsys):
+    index = str(Path(tuned_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", "x", "--generate"])
+    assert exc.value.code == 2 and "--generate needs --prompt alone" in capsys.readouterr().err
+
+
+def test_attribute_page_generates_then_attributes(tuned_env, tuned):
+    from streamlit.testing.v1 import AppTest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.syspath_prepend(str(ROOT))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+        at.switch_page("app_pages/2_Attribute.py").run()
+        assert any("fine-tuned on its pool" in i.value for i in at.info)
+        at.text_area(key="query_prompt").input(PROMPT).run()
+        at.number_input(key="gen_max_new_tokens").set_value(12).run()
+        at.button(key="generate").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        expected = generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))
+        assert at.text_area(key="query_completion").value == expected
+        at.button(key="attribute").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
+        assert len(table) == 10
