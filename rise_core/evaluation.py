@@ -284,7 +284,10 @@ class EvalReport:
         return wide.loc[[m for m in self.costs.index if m in wide.index]]
 
     def markdown(self) -> str:
-        parts = [f"### {self.task}", "", self.wide("auPRC").round(3).to_markdown(), "",
+        header = [f"Setting: {self.meta['setting']}" + (f"; attack strength: {self.meta['attack']}"
+                                                        if self.meta.get("attack") else ""), ""] \
+            if self.meta.get("setting") else []
+        parts = [f"### {self.task}", "", *header, self.wide("auPRC").round(3).to_markdown(), "",
                  self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
                  self.costs.round(4).to_markdown()]
         if self.agreement is not None and len(self.agreement):
@@ -295,8 +298,11 @@ class EvalReport:
 
 def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: RiseConfig | None = None,
              options: ScoreOptions | None = None, cache: ReadoutCache | None = None, batch_size: int = 8,
-             progress: Callable[[str], None] | None = None) -> EvalReport:
-    """Run `methods` on `task` and tabulate the paper's metrics (LM methods need `lm` or a `cache`)."""
+             progress: Callable[[str], None] | None = None,
+             forward_progress: Callable[[int], None] | None = None) -> EvalReport:
+    """Run `methods` on `task` and tabulate the paper's metrics (LM methods need `lm` or a `cache`).
+
+    `progress` gets one line per stage; `forward_progress` the number of samples of each forward batch."""
     config, options = config or RiseConfig(), options or ScoreOptions()
     lm_methods = [m for m in methods if m not in TEXT_METHODS]
     if lm_methods and cache is None:
@@ -307,7 +313,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
     if cache is not None and lm_methods:
         if progress:
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
-        cache.add(task.pool + task.queries, batch_size=batch_size)
+        cache.add(task.pool + task.queries, batch_size=batch_size, progress=forward_progress)
     tables, costs, scores = [], [], {}
     for name, scorer in make_scorers(methods, cache, config, options).items():
         if progress:

@@ -1,0 +1,159 @@
+"""The retrospective setting: a model fine-tuned on the pool answers the task's prompts, and those answers are the
+queries to attribute; plus how strongly the model learned the behaviour the labels mark (the attack strength).
+
+How well a behaviour is learned changes which method wins, so every retrospective figure comes with it. A
+generation "shows the behaviour" when its MiniLM embedding lies closer to the centroid of the pool's positive
+completions (label 1: the poisoned stories of a backdoor) than to the centroid of its negatives
+(`BehaviourClassifier`); the criterion is checked by reading the generations it writes next to the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError, InputDataError
+from .finetune import pool_hash, read_manifest
+from .generation import GenerationSettings, generate
+from .samples import Sample
+
+TRIGGER = "Howdy! "
+
+
+@dataclass
+class BehaviourClassifier:
+    """Nearest centroid, in a sentence-embedding space, between the pool's positive and negative completions."""
+
+    positive: np.ndarray
+    negative: np.ndarray
+    encode: Callable[[Sequence[str]], np.ndarray] = field(repr=False)
+
+    @classmethod
+    def fit(cls, pool: Sequence[Sample], encode: Callable[[Sequence[str]], np.ndarray] | None = None
+            ) -> BehaviourClassifier:
+        if encode is None:
+            from .baselines import EmbeddingScorer
+
+            encode = EmbeddingScorer().encode
+        pos = [s.completion or s.text for s in pool if s.label == 1]
+        neg = [s.completion or s.text for s in pool if s.label == 0]
+        if not pos or not neg:
+            raise InputDataError("the behaviour classifier needs pool rows labelled 1 and rows labelled 0")
+        centroid = lambda texts: _unit(np.asarray(encode(texts), dtype=np.float64).mean(0))  # noqa: E731
+        return cls(positive=centroid(pos), negative=centroid(neg), encode=encode)
+
+    def margin(self, texts: Sequence[str]) -> np.ndarray:
+        """cos(text, positive centroid) - cos(text, negative centroid); > 0 means the behaviour."""
+        e = np.asarray(self.encode(list(texts)), dtype=np.float64)
+        e = e / np.linalg.norm(e, axis=1, keepdims=True).clip(1e-12)
+        return e @ self.positive - e @ self.negative
+
+    def shows(self, texts: Sequence[str]) -> np.ndarray:
+        return self.margin(texts) > 0
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def regenerate(lm: Any, queries: Sequence[Sample], settings: GenerationSettings | None = None,
+               progress: Callable[[int], None] | None = None) -> list[Sample]:
+    """The queries with their completions replaced by the model's own answers to their prompts."""
+    out = []
+    for q in queries:
+        if not q.prompt:
+            raise InputDataError(f"query {q.id!r} has no prompt to answer; the retrospective setting regenerates "
+                                 "completions from prompts")
+        text = generate(lm, q.prompt, settings)
+        out.append(Sample(prompt=q.prompt, completion=text, id=q.id, label=q.label,
+                          meta={**q.meta, "given_completion": q.completion}))
+        if progress is not None:
+            progress(1)
+    return out
+
+
+@dataclass
+class AttackStrength:
+    """How strongly a fine-tuned model shows the labelled behaviour."""
+
+    query_rate: float
+    """share of the regenerated queries (the task's query prompts) whose answer shows the behaviour"""
+    triggered_rate: float | None = None
+    """held-out prompts with the trigger: share answered with the behaviour (None without held-out prompts)"""
+    clean_rate: float | None = None
+    """the same prompts without the trigger: share answered WITHOUT the behaviour"""
+    n_heldout: int = 0
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = f"{self.query_rate:.0%} of the regenerated queries show the behaviour"
+        if self.triggered_rate is not None:
+            text += (f"; on {self.n_heldout} held-out prompts: {self.triggered_rate:.0%} of triggered answers show "
+                     f"it, {self.clean_rate:.0%} of clean answers do not")
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query_rate": self.query_rate, "triggered_rate": self.triggered_rate, "clean_rate": self.clean_rate,
+                "n_heldout": self.n_heldout}
+
+
+def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Sequence[Sample],
+                    heldout_prompts: Sequence[str] = (), trigger: str = TRIGGER,
+                    settings: GenerationSettings | None = None,
+                    progress: Callable[[int], None] | None = None) -> AttackStrength:
+    """Behaviour rates: on the regenerated queries, and on held-out prompts with and without the trigger."""
+    texts = [q.completion or "" for q in regenerated]
+    shows = classifier.shows(texts) if texts else np.zeros(0, bool)
+    samples = [{"kind": "query", "prompt": q.prompt, "generation": t, "shows": bool(s)}
+               for q, t, s in zip(regenerated, texts, shows, strict=True)]
+    result = AttackStrength(query_rate=float(shows.mean()) if len(shows) else float("nan"))
+    if heldout_prompts:
+        trig, clean = [], []
+        for p in heldout_prompts:
+            trig.append(generate(lm, trigger + p, settings))
+            clean.append(generate(lm, p, settings))
+            if progress is not None:
+                progress(1)
+        t_shows, c_shows = classifier.shows(trig), classifier.shows(clean)
+        result.triggered_rate, result.clean_rate = float(t_shows.mean()), float(1 - c_shows.mean())
+        result.n_heldout = len(heldout_prompts)
+        for p, t, s in zip(heldout_prompts, trig, t_shows, strict=True):
+            samples.append({"kind": "triggered", "prompt": trigger + p, "generation": t, "shows": bool(s)})
+        for p, t, s in zip(heldout_prompts, clean, c_shows, strict=True):
+            samples.append({"kind": "clean", "prompt": p, "generation": t, "shows": bool(s)})
+    result.samples = samples
+    return result
+
+
+def check_adapter_learned(lm: Any, pool: Sequence[Sample]) -> dict[str, Any]:
+    """The manifest of `lm`'s adapter, checked to be a fine-tune on exactly `pool` (ConfigError otherwise)."""
+    adapter = getattr(lm, "adapter", None)
+    if not adapter:
+        raise ConfigError("the retrospective setting needs a model fine-tuned on the task's pool: give --adapter DIR "
+                          "(or --model DIR) of a `rise finetune` adapter")
+    manifest = read_manifest(adapter["path"])
+    if manifest.get("pool_hash") and manifest["pool_hash"] != pool_hash(pool):
+        raise ConfigError(f"adapter {adapter['path']} was fine-tuned on another pool ({manifest.get('pool_source')}, "
+                          f"{manifest.get('n_samples')} samples, hash {manifest['pool_hash']}); this task's pool has "
+                          f"{len(pool)} samples, hash {pool_hash(pool)}")
+    return manifest
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    """Prompts from a JSONL file with a `prompt` field per line (e.g. data/howdy_heldout_prompts.jsonl)."""
+    prompts = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            prompts.append(str(json.loads(line)["prompt"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputDataError(f"{path}, line {n}: expected a JSON object with a 'prompt' ({exc})") from None
+    if not prompts:
+        raise InputDataError(f"{path} holds no prompts")
+    return prompts
