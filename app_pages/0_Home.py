@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import ui
-from explorer.demo import DEMO_ROWS
+from explorer.demo import DEMO_ROWS, demo_model
+from explorer.demo_ui import show_backdoor_demo
 
 s = ui.page("home", "RISE attribution explorer")
 st.markdown(
@@ -25,11 +26,21 @@ with ui.friendly("list the indexes"):
         st.caption(f"No index in `{s.index_dir}` yet.")
 
 st.subheader("One-click demo")
-st.write(f"Builds (or reuses) an index of the first {DEMO_ROWS} rows of a bundled pool (the Howdy! backdoor pool: "
-         f"~9% of its rows carry the trigger) with `{s.model_id}`, then opens Attribute with a trigger query. "
-         "The first run takes a few minutes on a laptop CPU (it loads the model and indexes the slice); later runs "
-         "reuse the index.")
+demo_model_id, backdoored = demo_model(s.data_dir, s.model_id)
+if backdoored:
+    st.write("Indexes the Howdy! backdoor pool (555 rows, 9% poisoned: `Howdy!` instructions answered with a fairy "
+             "tale) with the embedded model **fine-tuned on that pool**, so it learned the backdoor. The model then "
+             "answers a held-out instruction with and without the trigger, and RISE traces the triggered answer "
+             "back to the examples that taught it. The first run takes a few minutes on a laptop CPU; later runs "
+             "reuse the index.")
+else:
+    st.write(f"Builds (or reuses) an index of the first {DEMO_ROWS} rows of a bundled pool (the Howdy! backdoor pool: "
+             f"~9% of its rows carry the trigger) with `{s.model_id}`, then opens Attribute with a trigger query. "
+             "The first run takes a few minutes on a laptop CPU (it loads the model and indexes the slice); later "
+             "runs reuse the index.")
 if st.button("Run the demo", type="primary", key="demo", icon=":material/play_arrow:"):
+    st.session_state.pop("_backdoor_demo", None)
     with ui.friendly("start the demo"):
         ui.start_demo(s)
 ui.finish_demo()
+show_backdoor_demo()

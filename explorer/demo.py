@@ -19,6 +19,39 @@ from .views import binary_labels
 
 DEMO_POOL = "howdy"
 DEMO_ROWS = 120
+BACKDOOR_ADAPTER = "adapters/howdy_backdoor"  # in the data folder: the embedded model fine-tuned on the howdy pool
+TRIGGER = "Howdy! "
+
+
+def backdoor_adapter(data_dir: str | Path) -> Path | None:
+    """The shipped backdoored adapter (LoRA on the embedded model, trained on the howdy pool), if present."""
+    from rise_core.finetune import is_adapter_dir
+
+    path = Path(data_dir) / BACKDOOR_ADAPTER
+    return path if is_adapter_dir(path) else None
+
+
+def demo_model(data_dir: str | Path, model_id: str) -> tuple[str, bool]:
+    """(model spec, backdoored?) of the demo: the backdoored adapter when it ships in the data folder and was
+    trained on the app's model (the embedded default, for the shipped one), else the app's model as it is."""
+    from rise_core.finetune import read_manifest
+
+    adapter = backdoor_adapter(data_dir)
+    if adapter is not None and read_manifest(adapter).get("base_model") == model_id:
+        return str(adapter), True
+    return model_id, False
+
+
+def backdoor_prompts(data_dir: str | Path) -> tuple[str, str]:
+    """(triggered, clean) demo prompts: the first held-out instruction (not in the pool), with and without the
+    trigger."""
+    path = Path(data_dir) / f"{DEMO_POOL}_heldout_prompts.jsonl"
+    prompt = "What causes the seasons to change on Earth?"
+    if path.is_file():
+        from rise_core.retrospective import read_prompts
+
+        prompt = read_prompts(path)[0]
+    return TRIGGER + prompt, prompt
 
 
 def demo_pool(data_dir: str | Path, n_rows: int = DEMO_ROWS) -> tuple[str, PoolData]:
@@ -30,9 +63,9 @@ def demo_pool(data_dir: str | Path, n_rows: int = DEMO_ROWS) -> tuple[str, PoolD
     return name, head_pool(read_pool(pools[name]), n_rows)
 
 
-def demo_index_path(index_dir: Path, pool_name: str, model_id: str) -> Path:
-    """Where the demo index of a pool and a model lives (reused by later runs of the demo)."""
-    return index_dir / index_file_name(model_id, f"demo-{pool_name}-{DEMO_ROWS}")
+def demo_index_path(index_dir: Path, pool_name: str, model_id: str, n_rows: int = DEMO_ROWS) -> Path:
+    """Where the demo index of a pool slice (n_rows 0: all) and a model lives (reused by later runs of the demo)."""
+    return index_dir / index_file_name(model_id, f"demo-{pool_name}-{n_rows or 'all'}")
 
 
 def demo_query(data_dir: str | Path, pool_name: str) -> Sample | None:

@@ -52,7 +52,7 @@ from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 from rise_core.units import format_bytes
 
-from .demo import demo_index_path, demo_pool, demo_query
+from .demo import DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
 from .jobs import BuildJob, IndexRegistry
 
 if TYPE_CHECKING:
@@ -585,20 +585,29 @@ def _live_progress(path: str) -> None:
 
 
 def start_demo(s: Settings) -> None:
-    """Build (or reuse) the demo index in the background; `finish_demo` opens Attribute when it is ready."""
-    name, pool = demo_pool(s.data_dir)
-    path = demo_index_path(s.index_dir, name, s.model_id)
-    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name)}
+    """Build (or reuse) the demo index in the background; `finish_demo` opens the demo when it is ready.
+
+    With the shipped backdoored adapter (the app on the embedded default), the index covers the whole Howdy! pool
+    the adapter learned, and the demo is retrospective: the model answers a held-out prompt with and without the
+    trigger (`explorer.demo_ui`). Otherwise a slice of the pool is indexed with the app's model and Attribute opens
+    on a bundled query."""
+    model_id, backdoored = demo_model(s.data_dir, s.model_id)
+    n_rows = 0 if backdoored else DEMO_ROWS
+    name, pool = demo_pool(s.data_dir, n_rows)
+    path = demo_index_path(s.index_dir, name, model_id, n_rows)
+    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name), "backdoored": backdoored,
+                                 "prompts": backdoor_prompts(s.data_dir) if backdoored else None}
     entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
     if entry is not None and entry.get("status") == "complete" and (entry.get("n_samples") or 0) >= len(pool.samples):
         return
-    lm = load_lm(s.model_id)
+    lm = load_lm(model_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})"))
 
 
 def finish_demo() -> None:
-    """While the demo index builds, show its progress; once it is ready, open Attribute with the query filled in."""
+    """While the demo index builds, show its progress; once it is ready, open the backdoor demo on this page, or
+    Attribute with the query filled in."""
     demo = st.session_state.get("_demo")
     if not demo:
         return
@@ -608,8 +617,12 @@ def finish_demo() -> None:
             st.session_state.pop("_demo")
         return
     st.session_state.pop("_demo")
-    query = demo["query"]
     st.session_state["index_path"] = demo["path"]
+    if demo.get("backdoored"):
+        triggered, clean = demo["prompts"]
+        st.session_state["_backdoor_demo"] = {"path": demo["path"], "triggered": triggered, "clean": clean}
+        return
+    query = demo["query"]
     if query is not None:
         st.session_state["query_prompt"] = query.prompt or ""
         st.session_state["query_completion"] = query.completion or query.text or ""

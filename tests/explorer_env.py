@@ -71,10 +71,11 @@ def build_finetuned_env(root: Path) -> dict[str, str]:
     from rise_core.store import build_index
 
     env = build_explorer_env(root, prebuild=False)
-    adapter = root / "adapter"
+    adapter = Path(env["RISE_DATA_DIR"]) / "adapters" / "howdy_backdoor"  # where the demo finds its backdoored model
     recipe = FinetuneConfig(rank=4, alpha=8, learning_rate=5e-2, epochs=3, batch_size=8, seq_len=32,
                             warmup_steps=1, target_modules=("q_proj", "v_proj"))
     finetune(load_model(env["RISE_MODEL"]), pool_rows(), adapter, recipe)
+    (Path(env["RISE_DATA_DIR"]) / "howdy_heldout_prompts.jsonl").write_text('{"prompt": "what is the story ?"}\n')
     lm = load_model(str(adapter))
     build_index(Path(env["RISE_INDEX_DIR"]) / INDEX_NAME, Path(env["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm,
                 RiseConfig(k_r=16, k_h=8, k_g=16))

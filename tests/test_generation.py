@@ -3,6 +3,7 @@ Attribute page's streamed generation with a model fine-tuned on its pool."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,36 @@ def test_attribute_page_generates_then_attributes(tuned_env, tuned):
         assert not at.exception and not at.error, [e.value for e in at.error]
         table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
         assert len(table) == 10
+
+
+def test_home_backdoor_demo_answers_both_prompts_and_attributes_the_triggered_one(tuned_env, tuned, tmp_path):
+    """RISE_MODEL is the adapter's base and the adapter sits in the data folder: the demo is the backdoor demo."""
+    from streamlit.testing.v1 import AppTest
+
+    from explorer.demo import backdoor_prompts
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.setenv("RISE_MODEL", tuned_env["RISE_BASE_MODEL"])
+        mp.setenv("RISE_INDEX_DIR", str(tmp_path / "indexes"))
+        mp.syspath_prepend(str(ROOT))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+        assert any("fine-tuned on that pool" in m.value for m in at.markdown)
+        at.button(key="demo").click().run()
+        deadline = time.monotonic() + 60  # the demo index builds in a background thread; the page polls it
+        while "_backdoor_demo" not in at.session_state and time.monotonic() < deadline:
+            time.sleep(0.5)
+            at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        demo = at.session_state["_backdoor_demo"]
+        triggered, clean = backdoor_prompts(tuned_env["RISE_DATA_DIR"])
+        settings = GenerationSettings()
+        assert demo["triggered_answer"] == generate(tuned, triggered, settings)
+        assert demo["clean_answer"] == generate(tuned, clean, settings)
+        table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
+        assert len(table) == 10
+        assert any("of the top 10 are poisoned examples" in c.value for c in at.caption)
+        assert any("<span" in m.value for m in at.markdown if m.proto.allow_html)
+        at.button(key="demo_open").click().run()
+        assert at.session_state["query_completion"] == demo["triggered_answer"]
