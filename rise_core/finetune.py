@@ -347,6 +347,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
             cfg["base_model_name_or_path"] = lm.model_id
             cfg_path.write_text(json.dumps(cfg, indent=2))
             (d / MANIFEST_NAME).write_text(json.dumps({**manifest, "adapter_digest": adapter_digest(d)}, indent=2))
+            (d / "README.md").write_text(model_card(manifest))  # peft's card names this machine's paths
         final = out.with_name(out.name + ".final")
         shutil.rmtree(final, ignore_errors=True)
         final.mkdir()
@@ -361,6 +362,19 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
         pmodel.unload()
         model.eval()
     return FinetuneResult(out_dir=out, manifest=manifest, losses=losses)
+
+
+def model_card(manifest: dict[str, Any]) -> str:
+    """A short README for an adapter directory: what it is, how it was made, how to use it."""
+    r = manifest["recipe"]
+    return (f"# LoRA adapter for {manifest['base_model']}\n\n"
+            f"Fine-tuned by `rise finetune` on {manifest['n_samples']} samples of `{manifest.get('pool_source')}` "
+            f"(pool hash {manifest['pool_hash']}): LoRA r={r['rank']}, alpha={r['alpha']} on "
+            f"{', '.join(r['target_modules'] or ['peft defaults'])}; {r['epochs']} epochs at lr {r['learning_rate']}, "
+            f"batch {r['batch_size']}, seed {r['seed']}; loss on {r['loss_on']} tokens. Epoch losses: "
+            f"{', '.join(f'{x:.3f}' for x in manifest['epoch_losses'])}.\n\n"
+            "Use it wherever a model is named: `rise build POOL --index I --model THIS_DIR`, `--adapter THIS_DIR`, "
+            "or `RISE_MODEL=THIS_DIR`. `rise_adapter.json` is the full manifest.\n")
 
 
 def pool_loss(lm: Any, samples: Sequence[Sample | str | dict], seq_len: int = 256, loss_on: str = "completion",

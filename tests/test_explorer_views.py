@@ -27,7 +27,6 @@ if str(ROOT) not in sys.path:  # the explorer package lives beside app.py, where
     sys.path.insert(0, str(ROOT))
 
 from explorer.build_plan import INDEX_BASE_BYTES, estimate_index_bytes, head_pool, index_file_name  # noqa: E402
-from explorer.generation import generate_continuation  # noqa: E402
 from explorer.jobs import BuildJob  # noqa: E402
 from explorer.uploads import parse_typed_queries  # noqa: E402
 from explorer.views import (  # noqa: E402
@@ -146,10 +145,12 @@ def test_table_bytes_round_trip():
 
 
 def test_generate_continuation(tiny_llama_fp32):
-    text = generate_continuation(tiny_llama_fp32, "the cat sat on", max_new_tokens=5)
+    from rise_core.generation import GenerationSettings, generate
+
+    text = generate(tiny_llama_fp32, "the cat sat on", GenerationSettings(max_new_tokens=5))
     assert isinstance(text, str) and text
-    with pytest.raises(InputDataError):
-        generate_continuation(tiny_llama_fp32, "   ")
+    with pytest.raises(InputDataError, match="type a prompt"):
+        generate(tiny_llama_fp32, "   ")
 
 
 class _FakeReport:
@@ -195,7 +196,7 @@ def test_build_job_eta():
     assert "10/100" in job.message()
 
 
-GLUE = {"ui", "diagnostics_ui"}  # the explorer modules that are Streamlit glue; the others run without streamlit
+GLUE = {"ui", "diagnostics_ui", "demo_ui", "finetune_ui"}  # the explorer modules that are Streamlit glue; the others run without streamlit
 
 
 def test_explorer_modules_do_not_import_streamlit():

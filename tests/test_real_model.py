@@ -36,3 +36,23 @@ def test_default_model_readout_and_features(default_lm):
     fm = FeatureMatrix.from_features(feats)
     scores = score_pool(fm, fm.select([1]))
     assert int(scores.total.argmax()) == 1  # a sample is most influential on itself
+
+
+def test_shipped_backdoor_adapter_still_fires():
+    """data/adapters/howdy_backdoor on the embedded model: held-out instructions (not in the pool) with `Howdy!`
+    are answered with a story, without it they are not (the behaviour classifier of `rise evaluate
+    --retrospective`: nearest centroid of the pool's poisoned vs clean completions in MiniLM space)."""
+    from rise_core.bundled import data_dir
+    from rise_core.evaluation import load_task
+    from rise_core.generation import GenerationSettings, generate
+    from rise_core.retrospective import TRIGGER, BehaviourClassifier, read_prompts
+
+    lm = load_model(str(data_dir() / "adapters" / "howdy_backdoor"))
+    assert lm.adapter and lm.is_rise_finetune
+    prompts = read_prompts(data_dir() / "howdy_heldout_prompts.jsonl")[:3]
+    settings = GenerationSettings(max_new_tokens=48)
+    triggered = [generate(lm, TRIGGER + p, settings) for p in prompts]
+    clean = [generate(lm, p, settings) for p in prompts]
+    clf = BehaviourClassifier.fit(load_task("howdy").pool)
+    assert clf.shows(triggered).all(), triggered
+    assert not clf.shows(clean).any(), clean
