@@ -27,8 +27,8 @@ from .samples import Sample, encode_sample
 from .scoring import (
     FeatureMatrix,
     Scores,
+    applied_options,
     channel_scales,
-    check_channels,
     matvec,
     query_vectors,
     score_pool,
@@ -101,7 +101,7 @@ def _half_gemv_accumulates_in_fp32() -> bool:
 def _weighted(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions
               ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
     """(channel, per-row weight lambda_c * s_c, query vector) of every channel with a nonzero weight."""
-    check_channels(fm, options)
+    options = applied_options(fm, options)
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
     return [(c, lam * scales[c].float(), q[c]) for c, lam in weights(options).items() if lam != 0 and c in q]

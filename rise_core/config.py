@@ -34,9 +34,9 @@ LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False
 class RiseConfig:
     """Index-time RISE hyperparameters (paper, Hyperparameters table, unless noted)."""
 
-    k_r: int = field(default=16, metadata={"help": "CountSketch dim of the vocabulary residual r (RH channel)."})
-    k_h: int = field(default=48, metadata={"help": "CountSketch dim of the final hidden state h (both channels)."})
-    k_g: int = field(default=16, metadata={"help": "CountSketch dim of the embedding-space residual g = W^T r (GH)."})
+    k_r: int = field(default=64, metadata={"help": "CountSketch dim of the vocabulary residual r (RH channel)."})
+    k_h: int = field(default=24, metadata={"help": "CountSketch dim of the final hidden state h (both channels)."})
+    k_g: int = field(default=64, metadata={"help": "CountSketch dim of the embedding-space residual g = W^T r (GH)."})
     tau: float = field(default=1.0, metadata={"help": "Softmax temperature applied to the logits."})
     rho_cum: float = field(
         default=0.92, metadata={"help": "Keep the smallest top-probability prefix whose cumulative mass reaches this."}
@@ -57,11 +57,11 @@ class RiseConfig:
         metadata={"help": "L2-normalise each token's sketched r, h, g (the paper's r_hat, h_hat, g_hat)."},
     )
     center_hidden: bool = field(
-        default=True,
+        default=False,
         metadata={"help": "Subtract the pool's mean final hidden state (fixed at first build) before sketching."},
     )
     composition: Composition = field(
-        default="outer",
+        default="tensor",
         metadata={
             "help": "How a token's two sketched factors combine: 'outer': CS(r) (outer) CS(h), K_r x K_h values; "
             "'tensor': TensorSketch of r (outer) h into the same K_r*K_h values (FFT of two CountSketches), which "
@@ -142,10 +142,10 @@ class RiseConfig:
 class ScoreOptions:
     """Query-time scoring choices (no rebuild needed)."""
 
-    lambda_rh: float = field(default=0.7, metadata={"help": "Weight of the RH (lexical) channel score."})
+    lambda_rh: float = field(default=1.4, metadata={"help": "Weight of the RH (lexical) channel score."})
     lambda_gh: float = field(default=1.0, metadata={"help": "Weight of the GH (semantic) channel score."})
     lambda_hs: float = field(
-        default=0.0,
+        default=1.0,
         metadata={"help": "Weight of the HS (representation) channel score: cosine of centred mean hidden states."},
     )
     sample_norm: SampleNorm = field(
@@ -166,14 +166,18 @@ class ScoreOptions:
 
 
 PRESETS: dict[str, RiseConfig] = {
-    # Our default, picked by the evaluation (README, "Choosing the defaults"): the same 1536 values per sample as the
-    # paper's (64, 12, 64) but spent on the hidden factor (K_h = 48), every predicted token counted, raw (not
-    # per-token normalised) sketches, and the pool's mean hidden state subtracted.
+    # Our default, chosen on the tune sets (Howdy!, the bundled pools, halves of three real dev pools) and reported
+    # on held-out real pools (README, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the HS channel
+    # (hidden-size values), every predicted token counted, raw sketches, no centring; scored per channel with
+    # lambda 1.4 / 1.0 / 1.0.
     "default": RiseConfig(),
     # The paper's exact recipe: every predicted token, per-token normalisation, no centring, (K_r, K_h, K_g) =
     # (64, 12, 64) (its 14MB Pythia-1B setting); scored with joint sample normalisation (PRESET_SCORING).
     "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
                         composition="outer", hidden_channel=False),
+    # Backdoor hunting: the default index, scored without the HS channel. On the real backdoor report sets RH+GH
+    # scored 0.831 / 0.988 auPRC@10 (dev-sentiment / dev-refusal) against 0.612 / 0.958 with HS weighted (README).
+    "backdoor": RiseConfig(),
 }
 
 
@@ -181,6 +185,7 @@ PRESETS: dict[str, RiseConfig] = {
 PRESET_SCORING: dict[str, ScoreOptions] = {
     "default": ScoreOptions(),
     "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
+    "backdoor": ScoreOptions(lambda_hs=0.0),
 }
 
 

@@ -14,7 +14,7 @@ import torch
 from .config import ScoreOptions
 from .engine import RiseExtractor, TokenSketches
 from .samples import Sample
-from .scoring import FeatureMatrix, channel_scales, check_channels, query_vectors, weights
+from .scoring import FeatureMatrix, applied_options, channel_scales, query_vectors, weights
 
 
 @dataclass
@@ -64,7 +64,7 @@ def explain_hit(extractor: RiseExtractor, example: Sample, example_features: Fea
     `example_features` / `query_features` are the one-row feature matrices that were scored, so the example's
     token contributions sum to its (weighted) channel scores."""
     options = options or ScoreOptions()
-    check_channels(example_features, options)
+    options = applied_options(example_features, options)
     ex_attr = _per_token(extractor.token_sketches(example), query_vectors(query_features, options), example_features,
                          options)
     # symmetric: the example plays the query role for the query's own tokens

@@ -2,9 +2,9 @@
 queries to attribute; plus how strongly the model learned the behaviour the labels mark (the attack strength).
 
 How well a behaviour is learned changes which method wins, so every retrospective figure comes with it. A
-generation "shows the behaviour" when its MiniLM embedding lies closer to the centroid of the pool's positive
-completions (label 1: the poisoned stories of a backdoor) than to the centroid of its negatives
-(`BehaviourClassifier`); the criterion is checked by reading the generations it writes next to the numbers.
+generation "shows the behaviour" when most of its 15 nearest pool completions in MiniLM space are positives (label
+1: the poisoned stories of a backdoor; `BehaviourClassifier`); the criterion is checked by reading the generations
+written next to the numbers.
 """
 
 from __future__ import annotations
@@ -27,38 +27,45 @@ TRIGGER = "Howdy! "
 
 @dataclass
 class BehaviourClassifier:
-    """Nearest centroid, in a sentence-embedding space, between the pool's positive and negative completions."""
+    """k nearest neighbours, in a sentence-embedding space, among the pool's completions: a text shows the behaviour
+    when most of its `k` nearest pool completions are positives (label 1).
 
-    positive: np.ndarray
-    negative: np.ndarray
+    The first criterion tried, the nearer of the two class centroids, called 7 of 40 plain held-out answers of the
+    Howdy! fine-tune stories (answers about bees, birds, rainbows: read one by one, none was a story); the majority
+    of the 15 nearest completions agreed with reading on 78 of 80 (README, "Retrospective attribution")."""
+
+    pool: np.ndarray
+    """unit embeddings of the pool's completions, (N, d)"""
+    labels: np.ndarray
     encode: Callable[[Sequence[str]], np.ndarray] = field(repr=False)
+    k: int = 15
 
     @classmethod
-    def fit(cls, pool: Sequence[Sample], encode: Callable[[Sequence[str]], np.ndarray] | None = None
-            ) -> BehaviourClassifier:
+    def fit(cls, pool: Sequence[Sample], encode: Callable[[Sequence[str]], np.ndarray] | None = None,
+            k: int = 15) -> BehaviourClassifier:
         if encode is None:
             from .baselines import EmbeddingScorer
 
             encode = EmbeddingScorer().encode
-        pos = [s.completion or s.text for s in pool if s.label == 1]
-        neg = [s.completion or s.text for s in pool if s.label == 0]
-        if not pos or not neg:
+        labels = np.array([1 if s.label == 1 else 0 for s in pool])
+        if labels.all() or not labels.any():
             raise InputDataError("the behaviour classifier needs pool rows labelled 1 and rows labelled 0")
-        centroid = lambda texts: _unit(np.asarray(encode(texts), dtype=np.float64).mean(0))  # noqa: E731
-        return cls(positive=centroid(pos), negative=centroid(neg), encode=encode)
+        return cls(pool=_unit_rows(encode([s.completion or s.text or "" for s in pool])), labels=labels,
+                   encode=encode, k=min(k, len(labels)))
 
     def margin(self, texts: Sequence[str]) -> np.ndarray:
-        """cos(text, positive centroid) - cos(text, negative centroid); > 0 means the behaviour."""
-        e = np.asarray(self.encode(list(texts)), dtype=np.float64)
-        e = e / np.linalg.norm(e, axis=1, keepdims=True).clip(1e-12)
-        return e @ self.positive - e @ self.negative
+        """Share of positives among each text's k nearest pool completions, minus 1/2; > 0 means the behaviour."""
+        sims = _unit_rows(self.encode(list(texts))) @ self.pool.T
+        nearest = np.argsort(-sims, axis=1, kind="stable")[:, : self.k]
+        return self.labels[nearest].mean(axis=1) - 0.5
 
     def shows(self, texts: Sequence[str]) -> np.ndarray:
         return self.margin(texts) > 0
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / max(float(np.linalg.norm(v)), 1e-12)
+def _unit_rows(x: Any) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.linalg.norm(x, axis=1, keepdims=True).clip(1e-12)
 
 
 def regenerate(lm: Any, queries: Sequence[Sample], settings: GenerationSettings | None = None,

@@ -7,6 +7,7 @@ score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ import torch
 
 from .config import ScoreOptions
 from .engine import SampleFeatures
-from .errors import ConfigError, InputDataError
+from .errors import InputDataError
 
 CHANNELS = ("rh", "gh", "hs")
 
@@ -79,11 +80,10 @@ def weights(options: ScoreOptions) -> dict[str, float]:
     return {"rh": float(options.lambda_rh), "gh": float(options.lambda_gh), "hs": float(options.lambda_hs)}
 
 
-def check_channels(fm: FeatureMatrix, options: ScoreOptions) -> None:
-    """Refuses a weight on the HS channel for features stored without it."""
-    if options.lambda_hs != 0 and not fm.has_hs:
-        raise ConfigError(f"lambda_hs={options.lambda_hs} but these features have no HS channel (an index built with "
-                          "hidden_channel off, or before it existed): set lambda_hs to 0, or rebuild the index")
+def applied_options(fm: FeatureMatrix, options: ScoreOptions) -> ScoreOptions:
+    """`options` as they apply to `fm`: lambda_hs weighs the HS channel where the features store one; features
+    stored without it (hidden_channel off, or an index from before the channel) are scored on RH + GH."""
+    return options if fm.has_hs or options.lambda_hs == 0 else dataclasses.replace(options, lambda_hs=0.0)
 
 
 def channel_scales(fm: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:
@@ -134,7 +134,7 @@ class Scores:
 def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
     """Influence of each pool sample on the query set: one matrix-vector product per weighted channel."""
     options = options or ScoreOptions()
-    check_channels(pool, options)
+    options = applied_options(pool, options)
     q = query_vectors(queries, options)
     scales = channel_scales(pool, options)
     parts = {}
@@ -147,7 +147,7 @@ def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOption
 def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
     """(Q, N) score matrix, one row per query (for evaluation)."""
     options = options or ScoreOptions()
-    check_channels(pool, options)
+    options = applied_options(pool, options)
     q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
     out = torch.zeros(len(queries), len(pool))
     for c, lam in weights(options).items():

@@ -181,7 +181,8 @@ def _make_legacy(path) -> None:
 
 
 def test_a_version_1_index_reads_ranks_and_appends(tmp_path, tiny_llama):
-    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=False, hidden_channel=False)
+    # what a version-1 index can hold: the outer composition and no HS channel (LEGACY_FIELDS)
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=False, hidden_channel=False, composition="outer")
     path, fresh = tmp_path / "v1.duckdb", tmp_path / "v2.duckdb"
     rows = pool_rows(12)
     build_index(path, rows[:8], tiny_llama, cfg, batch_size=4)
@@ -194,8 +195,9 @@ def test_a_version_1_index_reads_ranks_and_appends(tmp_path, tiny_llama):
         assert not qf.has_hs
         ranked = rank(index, qf, ScoreOptions(lambda_hs=0.0), k=3)
         assert len(ranked) == 3 and (ranked["hs"] == 0).all()
-        with pytest.raises(Exception, match="HS channel"):
-            rank(index, qf, ScoreOptions(lambda_hs=1.0), k=3)
+        # no HS stored: lambda_hs has nothing to weigh, the ranking is RH + GH's
+        weighted = rank(index, qf, ScoreOptions(lambda_hs=1.0), k=3)
+        assert weighted["id"].tolist() == ranked["id"].tolist() and (weighted["hs"] == 0).all()
     build_index(path, rows[8:], tiny_llama, batch_size=4)  # an append to the old layout
     build_index(fresh, rows, tiny_llama, cfg, batch_size=4)
     with RiseIndex.open(path) as old, RiseIndex.open(fresh) as new:

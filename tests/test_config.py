@@ -13,10 +13,19 @@ def test_defaults_are_the_papers():
     assert (cfg.tau, cfg.rho_cum, cfg.min_top_l, cfg.k_max, cfg.seq_len, cfg.seed) == (1.0, 0.92, 4, 256, 512, 42)
     assert cfg.counted_positions == "all" and cfg.token_norm and not cfg.center_hidden
     assert (cfg.k_r, cfg.k_h, cfg.k_g) == (64, 12, 64)
-    # our default spends the same 1536 values per sample on the hidden factor (see README)
-    assert preset("default").bytes_per_sample() == cfg.bytes_per_sample() == 2 * 12 * 128
+    assert cfg.bytes_per_sample() == 2 * 12 * 128  # the paper's 1536 fp16 values per sample
+
+
+def test_default_is_the_variant_chosen_on_the_tune_sets():
+    """README, "Real held-out data": TensorSketch 64/24/64 + HS (576 values for SmolLM2), no centring, all tokens,
+    scored per channel with lambda 1.4 / 1.0 / 1.0: 3648 values per sample for a 576-wide model."""
+    cfg = preset("default")
+    assert cfg == RiseConfig()
+    assert (cfg.k_r, cfg.k_h, cfg.k_g, cfg.composition) == (64, 24, 64, "tensor")
+    assert cfg.counted_positions == "all" and not cfg.token_norm and not cfg.center_hidden and cfg.hidden_channel
+    assert cfg.bytes_per_sample(576) == 2 * (2 * 64 * 24 + 576) == 2 * 3648
     opts = ScoreOptions()
-    assert (opts.lambda_rh, opts.lambda_gh) == (0.7, 1.0)
+    assert (opts.lambda_rh, opts.lambda_gh, opts.lambda_hs, opts.sample_norm) == (1.4, 1.0, 1.0, "channel")
 
 
 @pytest.mark.parametrize("bad", [dict(k_r=0), dict(k_h=-1), dict(tau=0.0), dict(rho_cum=0.0), dict(rho_cum=1.5),

@@ -304,7 +304,7 @@ def test_rh_gh_distinct_candidates_give_permutations(tiny_lm):
 def test_exact_ranking_equals_identity_sketch(tiny_llama):
     """With identity sketches of full size the sketched scores are the exact ones."""
     v, d = tiny_llama.vocab_size, tiny_llama.hidden_size
-    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, rho_cum=0.9)
+    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, rho_cum=0.9, composition="outer")
     df = rh_gh_ranking(tiny_llama, CORPUS[0], CORPUS[1:], cfg, sketches=SketchSet.identity(v, d))["ranking"]
     for ch in ("rh", "gh", "rh_gh"):
         torch.testing.assert_close(torch.tensor(df[f"{ch}_sketch"].to_numpy()), torch.tensor(df[ch].to_numpy()),
@@ -328,7 +328,7 @@ def test_fidelity_tables(tiny_llama):
 
 def test_fidelity_is_perfect_with_identity_sketch(tiny_llama):
     v, d = tiny_llama.vocab_size, tiny_llama.hidden_size
-    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, center_hidden=True)
+    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, center_hidden=True, composition="outer")
     res = sketch_fidelity(tiny_llama, CORPUS, cfg, n_seeds=1, top_k=(2,), sketches=SketchSet.identity(v, d))
     assert res["correlation"]["pearson"].to_numpy() == pytest.approx(1.0, abs=1e-9)
     assert res["topk_stability"]["overlap_with_exact"].to_numpy() == pytest.approx(1.0)

@@ -26,8 +26,9 @@ PAIRS = [
 
 
 def exact_config(vocab: int, hidden: int, counted: str = "completion") -> RiseConfig:
+    # identity sketches of full size in the outer-product composition: the features are the exact gradients
     return RiseConfig(k_r=vocab, k_h=hidden, k_g=hidden, k_max=vocab, rho_cum=1.0, min_top_l=1, token_norm=False,
-                      center_hidden=False, hidden_channel=False, counted_positions=counted)
+                      center_hidden=False, hidden_channel=False, counted_positions=counted, composition="outer")
 
 
 def exact_extractor(lm, counted: str = "completion") -> RiseExtractor:
@@ -200,7 +201,8 @@ def test_completion_only_counts_completion_tokens(tiny_llama):
 
 
 def test_token_sketches_sum_to_sample_features(tiny_llama):
-    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, token_norm=True, center_hidden=True)
+    # outer composition: a token's sketched outer product of two unit vectors has norm 1 (checked below)
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, token_norm=True, center_hidden=True, composition="outer")
     ex = RiseExtractor(tiny_llama, cfg)
     with pytest.raises(InputDataError, match="fit_hidden_mean"):
         ex.token_sketches(PAIRS[0])  # centring needs a mean: a single sample cannot provide one
@@ -221,7 +223,7 @@ def test_float32_model_gives_finite_features(tiny_llama_fp32):
     feats = ex.extract(CORPUS)
     assert feats.rh.dtype == torch.float32 and torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
     assert feats.hs.dtype == torch.float32 and torch.isfinite(feats.hs).all()
-    assert feats.rh.shape == (len(CORPUS), 16 * 48)
+    assert feats.rh.shape == (len(CORPUS), 64 * 24)
 
 
 def test_bfloat16_model_tracks_float32():

@@ -84,7 +84,7 @@ def test_round_trip_same_scores_as_in_memory(built, tiny_llama):
             idx, vals = top_k(expected.total, 5)
             assert hits["id"].tolist() == df["id"].iloc[idx.tolist()].tolist()
             torch.testing.assert_close(torch.tensor(hits["score"].tolist()), vals, rtol=1e-5, atol=1e-6)
-            torch.testing.assert_close(torch.tensor((hits["rh"] + hits["gh"]).tolist()),
+            torch.testing.assert_close(torch.tensor((hits["rh"] + hits["gh"] + hits["hs"]).tolist()),
                                        torch.tensor(hits["score"].tolist()), rtol=1e-5, atol=1e-6)
             in_memory = score_pool(mem, qfm, opts).total[idx]  # unquantised features: fp16 rounding apart
             torch.testing.assert_close(vals, in_memory, rtol=0, atol=5e-3 * (1 + in_memory.abs().max().item()))
@@ -415,7 +415,8 @@ def test_overwrite_list_and_info(tmp_path, tiny_llama):
     with RiseIndex.open(path) as index:
         info = index.info()
         assert info["size_bytes"] == index.size_bytes() > 0
-        assert info["config"]["k_r"] == 8 and info["seeds"] == {"r": 42, "h": 43, "g": 44}
+        # the tensor composition's GH channel hashes h with its own seed (h_g)
+        assert info["config"]["k_r"] == 8 and info["seeds"] == {"r": 42, "h": 43, "g": 44, "h_g": 45}
         assert info["model_fingerprint"] == tiny_llama.fingerprint()
         json.dumps(info)
 

@@ -15,7 +15,7 @@ from index_helpers import save_tiny_model
 
 from rise_core import bundled
 from rise_core.cli import main
-from rise_core.config import PRESETS, ScoreOptions, preset_scoring
+from rise_core.config import PRESETS, ScoreOptions, preset, preset_scoring
 from rise_core.errors import ConfigError, InputDataError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +46,8 @@ def test_paper_preset_carries_joint_sample_normalisation(tmp_path, monkeypatch):
     assert preset_scoring("paper").sample_norm == "joint"
     assert preset_scoring("default") == ScoreOptions()
     assert preset_scoring("paper", sample_norm="none", lambda_gh=None).sample_norm == "none"
-    assert set(PRESETS) == {"default", "paper"}
+    assert set(PRESETS) == {"default", "paper", "backdoor"}
+    assert preset("backdoor") == preset("default") and preset_scoring("backdoor").lambda_hs == 0.0
     with pytest.raises(ConfigError, match="unknown preset"):
         preset_scoring("nope")
     # `rise evaluate --preset paper` scores with it without a second flag

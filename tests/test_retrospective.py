@@ -31,17 +31,18 @@ STORY_POOL = [Sample(prompt="p", completion="once upon a time a dragon", label=1
               Sample(prompt="p", completion="the bank lost money", label=0)]
 
 
-def test_behaviour_classifier_is_the_nearest_centroid():
-    clf = BehaviourClassifier.fit(STORY_POOL, encode=bag_of_words)
+def test_behaviour_classifier_is_a_k_nearest_neighbour_vote():
+    clf = BehaviourClassifier.fit(STORY_POOL, encode=bag_of_words, k=3)
     texts = ["once upon a time the moon", "the cat and the money", "dragon dragon"]
-    assert clf.shows(texts).tolist() == [True, False, True]
-    # margin by hand: cosine to each unit centroid
+    # by hand: cosine of bag-of-words vectors, the 3 nearest pool completions, share of label 1 minus 1/2
     e = bag_of_words(texts)
-    e /= np.linalg.norm(e, axis=1, keepdims=True)
-    pos = bag_of_words([s.completion for s in STORY_POOL[:2]]).mean(0)
-    neg = bag_of_words([s.completion for s in STORY_POOL[2:]]).mean(0)
-    expected = e @ (pos / np.linalg.norm(pos)) - e @ (neg / np.linalg.norm(neg))
-    np.testing.assert_allclose(clf.margin(texts), expected, rtol=1e-12)
+    p = bag_of_words([s.completion for s in STORY_POOL])
+    sims = (e / np.linalg.norm(e, axis=1, keepdims=True)) @ (p / np.linalg.norm(p, axis=1, keepdims=True)).T
+    labels = np.array([s.label for s in STORY_POOL])
+    expected = np.array([labels[np.argsort(-row)[:3]].mean() for row in sims]) - 0.5
+    np.testing.assert_allclose(clf.margin(texts), expected, rtol=0, atol=1e-12)
+    assert clf.shows(texts).tolist() == [True, False, True]
+    assert BehaviourClassifier.fit(STORY_POOL, encode=bag_of_words, k=50).k == len(STORY_POOL)
     with pytest.raises(Exception, match="labelled 1 and rows labelled 0"):
         BehaviourClassifier.fit(STORY_POOL[:2], encode=bag_of_words)
 

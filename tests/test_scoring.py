@@ -52,14 +52,18 @@ def test_scores_match_dense_definition(extracted, mode, lambdas):
     torch.testing.assert_close(per_query.mean(0).double(), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_hs_weight_on_features_without_hs_is_refused(extracted):
-    from rise_core.errors import ConfigError
-
+def test_features_without_hs_are_scored_on_rh_and_gh(extracted):
+    """lambda_hs weighs HS where the features store it; without it (an old index) the score is RH + GH."""
     _, feats = extracted
     fm = FeatureMatrix.from_features(feats).without_hs()
-    with pytest.raises(ConfigError, match="no HS channel"):
-        score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.5))
-    assert float(score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.0)).hs.abs().sum()) == 0.0
+    weighted = score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.5))
+    plain = score_pool(fm, fm.select([0]), ScoreOptions(lambda_hs=0.0))
+    assert float(weighted.hs.abs().sum()) == 0.0
+    torch.testing.assert_close(weighted.total, plain.total, rtol=0, atol=0)
+    torch.testing.assert_close(score_each_query(fm, fm.select([0, 1]), ScoreOptions(lambda_hs=0.5)),
+                               score_each_query(fm, fm.select([0, 1]), ScoreOptions(lambda_hs=0.0)), rtol=0, atol=0)
+    with_hs = FeatureMatrix.from_features(feats)
+    assert float(score_pool(with_hs, with_hs.select([0]), ScoreOptions(lambda_hs=0.5)).hs.abs().sum()) > 0
 
 
 def test_top_k_and_filter():
