@@ -24,8 +24,59 @@ if TYPE_CHECKING:
     from rise_core.store import BuildReport
 
 
+@dataclass(kw_only=True)
+class BackgroundJob:
+    """Work in a daemon thread that a page polls: its status, error, timing and a stop flag.
+
+    Subclasses implement `_work` (returns the final status: "done" or "stopped") and may set `first_status`."""
+
+    status: str = "pending"
+    error: BaseException | None = None
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    first_status = "running"  # the status while the thread starts its work
+    active_statuses = ("pending", "running")
+
+    def _work(self) -> str:
+        raise NotImplementedError
+
+    def _thread_name(self) -> str:
+        return f"rise-{type(self).__name__}"
+
+    def start(self):  # noqa: ANN201 - returns the subclass
+        self.status, self.started_at = self.first_status, time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=self._thread_name(), daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self.status = self._work()
+        except BaseException as exc:  # reported to the page; the thread must not die silently
+            self.error, self.status = exc, "failed"
+        finally:
+            self.finished_at = time.monotonic()
+
+    def stop(self) -> None:
+        """Ask the work to stop after the batch (build) or step (fine-tune) in progress."""
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self.status in self.active_statuses
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the thread ends (tests, scripts); True if it has ended."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+
 @dataclass
-class BuildJob:
+class BuildJob(BackgroundJob):
     """An index build running in a background thread, so the page can show progress, switch pages and stop it.
 
     The thread calls `rise_core.store.build_index` with a progress callback and a `should_stop` that reads
@@ -41,56 +92,27 @@ class BuildJob:
     label: str = ""
     done: int = 0
     total: int = 0
-    status: str = "pending"  # pending | running | done | stopped | failed
-    error: BaseException | None = None
     report: BuildReport | None = None
-    started_at: float = 0.0
-    finished_at: float = 0.0
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
     _first: tuple[float, int] | None = field(default=None, repr=False)
 
-    def start(self) -> BuildJob:
-        self.status, self.started_at = "running", time.monotonic()
-        self._thread = threading.Thread(target=self._run, name=f"rise-build-{self.index_path.name}", daemon=True)
-        self._thread.start()
-        return self
+    def _thread_name(self) -> str:
+        return f"rise-build-{self.index_path.name}"
 
     def _progress(self, done: int, total: int) -> None:
         if self._first is None:
             self._first = (time.monotonic(), done)
         self.done, self.total = int(done), int(total)
 
-    def _run(self) -> None:
+    def _work(self) -> str:
         from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
 
-        try:
-            self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
-                                      progress=self._progress, should_stop=self._stop.is_set,
-                                      overwrite=self.overwrite)
-            self.status = "stopped" if self.report.stopped else "done"
-        except BaseException as exc:  # reported to the page; the thread must not die silently
-            self.error, self.status = exc, "failed"
-        finally:
-            self.finished_at = time.monotonic()
-
-    def stop(self) -> None:
-        """Ask the build to stop after the batch in progress."""
-        self._stop.set()
+        self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
+                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite)
+        return "stopped" if self.report.stopped else "done"
 
     @property
     def stopping(self) -> bool:
         return self._stop.is_set() and self.running
-
-    @property
-    def running(self) -> bool:
-        return self.status in ("pending", "running")
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the thread ends (tests, scripts); True if it has ended."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return not self.running
 
     @property
     def fraction(self) -> float:
@@ -213,7 +235,7 @@ class IndexRegistry:
 
 
 @dataclass
-class FinetuneJob:
+class FinetuneJob(BackgroundJob):
     """A LoRA fine-tune (`rise_core.finetune.finetune`) in a background thread, with its loss curve for the page.
 
     It loads its own copy of the base model: the cached one serves queries meanwhile and must not grow LoRA layers.
@@ -224,48 +246,25 @@ class FinetuneJob:
     out_dir: Path
     recipe: object  # rise_core.finetune.FinetuneConfig
     label: str = ""
-    status: str = "pending"  # pending | loading | running | done | stopped | failed
     steps: list = field(default_factory=list)  # FinetuneProgress of every step so far
-    error: BaseException | None = None
     manifest: dict = field(default_factory=dict)
-    started_at: float = 0.0
-    finished_at: float = 0.0
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
 
-    def start(self) -> FinetuneJob:
-        self.status, self.started_at = "loading", time.monotonic()
-        self._thread = threading.Thread(target=self._run, name=f"rise-finetune-{self.out_dir.name}", daemon=True)
-        self._thread.start()
-        return self
+    first_status = "loading"
+    active_statuses = ("pending", "loading", "running")
 
-    def _run(self) -> None:
+    def _thread_name(self) -> str:
+        return f"rise-finetune-{self.out_dir.name}"
+
+    def _work(self) -> str:
         from rise_core.finetune import finetune
         from rise_core.models import load_model
 
-        try:
-            lm = load_model(self.model_id)
-            self.status = "running"
-            result = finetune(lm, self.samples, self.out_dir, self.recipe, progress=self.steps.append,
-                              should_stop=self._stop.is_set, pool_source=self.label)
-            self.manifest = result.manifest
-            self.status = "stopped" if result.stopped else "done"
-        except BaseException as exc:  # reported to the page; the thread must not die silently
-            self.error, self.status = exc, "failed"
-        finally:
-            self.finished_at = time.monotonic()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    @property
-    def running(self) -> bool:
-        return self.status in ("pending", "loading", "running")
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-        return not self.running
+        lm = load_model(self.model_id)
+        self.status = "running"
+        result = finetune(lm, self.samples, self.out_dir, self.recipe, progress=self.steps.append,
+                          should_stop=self._stop.is_set, pool_source=self.label)
+        self.manifest = result.manifest
+        return "stopped" if result.stopped else "done"
 
     @property
     def fraction(self) -> float:
