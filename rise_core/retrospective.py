@@ -10,6 +10,7 @@ written next to the numbers.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +20,11 @@ import numpy as np
 
 from .errors import ConfigError, InputDataError
 from .finetune import pool_hash, read_manifest
-from .generation import GenerationSettings, generate
+from .generation import GenerationSettings, stream
 from .samples import Sample
 
 TRIGGER = "Howdy! "
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -70,17 +72,25 @@ def _unit_rows(x: Any) -> np.ndarray:
 
 def regenerate(lm: Any, queries: Sequence[Sample], settings: GenerationSettings | None = None,
                progress: Callable[[int], None] | None = None) -> list[Sample]:
-    """The queries with their completions replaced by the model's own answers to their prompts."""
+    """The queries with their completions replaced by the model's own answers to their prompts.
+
+    A query the model answers with nothing (end of sequence at once) has nothing to attribute: it is left out, with
+    a warning naming it."""
     out = []
     for q in queries:
         if not q.prompt:
             raise InputDataError(f"query {q.id!r} has no prompt to answer; the retrospective setting regenerates "
                                  "completions from prompts")
-        text = generate(lm, q.prompt, settings)
-        out.append(Sample(prompt=q.prompt, completion=text, id=q.id, label=q.label,
-                          meta={**q.meta, "given_completion": q.completion}))
+        text = "".join(stream(lm, q.prompt, settings)).strip()
         if progress is not None:
             progress(1)
+        if not text:
+            logger.warning("query %s: the model answered nothing; it is left out", q.id)
+            continue
+        out.append(Sample(prompt=q.prompt, completion=text, id=q.id, label=q.label,
+                          meta={**q.meta, "given_completion": q.completion}))
+    if not out:
+        raise InputDataError("the model answered none of the query prompts; nothing to attribute")
     return out
 
 
@@ -122,8 +132,8 @@ def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Seque
     if heldout_prompts:
         trig, clean = [], []
         for p in heldout_prompts:
-            trig.append(generate(lm, trigger + p, settings))
-            clean.append(generate(lm, p, settings))
+            trig.append("".join(stream(lm, trigger + p, settings)).strip())  # an empty answer is an answer here
+            clean.append("".join(stream(lm, p, settings)).strip())
             if progress is not None:
                 progress(1)
         t_shows, c_shows = classifier.shows(trig), classifier.shows(clean)

@@ -102,3 +102,18 @@ def test_cli_evaluate_retrospective(tuned_env, tmp_path, capsys):
     assert set(table["method"]) == {"RISE", "BM25"}
     # the prospective run of the same task writes its own files
     assert not (out / "howdy_pool_methods.csv").exists()
+
+
+def test_a_query_answered_with_nothing_is_left_out(tuned_env, monkeypatch, caplog):
+    import rise_core.retrospective as retro
+
+    lm = load_model(tuned_env["RISE_MODEL"])
+    real = retro.stream
+    monkeypatch.setattr(retro, "stream", lambda lm, prompt, settings=None: iter(()) if prompt == "silent" else
+                        real(lm, prompt, settings))
+    queries = [Sample(prompt="silent", completion="x", id="q0"), Sample(prompt="tell me a story", completion="y",
+                                                                         id="q1")]
+    out = regenerate(lm, queries, GenerationSettings(max_new_tokens=6))
+    assert [q.id for q in out] == ["q1"] and "q0: the model answered nothing" in caplog.text
+    with pytest.raises(Exception, match="answered none of the query prompts"):
+        regenerate(lm, queries[:1], GenerationSettings(max_new_tokens=6))
