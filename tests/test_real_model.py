@@ -27,7 +27,7 @@ def test_default_model_readout_and_features(default_lm):
     ex.fit_hidden_mean(samples)
     feats = ex.extract(samples, batch_size=2)
     assert torch.isfinite(feats.rh).all() and torch.isfinite(feats.gh).all()
-    assert feats.rh.shape == (3, 16 * 48) and feats.gh.shape == (3, 16 * 48)
+    assert feats.rh.shape == (3, 64 * 24) and feats.gh.shape == (3, 64 * 24)  # the default dims
     assert feats.hs.shape == (3, 576) and torch.isfinite(feats.hs).all()
     assert (feats.n_counted > 0).all()
     # a sensible LM: the factual answer is far more predictable than the backdoor story
