@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rise_core import attribution, generation
+from rise_core import attribution
 from rise_core.generation import GenerationSettings
 from rise_core.samples import Sample
 
-from .ui import PAGES, explanation, friendly, model_for, open_index, query_features, score_options
+from .ui import PAGES, explanation, friendly, model_for, open_index, query_features, score_options, stream_answer
 from .views import channel_values, highlight_html, results_table
 
 TOP_K = 10
@@ -18,8 +18,7 @@ TOP_K = 10
 def _answer(lm, demo: dict, key: str) -> str:
     """The model's answer to the demo prompt `key`, streamed the first time and kept in the session after."""
     if f"{key}_answer" not in demo:
-        pieces = st.write_stream(generation.stream(lm, demo[key], GenerationSettings()))
-        demo[f"{key}_answer"] = ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+        demo[f"{key}_answer"] = stream_answer(lm, demo[key], GenerationSettings())
     else:
         st.write(demo[f"{key}_answer"])
     return demo[f"{key}_answer"]

@@ -370,6 +370,12 @@ def generation_settings() -> GenerationSettings:
                               top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))
 
 
+def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) -> str:
+    """The model's answer to `prompt`, written on the page as it is generated; returns it ("" when it says nothing)."""
+    pieces = st.write_stream(generation.stream(lm, prompt, settings))
+    return ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+
+
 def query_inputs(path: str) -> None:
     """The query's prompt, a button that streams the index's model's continuation, and the (editable) generation."""
     st.text_area("Prompt", key="query_prompt", persist_state="session", height=80,
@@ -386,8 +392,7 @@ def query_inputs(path: str) -> None:
                  help="Decodes with the index's model (settings above); the text streams in and you may edit it."):
         with friendly("generate a continuation"):
             lm = model_for(index)
-            pieces = st.write_stream(generation.stream(lm, st.session_state["query_prompt"], settings))
-            text = ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+            text = stream_answer(lm, st.session_state["query_prompt"], settings)
             if not text:
                 raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
             st.session_state["query_completion"] = text

@@ -297,9 +297,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
         while step < total:
             epoch, index = divmod(step, steps_per_epoch)
             batch_ids = _batches(len(pool), config.batch_size, epoch, config.seed)[index]
-            batch = collate([encoded[i] for i in batch_ids], lm.pad_id)
-            batch = dataclasses.replace(batch, **{k: getattr(batch, k).to(device) for k in
-                                                  ("input_ids", "attention_mask", "counted", "targets")})
+            batch = collate([encoded[i] for i in batch_ids], lm.pad_id).to(device)
             torch.manual_seed(config.seed * 7919 + step)  # dropout: same masks whether or not the run resumed
             t0 = time.perf_counter()
             loss, _ = _token_loss(lm, batch)
@@ -384,9 +382,7 @@ def pool_loss(lm: Any, samples: Sequence[Sample | str | dict], seq_len: int = 25
     total, count = 0.0, 0
     with torch.no_grad():
         for i in range(0, len(encoded), batch_size):
-            batch = collate(encoded[i:i + batch_size], lm.pad_id)
-            batch = dataclasses.replace(batch, **{k: getattr(batch, k).to(lm.device) for k in
-                                                  ("input_ids", "attention_mask", "counted", "targets")})
+            batch = collate(encoded[i:i + batch_size], lm.pad_id).to(lm.device)
             loss, n = _token_loss(lm, batch)
             total += float(loss) * n
             count += n

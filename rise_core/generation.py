@@ -67,13 +67,17 @@ def _generate_kwargs(lm: Any, settings: GenerationSettings) -> dict[str, Any]:
     return kw
 
 
+def answer(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> str:
+    """The model's continuation of `prompt` (special tokens dropped, whitespace stripped; "" when it stops at once)."""
+    return "".join(stream(lm, prompt, settings)).strip()
+
+
 def generate(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> str:
-    """The model's continuation of `prompt` (special tokens dropped, whitespace stripped)."""
-    return "".join(stream(lm, prompt, settings)).strip() or _nothing()
-
-
-def _nothing() -> str:
-    raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
+    """`answer`, refusing an empty one: a query needs text to attribute."""
+    text = answer(lm, prompt, settings)
+    if not text:
+        raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
+    return text
 
 
 def stream(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> Iterator[str]:

@@ -188,13 +188,10 @@ def _adapter_config(adapter: str) -> dict[str, Any]:
         raise ModelLoadError(f"{adapter}/adapter_config.json cannot be read: {exc}") from None
 
 
-def model_spec(base: str, adapter: str | None) -> str:
-    """The spec `load_model` reloads this model from (what an index records as its model id)."""
-    if adapter is None:
-        return base
-    from .finetune import read_manifest
-
-    return adapter if read_manifest(adapter).get("base_model") == base else f"{base}{ADAPTER_SEPARATOR}{adapter}"
+def model_spec(base: str, adapter: str, manifest: dict[str, Any]) -> str:
+    """The spec `load_model` reloads base + adapter from (what an index records as its model id): the adapter
+    directory alone when its manifest names this base, else `BASE@ADAPTER_DIR`."""
+    return adapter if manifest.get("base_model") == base else f"{base}{ADAPTER_SEPARATOR}{adapter}"
 
 
 def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
@@ -214,7 +211,7 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
         raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
     merged.eval()
     lm.model = merged
-    lm.model_id = model_spec(lm.model_id, adapter)
+    lm.model_id = model_spec(lm.model_id, adapter, manifest)
     lm.adapter = {"path": adapter, "digest": adapter_digest(adapter), "base_model": manifest.get("base_model"),
                   "base_fingerprint": base_print, "rise_manifest": bool(manifest)}
     lm._fingerprint = None

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import ConfigError, InputDataError
 from .finetune import pool_hash, read_manifest
-from .generation import GenerationSettings, stream
+from .generation import GenerationSettings, answer
 from .samples import Sample
 
 TRIGGER = "Howdy! "
@@ -81,7 +81,7 @@ def regenerate(lm: Any, queries: Sequence[Sample], settings: GenerationSettings 
         if not q.prompt:
             raise InputDataError(f"query {q.id!r} has no prompt to answer; the retrospective setting regenerates "
                                  "completions from prompts")
-        text = "".join(stream(lm, q.prompt, settings)).strip()
+        text = answer(lm, q.prompt, settings)
         if progress is not None:
             progress(1)
         if not text:
@@ -132,8 +132,8 @@ def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Seque
     if heldout_prompts:
         trig, clean = [], []
         for p in heldout_prompts:
-            trig.append("".join(stream(lm, trigger + p, settings)).strip())  # an empty answer is an answer here
-            clean.append("".join(stream(lm, p, settings)).strip())
+            trig.append(answer(lm, trigger + p, settings))  # an empty answer is an answer here
+            clean.append(answer(lm, p, settings))
             if progress is not None:
                 progress(1)
         t_shows, c_shows = classifier.shows(trig), classifier.shows(clean)

@@ -112,6 +112,11 @@ class TokenBatch:
     counted: torch.Tensor
     targets: torch.Tensor
 
+    def to(self, device: torch.device | str) -> TokenBatch:
+        """The batch with every tensor on `device`."""
+        return TokenBatch(self.input_ids.to(device), self.attention_mask.to(device), self.counted.to(device),
+                          self.targets.to(device))
+
 
 def collate(encoded: list[EncodedSample], pad_id: int) -> TokenBatch:
     """Right-pad encoded samples into tensors; `targets[b, t]` is the next token (pad where not counted)."""

@@ -108,8 +108,8 @@ def test_a_query_answered_with_nothing_is_left_out(tuned_env, monkeypatch, caplo
     import rise_core.retrospective as retro
 
     lm = load_model(tuned_env["RISE_MODEL"])
-    real = retro.stream
-    monkeypatch.setattr(retro, "stream", lambda lm, prompt, settings=None: iter(()) if prompt == "silent" else
+    real = retro.answer
+    monkeypatch.setattr(retro, "answer", lambda lm, prompt, settings=None: "" if prompt == "silent" else
                         real(lm, prompt, settings))
     queries = [Sample(prompt="silent", completion="x", id="q0"), Sample(prompt="tell me a story", completion="y",
                                                                          id="q1")]
