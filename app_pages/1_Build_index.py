@@ -18,6 +18,7 @@ from explorer.build_plan import (
 )
 from explorer.finetune_ui import finetune_section
 from explorer.jobs import BuildJob
+from explorer.paths import check_model_spec
 from explorer.uploads import UPLOAD_TYPES, PoolFile
 from rise_core.bundled import pool_paths
 from rise_core.units import format_bytes
@@ -49,16 +50,19 @@ with ui.friendly("read the pool", stop=True):
     st.caption(f"{len(df)} rows, columns: {', '.join(map(str, df.columns))}. Preview:")
     st.dataframe(df.head(5), hide_index=True)
 
+with ui.friendly("check the model", stop=True):  # a local path must lie in the app's own folders
+    model_id = check_model_spec(st.session_state["build_model"], s.model_id, s.index_dir, s.data_dir)
+
 with ui.friendly("read the pool for fine-tuning"):
-    finetune_section(st.session_state["build_model"].strip(), lambda: head_pool(pool_file.pool(fields), limit).samples,
+    finetune_section(model_id, lambda: head_pool(pool_file.pool(fields), limit).samples,
                      pool_file.name, s.index_dir)
 
 with ui.friendly("check the settings", stop=True):
     config = ui.config_form()
-    default_name = index_file_name(st.session_state["build_model"], pool_file.name)
+    default_name = index_file_name(model_id, pool_file.name)
     name = st.text_input("Index name", key="build_name", placeholder=default_name).strip()
     target = s.index_dir / (f"{slug(Path(name).stem)}.duckdb" if name else default_name)
-    hidden_size = model_hidden_size(st.session_state["build_model"])
+    hidden_size = model_hidden_size(model_id)
     size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)), hidden_size)
     resume = " It exists: building again resumes it and adds the rows it does not have yet." if target.exists() else ""
     st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × "
@@ -68,7 +72,7 @@ with ui.friendly("check the settings", stop=True):
 job = ui.registry().job(target)
 if st.button("Build the index", type="primary", key="build", disabled=bool(job and job.running)):
     with ui.friendly("start the build"):
-        lm = ui.load_lm(st.session_state["build_model"].strip())
+        lm = ui.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
         ui.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))

@@ -13,6 +13,7 @@ from rise_core.finetune import FinetuneConfig
 
 from .build_plan import slug
 from .jobs import FinetuneJob
+from .paths import adapter_dir, adapter_root
 from .ui import friendly
 
 
@@ -22,8 +23,8 @@ def _jobs() -> dict[str, FinetuneJob]:
     return {}
 
 
-def default_adapter_dir(index_dir: Path, model_id: str, pool_name: str) -> Path:
-    return index_dir.parent / "adapters" / f"{slug(Path(pool_name).stem)}-{slug(Path(model_id).name)}"
+def default_adapter_name(model_id: str, pool_name: str) -> str:
+    return f"{slug(Path(pool_name).stem)}-{slug(Path(model_id).name)}"
 
 
 def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name: str, index_dir: Path) -> None:
@@ -40,8 +41,10 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
         epochs = c2.number_input("Epochs", 1, 50, defaults.epochs, key="ft_epochs")
         lr = c3.number_input("Learning rate", 1e-6, 1.0, defaults.learning_rate, format="%.0e", key="ft_lr")
         seed = c4.number_input("Seed", 0, 2**31 - 1, defaults.seed, key="ft_seed")
-        out = Path(st.text_input("Adapter directory", key="ft_out",
-                                 value=str(default_adapter_dir(index_dir, model_id, pool_name))).strip())
+        typed = st.text_input("Adapter name", key="ft_out", value=default_adapter_name(model_id, pool_name),
+                              help=f"Saved under {adapter_root(index_dir)} (set RISE_ADAPTER_DIR to move it).")
+        out = adapter_dir(typed, index_dir)  # confined to the adapter folder: a path elsewhere is refused
+        st.caption(f"Saved to `{out}`.")
         recipe = FinetuneConfig(rank=int(rank), alpha=2.0 * int(rank), epochs=int(epochs), learning_rate=float(lr),
                                 seed=int(seed))
         job = _jobs().get(str(out.resolve()))

@@ -35,6 +35,7 @@ from ..samples import Sample
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
 from .files import READERS, READERS_LOCK, check_index_file, check_new_location, path_key, release_readers
+from .filters import FILTER_ERRORS, LOCKED_CONFIG, check_filter
 from .rows import features_table, merge_columns, sample_from_row, samples_table
 from .schema import (
     BUILD_STATUSES,
@@ -155,7 +156,8 @@ class RiseIndex:
             elif not self.path.exists():
                 check_index_file(self.path)
             with db_errors(self.path, "open" if validate else "create"):
-                self._con = duckdb.connect(str(self.path), read_only=self.read_only)
+                # locked down: filters are user text, and this connection must reach nothing but this file
+                self._con = duckdb.connect(str(self.path), read_only=self.read_only, config=LOCKED_CONFIG)
             if validate:
                 try:
                     self._load_state()
@@ -388,34 +390,31 @@ class RiseIndex:
 
     # -- reading --------------------------------------------------------------------------------------------------
 
+    def filter_columns(self) -> list[str]:
+        """The columns a filter (`where`) may name: the `samples` view's, in order."""
+        return ["row", "id", "text", "prompt", "completion", "label",
+                *[c for c in self.columns if c != "label"], "n_counted", "loss", "mean_support", "n_tokens",
+                "truncated"]
+
     def _check_where(self, where: str, select: str = "row") -> str:
-        """`SELECT <select> FROM samples WHERE (<where>)`, refused unless it is one SELECT statement."""
-        sql = f"SELECT {select} FROM samples WHERE ({where})"
-        try:
-            statements = duckdb.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise InputDataError(f"invalid filter {where!r}: {str(exc).splitlines()[0]}") from None
-        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-            raise InputDataError(f"the filter {where!r} must be one SQL condition over the sample columns, "
-                                 "e.g. \"topic = 'cooking'\"")
-        return sql
+        """`SELECT <select> FROM samples WHERE (<where>)`, refused unless `where` is a plain condition over the
+        pool's columns (see `store.filters`)."""
+        return check_filter(where, self.filter_columns(), select)
 
     def _where_error(self, where: str, exc: duckdb.Error) -> InputDataError:
-        cols = ", ".join(["id", "text", "prompt", "completion", "label", *self.columns, "n_counted", "loss",
-                          "n_tokens", "truncated"])
-        return InputDataError(f"filter {where!r} failed: {str(exc).splitlines()[0]}. Columns: {cols}")
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return InputDataError(f"filter {where!r} failed: {message}. Columns: {', '.join(self.filter_columns())}")
 
     def samples(self, where: str | None = None) -> pd.DataFrame:
         """Samples with their label, metadata and stats columns, indexed by feature row (`feature_matrix()` order).
 
-        `where` is an SQL condition over these columns (trusted input from the local user, run read-only when the
-        index is open read-only), e.g. "topic = 'cooking' AND n_counted > 10"."""
+        `where` is a condition over these columns, e.g. "topic = 'cooking' AND n_counted > 10"; anything but a plain
+        condition (subqueries, table functions, files, settings) is refused (`store.filters`)."""
         sql = self._check_where(where, select="*") if where else "SELECT * FROM samples"
         with self._cursor("read samples from") as cur:
             try:
                 df = cur.execute(sql + " ORDER BY row").df()
-            except (duckdb.BinderException, duckdb.ParserException, duckdb.ConversionException,
-                    duckdb.InvalidInputException, duckdb.CatalogException) as exc:
+            except FILTER_ERRORS as exc:
                 if not where:
                     raise
                 raise self._where_error(where, exc) from None
@@ -446,11 +445,11 @@ class RiseIndex:
         with self._cursor("filter") as cur:
             try:
                 rows = cur.execute(sql).fetchnumpy()["row"]
-            except (duckdb.BinderException, duckdb.ParserException, duckdb.ConversionException,
-                    duckdb.InvalidInputException, duckdb.CatalogException) as exc:
+            except FILTER_ERRORS as exc:
                 raise self._where_error(where, exc) from None
+        rows = np.asarray(rows, dtype=np.int64)
         mask = torch.zeros(m.n_samples, dtype=torch.bool)
-        mask[torch.from_numpy(np.asarray(rows, dtype=np.int64))] = True
+        mask[torch.from_numpy(rows[rows < m.n_samples])] = True  # rows a concurrent append added come next time
         with self._lock:
             if len(self._masks) > 32:
                 self._masks.clear()
