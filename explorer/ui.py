@@ -13,7 +13,6 @@ Configuration (environment variables):
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -27,14 +26,15 @@ import streamlit as st
 
 from rise_core import bundled, generation
 from rise_core.config import (
+    CHANNELS,
     PRESET_SCORING,
     PRESETS,
     SAMPLE_NORMS,
+    AppliedScoring,
     RiseConfig,
     ScoreOptions,
     field_choices,
     field_help,
-    options_for,
 )
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import (
@@ -295,36 +295,40 @@ def index_picker() -> str | None:
     return None
 
 
-NO_HS = ("This index has no HS channel (built with hidden_channel off, or before it existed), so λ_hs stays 0. "
-         "Rebuild it with hidden_channel on to weigh it.")
+NO_HS = ("This index has no HS channel (built with hidden_channel off, or before it existed): it is scored on RH + "
+         "GH. Rebuild it with hidden_channel on to weigh HS.")
 # slider range of the channel weights: [0, 2], widened if a preset's weight is larger
 LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values() for c in ("rh", "gh", "hs")))
+# the scoring preset picker: one entry per `PRESET_SCORING` preset, plus the sliders moved away from every preset
+CUSTOM_SCORING = "custom"
+SCORING_PRESET_HELP = {
+    "default": "this project's default (RH + GH + HS)",
+    "paper": "the paper's RISE: its λ and joint normalisation, no HS",
+    "backdoor": "backdoor hunting: the default without HS (λ_hs = 0)",
+    CUSTOM_SCORING: "custom (the sliders below)",
+}
 
 
 def _weighs_hs(config: RiseConfig | None) -> bool:
     return config is not None and config.hidden_channel
 
 
-def _applicable(config: RiseConfig | None, options: ScoreOptions) -> ScoreOptions:
-    """`options` with λ_hs 0 unless `config` stores the HS channel (None: a page that scores RH and GH only)."""
-    return options_for(config, options) if config is not None else dataclasses.replace(options, lambda_hs=0.0)
+def _applicable(config: RiseConfig | None, options: ScoreOptions) -> AppliedScoring:
+    """`options` as they apply to `config`'s channels (None: a page that scores RH and GH only), by the one rule of
+    every path, `ScoreOptions.for_channels`: a missing channel's weight is dropped, with a note."""
+    if config is None:
+        return options.for_channels(CHANNELS[:2], "this page")
+    return options.applied_to(config)
+
+
+def _session_options() -> ScoreOptions:
+    return ScoreOptions(lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
+                        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"])
 
 
 def score_options(config: RiseConfig | None = None) -> ScoreOptions:
-    """The scoring options in the session, for an index (or evaluation) with `config`."""
-    return _applicable(config, ScoreOptions(
-        lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
-        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"]))
-
-
-def pure_rise_options() -> ScoreOptions:
-    """The paper's RISE: its RH / GH weights and sample normalisation, no HS."""
-    return dataclasses.replace(PRESET_SCORING["paper"], lambda_hs=0.0)
-
-
-def default_options(config: RiseConfig | None) -> ScoreOptions:
-    """This project's default scoring for `config`."""
-    return _applicable(config, ScoreOptions())
+    """The scoring options in the session, as they apply to an index (or evaluation) with `config`."""
+    return _applicable(config, _session_options()).options
 
 
 def _set_scoring(options: ScoreOptions) -> None:
@@ -332,16 +336,32 @@ def _set_scoring(options: ScoreOptions) -> None:
         st.session_state[name] = getattr(options, name)
 
 
-def score_controls(config: RiseConfig | None = None, hs_note: str = NO_HS) -> ScoreOptions:
-    """λ_rh / λ_gh sliders, λ_hs when `config` stores the HS channel (else `hs_note` says why not), the per-sample
-    normalisation, and two shortcuts: pure RISE (the paper's RH+GH scoring) and this project's default. Moving them
-    rescores without running the model."""
+def _matching_preset() -> str:
+    """The scoring preset the session's sliders equal, else CUSTOM_SCORING."""
+    current = _session_options()
+    for name, preset in PRESET_SCORING.items():
+        if current.sample_norm == preset.sample_norm and all(
+                abs(getattr(current, f"lambda_{c}") - getattr(preset, f"lambda_{c}")) < 1e-9 for c in CHANNELS):
+            return name
+    return CUSTOM_SCORING
+
+
+def _apply_scoring_preset() -> None:
+    name = st.session_state["scoring_preset"]
+    if name in PRESET_SCORING:
+        _set_scoring(PRESET_SCORING[name])
+
+
+def score_controls(config: RiseConfig | None = None, hs_note: str | None = None) -> ScoreOptions:
+    """A scoring preset picker (it sets the controls below), λ_rh / λ_gh sliders, λ_hs when `config` stores the HS
+    channel (else a caption, `hs_note` or the rule's note, says why not), and the per-sample normalisation. Moving
+    them rescores without running the model; the picker then reads 'custom'. Returns the options as applied."""
     help_ = field_help(ScoreOptions)
-    c1, c2 = st.columns(2)
-    c1.button("Pure RISE (RH+GH)", key="scoring_pure", on_click=_set_scoring, args=(pure_rise_options(),),
-              help="The paper's scoring: its λ_rh, λ_gh and sample normalisation, and no HS channel (λ_hs = 0).")
-    c2.button("Default", key="scoring_default", on_click=_set_scoring, args=(default_options(config),),
-              help="This project's default scoring options.")
+    st.session_state["scoring_preset"] = _matching_preset()  # what the controls hold now
+    st.selectbox("Scoring preset", [*PRESET_SCORING, CUSTOM_SCORING], key="scoring_preset",
+                 on_change=_apply_scoring_preset, format_func=lambda n: f"{n}: {SCORING_PRESET_HELP.get(n, n)}",
+                 help="Sets the weights and the normalisation below (`rise query --preset NAME` does the same); "
+                      "moving them afterwards is allowed.")
     st.slider("λ_rh (lexical)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_rh", persist_state="session",
               help=help_["lambda_rh"])
     st.slider("λ_gh (semantic)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_gh", persist_state="session",
@@ -349,11 +369,13 @@ def score_controls(config: RiseConfig | None = None, hs_note: str = NO_HS) -> Sc
     if _weighs_hs(config):
         st.slider("λ_hs (representation)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_hs", persist_state="session",
                   help=help_["lambda_hs"])
-    else:
-        st.caption(hs_note)
     st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
                  help=help_["sample_norm"])
-    return score_options(config)
+    with friendly("apply the scoring weights", stop=True):
+        applied = _applicable(config, _session_options())
+    if applied.notes or not _weighs_hs(config):
+        st.caption(hs_note or applied.note or NO_HS)
+    return applied.options
 
 
 def generation_settings() -> GenerationSettings:

@@ -502,12 +502,11 @@ def _concat_scores(parts: list[Scores]) -> Scores:
 def query_parts(query_fm: FeatureMatrix, options: ScoreOptions, dims: dict[str, int]
                 ) -> tuple[np.ndarray, list[tuple[str, float, torch.Tensor]]]:
     """The lambda-weighted concatenated query [l_rh q_rh; l_gh q_gh; l_hs q_hs] (float32, for faiss) and the
-    (channel, lambda, q_c) of every weighed channel (for exact rescoring)."""
+    (channel, lambda, q_c) of every weighed channel (for exact rescoring). A weight on a channel the ANN index does
+    not hold is dropped, as on the exact path (`ScoreOptions.for_channels`)."""
     if options.sample_norm != "channel":
         raise ConfigError(f"the ANN index ranks under sample_norm='channel', not {options.sample_norm!r}")
-    if options.lambda_hs != 0 and "hs" not in dims:
-        raise ConfigError(f"lambda_hs={options.lambda_hs} but these features have no HS channel (an index built with "
-                          "hidden_channel off, or before it existed): set lambda_hs to 0, or rebuild the index")
+    options = options.for_channels(dims).options
     q = query_vectors(query_fm, options)
     lambdas = weights(options)
     parts = [(c, lambdas[c], q[c].float()) for c in dims if lambdas[c] != 0 and c in q]

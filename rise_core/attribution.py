@@ -180,10 +180,13 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
     completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated).
     search: 'auto' (the ANN index when the index has a valid one, the pool is large and sample_norm='channel'),
     'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one).
-    `df.attrs["search"]` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored)."""
+    `df.attrs["search"]` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored);
+    `df.attrs["notes"]` lists the weights dropped because the index lacks their channel (`ScoreOptions.for_channels`).
+    """
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    options = options or ScoreOptions()
+    applied = (options or ScoreOptions()).applied_to(index.config)
+    options = applied.options
     hit, info = ann.rank_rows(index, query_fm, options, k, where, search)
     if hit is None:
         fm, allowed = _matrix_and_mask(index, where)
@@ -191,6 +194,7 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
         info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
     df = _frame(index, *hit)
     df.attrs["search"] = info
+    df.attrs["notes"] = applied.notes
     logger.info("rank: %s", ann.search_summary(info))
     return df
 
@@ -205,15 +209,17 @@ def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
     out.attrs["search"] = frames[-1].attrs["search"] if frames else {}
+    out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
     return out
 
 
 def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
            top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> pd.DataFrame:
     """Valuation: score the pool (or the rows matching `where`) against a query set and keep the `top_n` best or the
-    best `fraction` of them (rounded up); same columns as `rank`, sorted by score."""
+    best `fraction` of them (rounded up); same columns as `rank`, sorted by score, and the same `df.attrs["notes"]`."""
     if (top_n is None) == (fraction is None):
         raise InputDataError("give exactly one of top_n and fraction")
+    applied = (options or ScoreOptions()).applied_to(index.config)
     fm, allowed = _matrix_and_mask(index, where)
     n_pool = len(fm) if allowed is None else int(allowed.sum())
     if top_n is not None:
@@ -224,9 +230,11 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
         if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
-    scores = score_pool(fm, query_fm, options)
+    scores = score_pool(fm, query_fm, applied.options)
     rows = top_k(scores.total, n_keep, allowed)[0]
-    return _frame(index, rows, scores.take(rows))
+    df = _frame(index, rows, scores.take(rows))
+    df.attrs["notes"] = applied.notes
+    return df
 
 
 def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
-from .config import RiseConfig, ScoreOptions, options_for
+from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, ModelLoadError
 from .evaluation import grad_sketch_dim
 from .models import LoadedModel
@@ -66,9 +66,9 @@ class MethodScores:
 
 
 def rise_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None) -> np.ndarray:
-    """(Q, N) RISE scores of every pool row for each query, with `options` (lambda_hs taken as 0 for an index
-    without the HS channel, as `config.options_for` says)."""
-    options = options_for(index.config, options or ScoreOptions())
+    """(Q, N) RISE scores of every pool row for each query, with `options` as they apply to the index
+    (`ScoreOptions.applied_to`: lambda_hs dropped for an index without the HS channel)."""
+    options = (options or ScoreOptions()).applied_to(index.config).options
     fm = index.feature_matrix()
     return np.stack([score_pool(fm, query_fm.select([q]), options).total.double().numpy()
                      for q in range(len(query_fm))])

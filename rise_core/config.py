@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -22,6 +23,8 @@ Composition = Literal["outer", "tensor"]
 COUNTED_POSITIONS: tuple[str, ...] = get_args(CountedPositions)
 SAMPLE_NORMS: tuple[str, ...] = get_args(SampleNorm)
 COMPOSITIONS: tuple[str, ...] = get_args(Composition)
+# the scored channels, in score order; an index stores RH and GH always, HS when built with hidden_channel
+CHANNELS: tuple[str, ...] = ("rh", "gh", "hs")
 # the pool's mean final hidden state (for center_hidden and the HS channel) is fitted on a seeded random subset of
 # this many of the pool's first build's samples (`mean_fit_rows`), then fixed: appends and queries reuse it (index
 # builds and the evaluation follow this rule; RiseExtractor refuses to extract before a mean is fitted)
@@ -100,6 +103,11 @@ class RiseConfig:
         return self.k_r * self.k_h, self.k_g * self.k_h
 
     @property
+    def channels(self) -> tuple[str, ...]:
+        """The channels features under this config store: RH and GH, and HS when `hidden_channel` is on."""
+        return CHANNELS if self.hidden_channel else CHANNELS[:2]
+
+    @property
     def needs_hidden_mean(self) -> bool:
         """Whether features need the pool's mean final hidden state (centring or the HS channel)."""
         return self.center_hidden or self.hidden_channel
@@ -164,6 +172,69 @@ class ScoreOptions:
             if not isinstance(value, (int, float)) or value != value:
                 raise ConfigError(f"{name} must be a number, got {value!r}")
 
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> ScoreOptions:
+        """The scoring of a named preset (`PRESET_SCORING`: default, paper, backdoor), with non-None `overrides`."""
+        return preset_scoring(name, **overrides)
+
+    @property
+    def weighted(self) -> tuple[str, ...]:
+        """The channels these options give a nonzero weight, in score order."""
+        return tuple(c for c in CHANNELS if getattr(self, f"lambda_{c}") != 0)
+
+    def for_channels(self, available: Iterable[str], source: str = "this index") -> AppliedScoring:
+        """These options as they apply to features storing the `available` channels: THE rule, on every path.
+
+        A weighted channel the features lack (HS of an index built with hidden_channel off, or before the channel
+        existed) is dropped from the weighting (lambda 0) and named in the result's `notes`; the other channels keep
+        their weights. Weights on missing channels alone (nothing left to score) raise a ConfigError listing the
+        channels `source` has."""
+        have = tuple(c for c in CHANNELS if c in set(available))
+        missing = tuple(c for c in self.weighted if c not in have)
+        if not missing:
+            return AppliedScoring(self, have)
+        if len(missing) == len(self.weighted):
+            weights = ", ".join(f"lambda_{c}={getattr(self, f'lambda_{c}'):g}" for c in missing)
+            rebuild = ", or rebuild it with hidden_channel on" if "hs" in missing else ""
+            raise ConfigError(f"{weights} weighs only {_names(missing)}, which {source} does not store; it has "
+                              f"{', '.join(c.upper() for c in have)}: give one of those a nonzero weight (e.g. "
+                              f"--lambda-rh / --lambda-gh, or the sliders){rebuild}")
+        return AppliedScoring(dataclasses.replace(self, **{f"lambda_{c}": 0.0 for c in missing}), have, missing,
+                              tuple(float(getattr(self, f"lambda_{c}")) for c in missing), source)
+
+    def applied_to(self, config: RiseConfig) -> AppliedScoring:
+        """`for_channels` with the channels an index (or features) built under `config` store."""
+        return self.for_channels(config.channels)
+
+
+def _names(channels: Iterable[str]) -> str:
+    return " + ".join(c.upper() for c in channels) or "no channel"
+
+
+@dataclass(frozen=True)
+class AppliedScoring:
+    """Scoring options as applied to features with the `available` channels (`ScoreOptions.for_channels`): what is
+    scored, and the weights dropped because their channel is missing (shown as a note, never silently)."""
+
+    options: ScoreOptions
+    available: tuple[str, ...]
+    dropped: tuple[str, ...] = ()  # the channels whose weight was dropped
+    dropped_weights: tuple[float, ...] = ()  # their weights as given, in the same order
+    source: str = "this index"
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per dropped weight (empty when every weighted channel is stored)."""
+        why = {"hs": "built with hidden_channel off, or before it existed"}
+        return [f"lambda_{c}={lam:g} not applied: {self.source} has no {c.upper()} channel "
+                f"({why.get(c, 'not stored')}); scored on {_names(self.options.weighted)}"
+                for c, lam in zip(self.dropped, self.dropped_weights, strict=True)]
+
+    @property
+    def note(self) -> str:
+        """The notes as one line ("" when nothing was dropped)."""
+        return " ".join(self.notes)
+
 
 PRESETS: dict[str, RiseConfig] = {
     # Our default, chosen on the tune sets (Howdy!, the bundled pools, halves of three real dev pools) and reported
@@ -190,15 +261,12 @@ PRESET_SCORING: dict[str, ScoreOptions] = {
 
 
 def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
-    """The scoring options of a named preset, with any non-None `overrides` (e.g. from command-line flags)."""
+    """The scoring options of a named preset, with any non-None `overrides` (e.g. from command-line flags). Scoring
+    is a query-time choice: `rise query --preset backdoor` scores any index without HS (an index built with
+    `--preset backdoor` is the default index; the preset's scoring applies where it is queried)."""
     preset(name)  # the same error for an unknown name
     given = {k: v for k, v in overrides.items() if v is not None}
     return dataclasses.replace(PRESET_SCORING[name], **given)
-
-
-def options_for(config: RiseConfig, options: ScoreOptions) -> ScoreOptions:
-    """`options` with lambda_hs set to 0 when `config` stores no HS channel (an index built without it)."""
-    return options if config.hidden_channel else dataclasses.replace(options, lambda_hs=0.0)
 
 
 def mean_fit_rows(n: int, seed: int) -> list[int]:

@@ -21,7 +21,7 @@ import torch
 from .agreement import agreement_table
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .bundled import task_files
-from .config import RiseConfig, ScoreOptions, options_for
+from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
 from .fusion import FusionScorer
 from .metrics import evaluate_rankings
@@ -198,7 +198,7 @@ def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: Ris
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ConfigError(f"unknown methods {unknown}; choose from {list(METHODS)}")
-    options = options_for(config, options)
+    options = options.applied_to(config).options  # the one channel rule (ScoreOptions.for_channels)
     out: dict[str, Scorer] = {}
     for m in methods:
         if m == "RISE":

@@ -7,17 +7,14 @@ score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from .config import ScoreOptions
+from .config import CHANNELS, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
-
-CHANNELS = ("rh", "gh", "hs")
 
 
 def _unit(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -44,6 +41,11 @@ class FeatureMatrix:
     @property
     def has_hs(self) -> bool:
         return self.hs is not None
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The channels these features store (RH, GH, and HS when present)."""
+        return CHANNELS if self.has_hs else CHANNELS[:2]
 
     def _map(self, fn) -> FeatureMatrix:
         return FeatureMatrix(*(None if getattr(self, f) is None else fn(f, getattr(self, f)) for f in
@@ -81,9 +83,9 @@ def weights(options: ScoreOptions) -> dict[str, float]:
 
 
 def applied_options(fm: FeatureMatrix, options: ScoreOptions) -> ScoreOptions:
-    """`options` as they apply to `fm`: lambda_hs weighs the HS channel where the features store one; features
-    stored without it (hidden_channel off, or an index from before the channel) are scored on RH + GH."""
-    return options if fm.has_hs or options.lambda_hs == 0 else dataclasses.replace(options, lambda_hs=0.0)
+    """`options` as they apply to `fm`, by the one rule `ScoreOptions.for_channels`: a weight on a channel `fm` does
+    not store (HS of an index built without it) is dropped; weights on missing channels alone raise."""
+    return options.for_channels(fm.channels).options
 
 
 def channel_scales(fm: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:

@@ -2,25 +2,27 @@
 
 Choices come from the config types (`RiseConfig` field types, `SampleNorm`, `PRESETS`), never from lists written
 again here. A RISE config is changed one way on every command: `--preset NAME` then one flag per field
-(`--k-r 64 --no-center-hidden ...`); scoring the same way: `--lambda-rh/--lambda-gh/--sample-norm`, each defaulting to
-the preset's.
+(`--k-r 64 --no-center-hidden ...`); scoring the same way: `--preset NAME` (on `rise query` / `rise select` its scoring
+alone: the index fixes the config) then `--lambda-rh/--lambda-gh/--lambda-hs/--sample-norm`, each defaulting to the
+preset's. A weight on a channel the index does not store is dropped with a note on stderr (`ScoreOptions.for_channels`).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import typing
 from pathlib import Path
 from typing import Any
 
 from ..config import (
+    PRESET_SCORING,
     PRESETS,
     RiseConfig,
     ScoreOptions,
     field_choices,
     field_help,
-    options_for,
     preset,
     preset_scoring,
 )
@@ -60,7 +62,9 @@ def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE confi
     """`--preset` and one flag per `RiseConfig` field (typed and with choices from the field's type)."""
     group = parser.add_argument_group(title)
     group.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                       help="named configuration and scoring to start from (default: 'default')")
+                       help="named configuration and scoring to start from (default: 'default'). An index keeps "
+                       "only the configuration ('backdoor' builds the default index); give the preset again to "
+                       "`rise query` / `rise select` for its scoring")
     helps = field_help(RiseConfig)
     hints = typing.get_type_hints(RiseConfig)
     for f in dataclasses.fields(RiseConfig):
@@ -87,9 +91,20 @@ def config_from_args(args: argparse.Namespace, base: RiseConfig | None = None) -
     return start.replace(**config_overrides(args))
 
 
-def add_score_options(parser: argparse.ArgumentParser) -> None:
-    """One flag per `ScoreOptions` field (--lambda-rh, --lambda-gh, --lambda-hs, --sample-norm)."""
+def scoring_preset_help() -> str:
+    """One line per scoring preset: its weights and normalisation (for --preset on query and select)."""
+    return "; ".join(f"{name}: lambda {o.lambda_rh:g}/{o.lambda_gh:g}/{o.lambda_hs:g} (RH/GH/HS), {o.sample_norm}"
+                     for name, o in PRESET_SCORING.items())
+
+
+def add_score_options(parser: argparse.ArgumentParser, preset_flag: bool = False) -> None:
+    """One flag per `ScoreOptions` field (--lambda-rh, --lambda-gh, --lambda-hs, --sample-norm); with `preset_flag`,
+    also `--preset` naming the scoring to start from (for commands on an index, whose config is fixed)."""
     group = parser.add_argument_group("scoring (applied at query time; default: the preset's)")
+    if preset_flag:
+        group.add_argument("--preset", choices=sorted(PRESET_SCORING), default=None,
+                           help="named scoring to start from (default 'default'); the flags below override it. "
+                           f"{scoring_preset_help()}")
     helps, choices = field_help(ScoreOptions), field_choices(ScoreOptions)
     defaults = ScoreOptions()
     for f in dataclasses.fields(ScoreOptions):
@@ -101,14 +116,17 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 
 
 def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None = None) -> ScoreOptions:
-    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied. For an index
-    built without the HS channel (`config`), the default lambda_hs becomes 0; an explicit --lambda-hs is kept (and
-    refused by the scoring with a clear message)."""
+    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied; with the `config`
+    of an index, as applied to it (`ScoreOptions.applied_to`): a weight on a channel the index does not store is
+    dropped with a note on stderr, and weights on missing channels alone are an error listing the ones it has."""
     given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(ScoreOptions)}
     options = preset_scoring(getattr(args, "preset", None) or "default", **given)
-    if config is not None and given["lambda_hs"] is None:
-        options = options_for(config, options)
-    return options
+    if config is None:
+        return options
+    applied = options.applied_to(config)
+    for note in applied.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return applied.options
 
 
 def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
