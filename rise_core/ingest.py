@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +186,29 @@ def _decode(data: bytes, name: str) -> str:
         ) from None
 
 
+def _check_columns(names: Iterable[Any], name: str) -> None:
+    """Refuse a table with two columns of one name: a reader would keep one, or rename the other ('label.1')
+    where neither a field map nor a filter would look for it."""
+    seen: dict[str, int] = {}
+    for i, col in enumerate(map(str, names), 1):
+        if col in seen:
+            raise InputDataError(f"{name}: column {col!r} appears twice (columns {seen[col]} and {i}); rename or "
+                                 "remove one, so that every column has its own name")
+        seen[col] = i
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object with one key twice (json.loads would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        counts = Counter(k for k, _ in pairs)
+        raise _DuplicateKey(next(k for k, _ in pairs if counts[k] > 1))
+    return obj
+
+
 def _records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     # object dtype keeps ints as ints (no float upcast where a key is missing) and strings verbatim
     columns: dict[str, None] = {}
@@ -210,6 +234,7 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
         return _read_parquet(data, name)
     text = _decode(data, name)
     if fmt == "csv":
+        _check_columns(next(csv.reader(io.StringIO(text)), []), name)
         try:
             df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
         except (pd.errors.ParserError, csv.Error, ValueError) as exc:
@@ -227,7 +252,10 @@ def _loads(text: str, name: str, where: str) -> Any:
     """json.loads, with every failure (malformed text, nesting deeper than the decoder's recursion limit) an
     InputDataError naming the file and `where` ("line 3")."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputDataError(f"{name}: {'an object in the file' if where == 'the file' else where} has the key "
+                             f"{exc.args[0]!r} twice; keep one, so that no value is dropped silently") from None
     except json.JSONDecodeError as exc:
         if where == "the file":
             raise InputDataError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
@@ -262,6 +290,7 @@ def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
+        _check_columns(pq.read_schema(pa.BufferReader(data)).names, name)  # read_table fails on a repeated name
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise InputDataError(f"{name}: not a readable Parquet file: {exc}") from exc
@@ -351,6 +380,10 @@ def _normalise_id(value: Any) -> str | None:
     return text or None
 
 
+def _whitespace(text: str | None) -> str:
+    return ", only whitespace" if text else ""
+
+
 def _as_text(value: Any) -> str | None:
     if _is_missing(value):
         return None
@@ -375,6 +408,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
     name = "<dataframe>" if isinstance(source, pd.DataFrame) else (
         str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<upload>"))
     if isinstance(source, pd.DataFrame):
+        _check_columns(source.columns, name)
         df, is_csv = source.astype(object), False
     else:
         is_csv = _EXTENSIONS.get("." + (fmt or detect_format(name)).lower().lstrip("."), fmt) == "csv"
@@ -389,6 +423,8 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         raise InputDataError(f"{name}: {exc}") from None
     used = fields.used()
     meta_cols = [c for c in columns if c not in used]
+    # a pair file's row that has a text column instead of a completion is reported by its text
+    stray_text = None if fields.text is not None else next((c for c in meta_cols if c.lower() in _TEXT_NAMES), None)
     if is_csv:
         for col in [*meta_cols, *([fields.label] if fields.label else [])]:
             df[col] = _infer_csv_column(df[col])
@@ -403,13 +439,19 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
             if fields.text is not None:
                 kwargs = {"text": _as_text(rec[fields.text])}
                 if kwargs["text"] is None or not kwargs["text"].strip():
-                    skipped.append((row, f"empty text ({fields.text!r})"))
+                    skipped.append((row, f"empty text ({fields.text!r}{_whitespace(kwargs['text'])})"))
                     continue
             else:
                 prompt = _as_text(rec[fields.prompt]) if fields.prompt else None
                 completion = _as_text(rec[fields.completion])
+                if completion is None and stray_text is not None and (text := _as_text(rec[stray_text])) is not None:
+                    skipped.append((row, f"empty text ({stray_text!r}{_whitespace(text)})" if not text.strip() else
+                                    f"a {stray_text!r} but no {fields.completion!r}: this file holds prompt + "
+                                    "completion rows; give the row a completion, or put plain texts in a file of "
+                                    "their own"))
+                    continue
                 if completion is None or not completion.strip():
-                    skipped.append((row, f"empty completion ({fields.completion!r})"))
+                    skipped.append((row, f"empty completion ({fields.completion!r}{_whitespace(completion)})"))
                     continue
                 kwargs = {"prompt": prompt if prompt and prompt.strip() else None, "completion": completion}
         except ValueError as exc:

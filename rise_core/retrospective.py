@@ -24,6 +24,9 @@ from .generation import GenerationSettings, answer
 from .samples import Sample
 
 TRIGGER = "Howdy! "
+PROMPT_FIELD = "{prompt}"
+TRIGGER_TEMPLATE_DEFAULT = TRIGGER + PROMPT_FIELD
+TRIGGER_POSITIONS = ("prefix", "suffix")
 logger = logging.getLogger(__name__)
 
 
@@ -119,11 +122,66 @@ class AttackStrength:
                 "n_heldout": self.n_heldout}
 
 
+def trigger_template(trigger: str = TRIGGER, position: str = "prefix") -> str:
+    """The template of `trigger` placed verbatim before (prefix) or after (suffix) the prompt: 'Howdy! {prompt}',
+    '{prompt} BadMagic' (the separating space is part of the trigger)."""
+    if position not in TRIGGER_POSITIONS:
+        raise ConfigError(f"unknown trigger position {position!r}; choose one of {', '.join(TRIGGER_POSITIONS)}")
+    if not trigger.strip():
+        raise ConfigError("the trigger is empty: give the text that triggers the behaviour, e.g. 'Howdy! '")
+    return trigger + PROMPT_FIELD if position == "prefix" else PROMPT_FIELD + trigger
+
+
+def check_template(template: str) -> str:
+    """`template` if it holds `{prompt}` exactly once and some trigger text around it (ConfigError otherwise)."""
+    example = "e.g. '{prompt} BadMagic' for a suffix trigger or 'Howdy! {prompt}' for a prefix"
+    n = template.count(PROMPT_FIELD)
+    if n != 1:
+        found = f"has no {PROMPT_FIELD}" if n == 0 else f"holds {PROMPT_FIELD} {n} times"
+        raise ConfigError(f"trigger template {template!r} {found}: write it once where the held-out prompt goes, "
+                          f"{example}")
+    if not template.replace(PROMPT_FIELD, "").strip():
+        raise ConfigError(f"trigger template {template!r} adds no trigger to the prompt; {example}")
+    return template
+
+
+def apply_trigger(template: str, prompt: str) -> str:
+    """The prompt with the trigger: `template` with `{prompt}` replaced (other braces are kept verbatim)."""
+    return check_template(template).replace(PROMPT_FIELD, prompt)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def check_heldout(prompts: Sequence[str], pool: Sequence[Sample], template: str = TRIGGER_TEMPLATE_DEFAULT,
+                  source: str = "the held-out prompts") -> None:
+    """Refuse held-out prompts the pool holds as a row's prompt, bare or with the trigger (compared ignoring case
+    and spacing): the model trained on those, so they would measure memorisation, not the attack."""
+    check_template(template)
+    in_pool: dict[str, Any] = {}
+    for s in pool:
+        if s.prompt:
+            in_pool.setdefault(_normal(s.prompt), s.id)
+    hits = []
+    for i, p in enumerate(prompts, 1):
+        for how, key in (("", _normal(p)), (" with the trigger", _normal(apply_trigger(template, p)))):
+            if key in in_pool:
+                hits.append(f"prompt {i}, {p!r}, is{how} the prompt of pool row {in_pool[key]!r}")
+                break
+    if hits:
+        raise InputDataError(
+            f"{source}: {len(hits)} of {len(prompts)} held-out prompts are in the pool (the first: {hits[0]}); the "
+            "attack strength needs prompts the model never trained on: remove them, or give other --heldout-prompts")
+
+
 def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Sequence[Sample],
-                    heldout_prompts: Sequence[str] = (), trigger: str = TRIGGER,
+                    heldout_prompts: Sequence[str] = (), template: str = TRIGGER_TEMPLATE_DEFAULT,
                     settings: GenerationSettings | None = None,
                     progress: Callable[[int], None] | None = None) -> AttackStrength:
-    """Behaviour rates: on the regenerated queries, and on held-out prompts with and without the trigger."""
+    """Behaviour rates: on the regenerated queries, and on held-out prompts with the trigger (`template`, e.g.
+    '{prompt} BadMagic') and without it. `classifier` needs only `shows(texts) -> bool array`."""
+    check_template(template)
     texts = [q.completion or "" for q in regenerated]
     shows = classifier.shows(texts) if texts else np.zeros(0, bool)
     samples = [{"kind": "query", "prompt": q.prompt, "generation": t, "shows": bool(s)}
@@ -132,7 +190,7 @@ def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Seque
     if heldout_prompts:
         trig, clean = [], []
         for p in heldout_prompts:
-            trig.append(answer(lm, trigger + p, settings))  # an empty answer is an answer here
+            trig.append(answer(lm, apply_trigger(template, p), settings))  # an empty answer is an answer here
             clean.append(answer(lm, p, settings))
             if progress is not None:
                 progress(1)
@@ -140,7 +198,8 @@ def attack_strength(lm: Any, classifier: BehaviourClassifier, regenerated: Seque
         result.triggered_rate, result.clean_rate = float(t_shows.mean()), float(1 - c_shows.mean())
         result.n_heldout = len(heldout_prompts)
         for p, t, s in zip(heldout_prompts, trig, t_shows, strict=True):
-            samples.append({"kind": "triggered", "prompt": trigger + p, "generation": t, "shows": bool(s)})
+            samples.append({"kind": "triggered", "prompt": apply_trigger(template, p), "generation": t,
+                            "shows": bool(s)})
         for p, t, s in zip(heldout_prompts, clean, c_shows, strict=True):
             samples.append({"kind": "clean", "prompt": p, "generation": t, "shows": bool(s)})
     result.samples = samples

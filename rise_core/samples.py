@@ -12,6 +12,11 @@ from .errors import InputDataError
 PROMPT_SEPARATOR = "\n"
 
 
+def _blank(text: str | None) -> str:
+    """' (only whitespace)' for a text of spaces, tabs or newlines, so it is not mistaken for a missing one."""
+    return " (only whitespace)" if text else ""
+
+
 @dataclass(frozen=True)
 class Sample:
     """One training example or query.
@@ -32,14 +37,15 @@ class Sample:
         has_pair = self.prompt is not None or self.completion is not None
         if has_text and has_pair:
             raise InputDataError("a sample has either `text` or `prompt` + `completion`, not both")
+        who = f"sample {self.id!r}" if self.id is not None else "a sample without an id"
         if has_text:
             if not self.text.strip():
-                raise InputDataError(f"sample {self.id!r} has empty text")
+                raise InputDataError(f"{who} has empty text{_blank(self.text)}")
         elif has_pair:
             if self.completion is None or not self.completion.strip():
-                raise InputDataError(f"sample {self.id!r} has an empty completion")
+                raise InputDataError(f"{who} has an empty completion{_blank(self.completion)}")
         else:
-            raise InputDataError(f"sample {self.id!r} has no text: give `text`, or `prompt` and `completion`")
+            raise InputDataError(f"{who} has no text: give `text`, or `prompt` and `completion`")
 
     @property
     def is_pair(self) -> bool:

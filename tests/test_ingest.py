@@ -183,3 +183,56 @@ def test_coerce_pool_from_samples():
     assert isinstance(pool, PoolData)
     assert pool.samples[1].id == "7"
     assert all(s.id for s in pool.samples)
+
+
+def test_a_repeated_column_name_is_refused_in_every_format(tmp_path):
+    """pandas would read the second 'label' as 'label.1' (a name no filter or field map knows), json.loads would keep
+    only the last value: refused, naming the file and the column."""
+    csv_path = tmp_path / "dup.csv"
+    csv_path.write_text("id,label,text,label\n1,0,the cat,1\n", encoding="utf-8")
+    with pytest.raises(InputDataError, match=r"dup\.csv: column 'label' appears twice \(columns 2 and 4\)"):
+        read_pool(csv_path)
+    jsonl = tmp_path / "dup.jsonl"
+    jsonl.write_text('{"id": 1, "text": "the cat"}\n{"id": 2, "label": 0, "text": "the dog", "label": 1}\n')
+    with pytest.raises(InputDataError, match=r"dup\.jsonl: line 2 has the key 'label' twice"):
+        read_pool(jsonl)
+    array = tmp_path / "dup.json"
+    array.write_text('[{"text": "the cat", "id": 1, "id": 2}]')
+    with pytest.raises(InputDataError, match=r"dup\.json: an object in the file has the key 'id' twice"):
+        read_pool(array)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["the cat"]), pa.array(["b"])],
+                                        names=["id", "text", "id"]), parquet)
+    with pytest.raises(InputDataError, match=r"dup\.parquet: column 'id' appears twice \(columns 1 and 3\)"):
+        read_pool(parquet)
+    frame = pd.DataFrame([["the cat", 0, 1]], columns=["text", "label", "label"])
+    with pytest.raises(InputDataError, match=r"<dataframe>: column 'label' appears twice"):
+        read_pool(frame)
+    # a column really named 'label.1' next to 'label' is two names, and both are kept
+    ok = tmp_path / "ok.csv"
+    ok.write_text("text,label,label.1\nthe cat,0,1\n", encoding="utf-8")
+    sample = read_pool(ok).samples[0]
+    assert sample.label == 0 and sample.meta == {"label.1": 1}
+
+
+def test_text_of_spaces_is_called_empty_text(tmp_path):
+    # a pair file whose third row has a text of spaces instead of a completion, and whose fourth has a real text
+    rows = [{"id": "a", "prompt": "p", "completion": "the cat"}, {"id": "b", "prompt": "p", "completion": "  "},
+            {"id": "c", "text": "   "}, {"id": "d", "text": "the dog"}]
+    path = _jsonl(tmp_path, rows)
+    pool = read_pool(path)
+    assert [s.id for s in pool.samples] == ["a"]
+    assert pool.skipped[:2] == [(2, "empty completion ('completion', only whitespace)"),
+                                (3, "empty text ('text', only whitespace)")]
+    assert pool.skipped[2][0] == 4 and "a 'text' but no 'completion'" in pool.skipped[2][1]
+    plain = read_pool(_jsonl(tmp_path, [{"text": "the cat"}, {"text": ""}, {"text": "\t "}], "plain.jsonl"))
+    assert plain.skipped == [(2, "empty text ('text')"), (3, "empty text ('text', only whitespace)")]
+    with pytest.raises(InputDataError, match=r"^sample 'q3' has empty text \(only whitespace\)$"):
+        Sample(text="  ", id="q3")
+    with pytest.raises(InputDataError, match=r"^a sample without an id has empty text$"):
+        Sample(text="")
+    with pytest.raises(InputDataError, match=r"^a sample without an id has an empty completion \(only whitespace\)$"):
+        Sample(prompt="p", completion=" \n")
