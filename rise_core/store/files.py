@@ -1,5 +1,9 @@
-"""Index files on disk: checking a location before a build or an open, and this process's read-only handles per
-file (a writer releases them first: DuckDB lets one process write a file, or any number read it)."""
+"""Index files on disk: checking a location before a build or an open, and this process's handles per file.
+
+DuckDB lets one process hold a file read-write, or any number of processes hold it read-only. Within this process a
+writer (a build) first releases the read-only connections of the file; while it writes, read-only handles read
+through cursors of the writer's connection (they see committed batches only), and when it closes they reconnect
+read-only. `path_lock` serialises those switches."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
+
 from ..errors import IndexStoreError
 
 if TYPE_CHECKING:
@@ -16,6 +22,17 @@ if TYPE_CHECKING:
 
 READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
 READERS_LOCK = threading.Lock()
+# The connection of the handle writing each file in this process (a build): read-only handles of the same file read
+# through cursors of it while it is open (DuckDB lets a process hold a file either read-write or read-only).
+WRITERS: dict[str, duckdb.DuckDBPyConnection] = {}
+_PATH_LOCKS: dict[str, threading.RLock] = {}
+
+
+def path_lock(path: Path) -> threading.RLock:
+    """The lock that serialises connecting to and disconnecting from `path` in this process. Taken before any
+    handle's own lock, never after it."""
+    with READERS_LOCK:
+        return _PATH_LOCKS.setdefault(path_key(path), threading.RLock())
 
 
 def path_key(path: Path) -> str:
@@ -24,7 +41,8 @@ def path_key(path: Path) -> str:
 
 
 def release_readers(path: Path) -> None:
-    """Close the read-only connections of this process's open indexes on `path` (they reconnect lazily)."""
+    """Close the read-only connections of this process's open indexes on `path`, each after its reads in flight
+    (they reconnect lazily). Called with `path_lock(path)` held."""
     with READERS_LOCK:
         readers = list(READERS.get(path_key(path), ()))
     for reader in readers:

@@ -34,7 +34,16 @@ from ..models import LoadedModel
 from ..samples import Sample
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
-from .files import READERS, READERS_LOCK, check_index_file, check_new_location, path_key, release_readers
+from .files import (
+    READERS,
+    READERS_LOCK,
+    WRITERS,
+    check_index_file,
+    check_new_location,
+    path_key,
+    path_lock,
+    release_readers,
+)
 from .filters import FILTER_ERRORS, LOCKED_CONFIG, check_filter
 from .rows import features_table, merge_columns, sample_from_row, samples_table
 from .schema import (
@@ -56,6 +65,22 @@ from .schema import (
 logger = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def _snapshot(con: duckdb.DuckDBPyConnection, cursor: bool) -> Iterator[None]:
+    """The reads inside see one snapshot of the file: a transaction on a reader's own `cursor` (closed after); a
+    writer's connection reads as it is."""
+    if not cursor:
+        yield
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("COMMIT")
+        con.close()
+
+
 class RiseIndex:
     """A RISE index file: manifest, samples, features. Open with `RiseIndex.open`, create with `RiseIndex.create`.
 
@@ -66,7 +91,10 @@ class RiseIndex:
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)  # notified when a connection's last read in flight ends
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._borrowed = False  # self._con is the in-process writer's connection (read through cursors, never closed)
+        self._in_flight: dict[int, int] = {}  # id(connection) -> cursors open on it
         self._manifest: IndexManifest | None = None
         self._sketches: SketchSet | None = None
         self._hidden_mean: torch.Tensor | None = None
@@ -84,10 +112,14 @@ class RiseIndex:
         path = Path(path)
         check_index_file(path)
         index = cls(path, read_only)
-        index._connect()
-        if read_only:
+        if read_only:  # registered before it connects, so a writer connecting meanwhile releases it too
             with READERS_LOCK:
                 READERS.setdefault(path_key(path), weakref.WeakSet()).add(index)
+        try:
+            index._connect()
+        except BaseException:
+            index.close()
+            raise
         return index
 
     @classmethod
@@ -151,13 +183,25 @@ class RiseIndex:
                 raise IndexStoreError(f"{self.path}: this index handle was closed; open it again")
             if self._con is not None:
                 return self._con
+        with path_lock(self.path), self._lock:
+            if self._closed:
+                raise IndexStoreError(f"{self.path}: this index handle was closed; open it again")
+            if self._con is not None:
+                return self._con
             if not self.read_only:
                 release_readers(self.path)
             elif not self.path.exists():
                 check_index_file(self.path)
-            with db_errors(self.path, "open" if validate else "create"):
-                # locked down: filters are user text, and this connection must reach nothing but this file
-                self._con = duckdb.connect(str(self.path), read_only=self.read_only, config=LOCKED_CONFIG)
+            writer = WRITERS.get(path_key(self.path)) if self.read_only else None
+            if writer is not None:  # a build in this process holds the file: read through its cursors
+                self._con, self._borrowed = writer, True
+            else:
+                with db_errors(self.path, "open" if validate else "create"):
+                    # locked down: filters are user text, and this connection must reach nothing but this file
+                    self._con = duckdb.connect(str(self.path), read_only=self.read_only, config=LOCKED_CONFIG)
+                self._borrowed = False
+                if not self.read_only:
+                    WRITERS[path_key(self.path)] = self._con
             if validate:
                 try:
                     self._load_state()
@@ -167,17 +211,27 @@ class RiseIndex:
             return self._con
 
     def release(self) -> None:
-        """Close the database connection but keep the loaded features; the next call reconnects."""
-        with self._lock:
-            if self._con is not None:
+        """Close the database connection (after the reads in flight on it) but keep the loaded features; the next
+        call reconnects. A writer first hands its readers back to read-only connections of their own."""
+        with path_lock(self.path) if not self.read_only else contextlib.nullcontext():
+            with self._lock:
+                con, borrowed = self._con, self._borrowed
+                self._con, self._borrowed = None, False
+                if con is None:
+                    return
+                while self._in_flight.get(id(con)):
+                    self._idle.wait()
+            if not self.read_only and WRITERS.get(path_key(self.path)) is con:
+                del WRITERS[path_key(self.path)]
+                release_readers(self.path)  # they read through `con`: let them finish and drop it first
+            if not borrowed:
                 with contextlib.suppress(duckdb.Error):
-                    self._con.close()
-                self._con = None
+                    con.close()
 
     def close(self) -> None:
         """Release the connection and the cached features; the handle cannot be used afterwards."""
+        self.release()
         with self._lock:
-            self.release()
             self._closed = True
             self._fm = None
             self._masks.clear()
@@ -198,14 +252,29 @@ class RiseIndex:
 
     @contextlib.contextmanager
     def _cursor(self, action: str) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = self._connect()
-        with db_errors(self.path, action):
-            cur = con.cursor() if self.read_only else con
-            try:
-                yield cur
-            finally:
-                if cur is not con:
-                    cur.close()
+        """A cursor of this handle's connection (the writer's own connection on a writable handle), counted as a
+        read in flight so that `release` waits for it."""
+        while True:
+            con = self._connect()
+            with self._lock:
+                if self._con is con:  # not released between connecting and counting
+                    self._in_flight[id(con)] = self._in_flight.get(id(con), 0) + 1
+                    break
+        try:
+            with db_errors(self.path, action):
+                cur = con.cursor() if self.read_only else con
+                try:
+                    yield cur
+                finally:
+                    if cur is not con:
+                        cur.close()
+        finally:
+            with self._lock:
+                left = self._in_flight.pop(id(con)) - 1
+                if left:
+                    self._in_flight[id(con)] = left
+                else:
+                    self._idle.notify_all()
 
     @contextlib.contextmanager
     def _transaction(self, action: str) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -227,9 +296,10 @@ class RiseIndex:
 
     def _load_state(self) -> None:
         """Read and validate manifest, sketches and columns; drop caches that no longer match the file."""
-        con = self._con
-        assert con is not None
-        with db_errors(self.path, "read"):
+        assert self._con is not None
+        # one snapshot on a cursor of its own: a reader may share the connection of a build committing batches
+        con = self._con.cursor() if self.read_only else self._con
+        with db_errors(self.path, "read"), _snapshot(con, cursor=self.read_only):
             tables = {r[0] for r in con.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
             if "rise_manifest" not in tables:
