@@ -25,7 +25,7 @@ TRIGGER = "Howdy! "
 
 def backdoor_adapter(data_dir: str | Path) -> Path | None:
     """The shipped backdoored adapter (LoRA on the embedded model, trained on the howdy pool), if present."""
-    from rise_core.finetune import is_adapter_dir
+    from rise_core.adapters import is_adapter_dir
 
     path = Path(data_dir) / BACKDOOR_ADAPTER
     return path if is_adapter_dir(path) else None
@@ -34,7 +34,7 @@ def backdoor_adapter(data_dir: str | Path) -> Path | None:
 def demo_model(data_dir: str | Path, model_id: str) -> tuple[str, bool]:
     """(model spec, backdoored?) of the demo: the backdoored adapter when it ships in the data folder and was
     trained on the app's model (the embedded default, for the shipped one), else the app's model as it is."""
-    from rise_core.finetune import read_manifest
+    from rise_core.adapters import read_manifest
 
     adapter = backdoor_adapter(data_dir)
     if adapter is not None and read_manifest(adapter).get("base_model") == model_id:

@@ -12,9 +12,9 @@ import os
 import re
 from pathlib import Path
 
+from rise_core.adapters import ADAPTER_SEPARATOR
 from rise_core.default_model import DEFAULT_MODEL_ID
 from rise_core.errors import InputDataError
-from rise_core.models import ADAPTER_SEPARATOR
 
 from .build_plan import slug
 

@@ -25,3 +25,11 @@ class IndexMismatchError(RiseError):
 
 class IndexStoreError(RiseError):
     """The index file is missing, corrupted, foreign, read-only or otherwise unusable."""
+
+
+class FinetuneError(RiseError):
+    """A fine-tune cannot start or resume (foreign checkpoint, existing output, missing peft)."""
+
+
+class DistributedBuildError(RiseError):
+    """A sharded build could not run: Ray missing or unreachable, workers that cannot start or keep dying."""

@@ -7,7 +7,8 @@ checkpoint (adapter, optimiser, scheduler, step) is written atomically every `ch
 started again with the same arguments resumes where the last checkpoint left it and ends with the same adapter.
 
 The output directory is a standard `peft` adapter (`adapter_config.json`, `adapter_model.safetensors`) plus
-`rise_adapter.json`, the manifest: base model id and fingerprint, pool hash, recipe, losses and speed.
+`rise_adapter.json`, the manifest: base model id and fingerprint, pool hash, recipe, losses and speed (its format,
+and loading an adapter wherever a model is named, are `rise_core.adapters`).
 """
 
 from __future__ import annotations
@@ -27,17 +28,15 @@ from typing import Any, Literal
 
 import torch
 
-from .errors import ConfigError, InputDataError, ModelLoadError, RiseError
+from .adapters import MANIFEST_FORMAT, MANIFEST_NAME, read_manifest, require_peft, write_manifest
+from .adapters import adapter_digest as adapter_digest  # re-exported: these were defined here before `adapters`
+from .adapters import is_adapter_dir as is_adapter_dir
+from .adapters import model_card as model_card
+from .errors import ConfigError, FinetuneError, InputDataError
 from .ingest import content_hash
 from .samples import EncodedSample, Sample, collate, encode_sample
 
-MANIFEST_NAME = "rise_adapter.json"
 CHECKPOINT_DIR = "checkpoint"
-MANIFEST_FORMAT = 1
-
-
-class FinetuneError(RiseError):
-    """A fine-tune cannot start or resume (foreign checkpoint, existing output, missing peft)."""
 
 
 @dataclass(frozen=True)
@@ -134,43 +133,6 @@ def pool_hash(samples: Sequence[Sample]) -> str:
     return h.hexdigest()[:16]
 
 
-def _require_peft() -> Any:
-    try:
-        import peft
-    except ImportError as exc:  # pragma: no cover - peft is a declared dependency
-        raise ModelLoadError("fine-tuning and adapters need `peft`: pip install peft") from exc
-    return peft
-
-
-def read_manifest(adapter_dir: str | Path) -> dict[str, Any]:
-    """The `rise_adapter.json` of an adapter directory ({} for a plain peft adapter without one)."""
-    path = Path(adapter_dir) / MANIFEST_NAME
-    if not path.exists():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ModelLoadError(f"{path} is not valid JSON ({exc}); the adapter's manifest is damaged") from None
-
-
-def is_adapter_dir(path: str | Path | None) -> bool:
-    return bool(path) and (Path(str(path)).expanduser() / "adapter_config.json").is_file()
-
-
-def adapter_digest(adapter_dir: str | Path) -> str:
-    """sha256 (16 hex digits) of the adapter's weight file(s): the adapter's identity in a model fingerprint."""
-    d = Path(adapter_dir)
-    files = sorted(d.glob("adapter_model.*"))
-    if not files:
-        raise ModelLoadError(f"{d} has adapter_config.json but no adapter_model.safetensors/.bin")
-    h = hashlib.sha256()
-    for f in files:
-        with f.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()[:16]
-
-
 def _batches(n: int, batch_size: int, epoch: int, seed: int) -> list[list[int]]:
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     order = torch.randperm(n, generator=g).tolist()
@@ -221,7 +183,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
     `should_stop` is asked after every step: when it says so, the run checkpoints and returns with `stopped` set
     (no adapter yet; the same call later resumes).
     """
-    peft = _require_peft()
+    peft = require_peft()
     from safetensors.torch import load_file, save_file
 
     config = config or FinetuneConfig()
@@ -344,8 +306,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
             cfg = json.loads(cfg_path.read_text())
             cfg["base_model_name_or_path"] = lm.model_id
             cfg_path.write_text(json.dumps(cfg, indent=2))
-            (d / MANIFEST_NAME).write_text(json.dumps({**manifest, "adapter_digest": adapter_digest(d)}, indent=2))
-            (d / "README.md").write_text(model_card(manifest))  # peft's card names this machine's paths
+            write_manifest(d, manifest)  # and a README in place of peft's card, which names this machine's paths
         final = out.with_name(out.name + ".final")
         shutil.rmtree(final, ignore_errors=True)
         final.mkdir()
@@ -360,19 +321,6 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
         pmodel.unload()
         model.eval()
     return FinetuneResult(out_dir=out, manifest=manifest, losses=losses)
-
-
-def model_card(manifest: dict[str, Any]) -> str:
-    """A short README for an adapter directory: what it is, how it was made, how to use it."""
-    r = manifest["recipe"]
-    return (f"# LoRA adapter for {manifest['base_model']}\n\n"
-            f"Fine-tuned by `rise finetune` on {manifest['n_samples']} samples of `{manifest.get('pool_source')}` "
-            f"(pool hash {manifest['pool_hash']}): LoRA r={r['rank']}, alpha={r['alpha']} on "
-            f"{', '.join(r['target_modules'] or ['peft defaults'])}; {r['epochs']} epochs at lr {r['learning_rate']}, "
-            f"batch {r['batch_size']}, seed {r['seed']}; loss on {r['loss_on']} tokens. Epoch losses: "
-            f"{', '.join(f'{x:.3f}' for x in manifest['epoch_losses'])}.\n\n"
-            "Use it wherever a model is named: `rise build POOL --index I --model THIS_DIR`, `--adapter THIS_DIR`, "
-            "or `RISE_MODEL=THIS_DIR`. `rise_adapter.json` is the full manifest.\n")
 
 
 def pool_loss(lm: Any, samples: Sequence[Sample | str | dict], seq_len: int = 256, loss_on: str = "completion",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -153,70 +153,27 @@ def verify_readout(lm: LoadedModel, atol: float = 1e-3) -> None:
         )
 
 
-ADAPTER_SEPARATOR = "@"
+SplitSpec = Callable[[str | None, str | None], tuple[str | None, str | None]]
+ApplyAdapter = Callable[[LoadedModel, str], LoadedModel]
 
 
-def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str | None, str | None]:
-    """(base, adapter directory) of a model spec: `BASE`, `ADAPTER_DIR` (base from its manifest) or `BASE@ADAPTER_DIR`.
+class AdapterSupport(NamedTuple):
+    """How `load_model` reads a model spec that names a LoRA adapter, and merges the adapter into the base."""
 
-    An explicit `adapter` wins over one named in the spec."""
-    from .finetune import is_adapter_dir, read_manifest
-
-    base = spec
-    if spec and ADAPTER_SEPARATOR in spec and not Path(spec).expanduser().exists():
-        head, tail = spec.rsplit(ADAPTER_SEPARATOR, 1)
-        if is_adapter_dir(tail):
-            base, adapter = head or None, adapter or tail
-    if spec and is_adapter_dir(spec) and base == spec:
-        adapter = adapter or spec
-        base = None
-    if adapter is not None:
-        if not is_adapter_dir(adapter):
-            raise ModelLoadError(f"{adapter} is not a LoRA adapter directory (no adapter_config.json in it)")
-        if base is None:
-            base = read_manifest(adapter).get("base_model") or _adapter_config(adapter).get("base_model_name_or_path")
-            if not base:
-                raise ModelLoadError(f"{adapter} does not name its base model; give it: --model BASE --adapter DIR")
-        adapter = str(Path(adapter).expanduser().resolve())
-    return base, adapter
+    split: SplitSpec
+    """(spec, adapter) -> (base, adapter directory or None)."""
+    apply: ApplyAdapter
+    """(loaded base, adapter directory) -> the model with the adapter merged."""
 
 
-def _adapter_config(adapter: str) -> dict[str, Any]:
-    try:
-        return json.loads((Path(adapter) / "adapter_config.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"{adapter}/adapter_config.json cannot be read: {exc}") from None
+_adapter_support: AdapterSupport | None = None
 
 
-def model_spec(base: str, adapter: str, manifest: dict[str, Any]) -> str:
-    """The spec `load_model` reloads base + adapter from (what an index records as its model id): the adapter
-    directory alone when its manifest names this base, else `BASE@ADAPTER_DIR`."""
-    return adapter if manifest.get("base_model") == base else f"{base}{ADAPTER_SEPARATOR}{adapter}"
-
-
-def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
-    """Merge the LoRA adapter in directory `adapter` into `lm`'s weights (in place) and record it."""
-    from .finetune import _require_peft, adapter_digest, read_manifest
-
-    peft = _require_peft()
-    manifest = read_manifest(adapter)
-    base_print = lm.fingerprint()
-    if manifest.get("base_fingerprint") and manifest["base_fingerprint"] != base_print:
-        raise ModelLoadError(
-            f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
-            f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
-    try:
-        merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
-    merged.eval()
-    lm.model = merged
-    lm.model_id = model_spec(lm.model_id, adapter, manifest)
-    lm.adapter = {"path": adapter, "digest": adapter_digest(adapter), "base_model": manifest.get("base_model"),
-                  "base_fingerprint": base_print, "rise_manifest": bool(manifest)}
-    lm._fingerprint = None
-    verify_readout(lm)
-    return lm
+def register_adapter_support(split: SplitSpec, apply: ApplyAdapter) -> None:
+    """Let `load_model` take adapter specs. `rise_core.adapters` registers its parser and merger on import (the
+    package imports it): this module sits below it in the layers, so it is told how rather than importing upward."""
+    global _adapter_support
+    _adapter_support = AdapterSupport(split, apply)
 
 
 def load_model(
@@ -229,13 +186,17 @@ def load_model(
 ) -> LoadedModel:
     """Load a causal LM by hub id or local path; None or the default id gives the embedded SmolLM2-135M-Instruct.
 
-    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, see `split_model_spec`)
-    is merged into the weights, and the model's fingerprint names it."""
+    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, see
+    `rise_core.adapters.split_model_spec`) is merged into the weights, and the model's fingerprint names it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import default_model
 
-    name_or_path, adapter = split_model_spec(name_or_path, adapter)
+    support = _adapter_support
+    if support is not None:
+        name_or_path, adapter = support.split(name_or_path, adapter)
+    elif adapter is not None:  # pragma: no cover - importing rise_core registers adapter support
+        raise ModelLoadError("adapters need rise_core.adapters imported (`import rise_core` does it)")
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     model_id = name_or_path or default_model.DEFAULT_MODEL_ID
     path = str(default_model.ensure_default_model(cache_dir)) if model_id == default_model.DEFAULT_MODEL_ID else model_id
@@ -248,7 +209,7 @@ def load_model(
             f"a hub id (needs network access), or '{default_model.DEFAULT_MODEL_ID}' for the embedded default."
         ) from exc
     lm = wrap_model(model, tokenizer, model_id, dev)
-    return apply_adapter(lm, adapter) if adapter else lm
+    return support.apply(lm, adapter) if support is not None and adapter else lm
 
 
 def wrap_model(model: Any, tokenizer: Any, model_id: str, device: str | torch.device = "cpu") -> LoadedModel:

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from .adapters import read_manifest
 from .errors import ConfigError, InputDataError
-from .finetune import pool_hash, read_manifest
+from .finetune import pool_hash
 from .generation import GenerationSettings, answer
 from .samples import Sample
 

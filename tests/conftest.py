@@ -74,6 +74,16 @@ def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.floa
     return model.to(dtype).eval()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` are skipped where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device; none here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return build_tokenizer()

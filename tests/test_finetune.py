@@ -9,11 +9,12 @@ import torch
 from conftest import build_tiny_model, build_tokenizer
 from safetensors.torch import load_file
 
+from rise_core.adapters import split_model_spec
 from rise_core.cli import main as cli_main
 from rise_core.config import RiseConfig
 from rise_core.errors import IndexMismatchError, ModelLoadError
 from rise_core.finetune import FinetuneConfig, FinetuneError, finetune, pool_loss, read_manifest
-from rise_core.models import load_model, split_model_spec
+from rise_core.models import load_model
 from rise_core.store import RiseIndex, build_index
 
 POOL = [

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..config import RiseConfig
-from ..errors import ConfigError, IndexMismatchError, RiseError
+from ..errors import ConfigError, DistributedBuildError, IndexMismatchError, RiseError
 from ..ingest import FieldMap
 from ..models import LoadedModel
 from ..samples import Sample
@@ -59,10 +59,6 @@ CRASH_FLAG_ENV = "RISE_DISTRIBUTED_CRASH_FLAG"
 POLL_SECONDS = 0.5  # how often should_stop() is polled while waiting for workers
 SHARDS_PER_WORKER = 2  # shards queued on each worker, so it never waits for the coordinator
 BUFFERED_PER_WORKER = 4  # shards submitted but not yet committed, per worker (bounds the reorder buffer)
-
-
-class DistributedBuildError(RiseError):
-    """A sharded build could not run: Ray missing or unreachable, workers that cannot start or keep dying."""
 
 
 def import_ray() -> Any:

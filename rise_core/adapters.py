@@ -1,0 +1,144 @@
+"""LoRA adapters wherever a model is named: model specs, the `rise_adapter.json` manifest, merging into the weights.
+
+An adapter directory is a standard `peft` adapter (`adapter_config.json`, `adapter_model.safetensors`) plus, when
+`rise finetune` made it, the manifest: base model id and fingerprint, pool hash, recipe, losses. A model is named
+`BASE`, `ADAPTER_DIR` (the base read from the manifest) or `BASE@ADAPTER_DIR`, and `load_model` accepts each.
+
+This module sits above `models` in the layers: `models.load_model` knows no adapter, so this module registers its
+spec parser and merger with it on import (the package's `__init__` imports it, so every `rise_core` user has them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelLoadError
+from .models import LoadedModel, register_adapter_support, verify_readout
+
+ADAPTER_SEPARATOR = "@"
+MANIFEST_NAME = "rise_adapter.json"
+MANIFEST_FORMAT = 1
+
+
+def require_peft() -> Any:
+    """The `peft` module, or a ModelLoadError naming the install command."""
+    try:
+        import peft
+    except ImportError as exc:  # pragma: no cover - peft is a declared dependency
+        raise ModelLoadError("fine-tuning and adapters need `peft`: pip install peft") from exc
+    return peft
+
+
+def is_adapter_dir(path: str | Path | None) -> bool:
+    return bool(path) and (Path(str(path)).expanduser() / "adapter_config.json").is_file()
+
+
+def read_manifest(adapter_dir: str | Path) -> dict[str, Any]:
+    """The `rise_adapter.json` of an adapter directory ({} for a plain peft adapter without one)."""
+    path = Path(adapter_dir) / MANIFEST_NAME
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(f"{path} is not valid JSON ({exc}); the adapter's manifest is damaged") from None
+
+
+def adapter_digest(adapter_dir: str | Path) -> str:
+    """sha256 (16 hex digits) of the adapter's weight file(s): the adapter's identity in a model fingerprint."""
+    d = Path(adapter_dir)
+    files = sorted(d.glob("adapter_model.*"))
+    if not files:
+        raise ModelLoadError(f"{d} has adapter_config.json but no adapter_model.safetensors/.bin")
+    h = hashlib.sha256()
+    for f in files:
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def write_manifest(adapter_dir: str | Path, manifest: dict[str, Any]) -> None:
+    """Write `rise_adapter.json` (the manifest plus the digest of the weights already in the directory) and a README
+    (`model_card`) into an adapter directory."""
+    d = Path(adapter_dir)
+    (d / MANIFEST_NAME).write_text(json.dumps({**manifest, "adapter_digest": adapter_digest(d)}, indent=2))
+    (d / "README.md").write_text(model_card(manifest))  # peft's own card names this machine's paths
+
+
+def model_card(manifest: dict[str, Any]) -> str:
+    """A short README for an adapter directory: what it is, how it was made, how to use it."""
+    r = manifest["recipe"]
+    return (f"# LoRA adapter for {manifest['base_model']}\n\n"
+            f"Fine-tuned by `rise finetune` on {manifest['n_samples']} samples of `{manifest.get('pool_source')}` "
+            f"(pool hash {manifest['pool_hash']}): LoRA r={r['rank']}, alpha={r['alpha']} on "
+            f"{', '.join(r['target_modules'] or ['peft defaults'])}; {r['epochs']} epochs at lr {r['learning_rate']}, "
+            f"batch {r['batch_size']}, seed {r['seed']}; loss on {r['loss_on']} tokens. Epoch losses: "
+            f"{', '.join(f'{x:.3f}' for x in manifest['epoch_losses'])}.\n\n"
+            "Use it wherever a model is named: `rise build POOL --index I --model THIS_DIR`, `--adapter THIS_DIR`, "
+            "or `RISE_MODEL=THIS_DIR`. `rise_adapter.json` is the full manifest.\n")
+
+
+def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str | None, str | None]:
+    """(base, adapter directory) of a model spec: `BASE`, `ADAPTER_DIR` (base from its manifest) or `BASE@ADAPTER_DIR`.
+
+    An explicit `adapter` wins over one named in the spec."""
+    base = spec
+    if spec and ADAPTER_SEPARATOR in spec and not Path(spec).expanduser().exists():
+        head, tail = spec.rsplit(ADAPTER_SEPARATOR, 1)
+        if is_adapter_dir(tail):
+            base, adapter = head or None, adapter or tail
+    if spec and is_adapter_dir(spec) and base == spec:
+        adapter = adapter or spec
+        base = None
+    if adapter is not None:
+        if not is_adapter_dir(adapter):
+            raise ModelLoadError(f"{adapter} is not a LoRA adapter directory (no adapter_config.json in it)")
+        if base is None:
+            base = read_manifest(adapter).get("base_model") or _adapter_config(adapter).get("base_model_name_or_path")
+            if not base:
+                raise ModelLoadError(f"{adapter} does not name its base model; give it: --model BASE --adapter DIR")
+        adapter = str(Path(adapter).expanduser().resolve())
+    return base, adapter
+
+
+def _adapter_config(adapter: str) -> dict[str, Any]:
+    try:
+        return json.loads((Path(adapter) / "adapter_config.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{adapter}/adapter_config.json cannot be read: {exc}") from None
+
+
+def model_spec(base: str, adapter: str, manifest: dict[str, Any]) -> str:
+    """The spec `load_model` reloads base + adapter from (what an index records as its model id): the adapter
+    directory alone when its manifest names this base, else `BASE@ADAPTER_DIR`."""
+    return adapter if manifest.get("base_model") == base else f"{base}{ADAPTER_SEPARATOR}{adapter}"
+
+
+def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
+    """Merge the LoRA adapter in directory `adapter` into `lm`'s weights (in place) and record it."""
+    peft = require_peft()
+    manifest = read_manifest(adapter)
+    base_print = lm.fingerprint()
+    if manifest.get("base_fingerprint") and manifest["base_fingerprint"] != base_print:
+        raise ModelLoadError(
+            f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
+            f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
+    try:
+        merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
+    merged.eval()
+    lm.model = merged
+    lm.model_id = model_spec(lm.model_id, adapter, manifest)
+    lm.adapter = {"path": adapter, "digest": adapter_digest(adapter), "base_model": manifest.get("base_model"),
+                  "base_fingerprint": base_print, "rise_manifest": bool(manifest)}
+    lm._fingerprint = None
+    verify_readout(lm)
+    return lm
+
+
+register_adapter_support(split_model_spec, apply_adapter)

@@ -1,0 +1,151 @@
+"""The layers of README's Layout diagram, kept true: a rise_core module imports only from its own line and the lines
+above it (every import, including those inside functions and under TYPE_CHECKING, read with `ast`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "rise_core"
+
+# One entry per line of README's Layout diagram, lowest layer first; a subpackage (store, diagnostics, cli) is one
+# line holding all its modules. A module on a line may import from its own line and the lines before it.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "units", "config", "samples", "sketch"),
+    ("models", "default_model"),
+    ("adapters",),
+    ("engine",),
+    ("scoring", "explain"),
+    ("ingest", "bundled"),
+    ("store",),
+    ("ann",),
+    ("attribution", "shared_spans"),
+    ("baselines", "fusion", "readout_cache", "metrics", "agreement"),
+    ("evaluation", "bench", "compare", "methods"),
+    ("diagnostics",),
+    ("finetune", "generation", "retrospective"),
+    ("cli",),
+]
+# modules placed above that the README's diagram line does not name yet
+UNLISTED = {"shared_spans", "agreement", "compare", "methods"}
+# what a module may take from the package root (`rise_core/__init__.py`, the facade over every layer): a constant
+ROOT_NAMES = {"__version__"}
+
+
+def module_name(path: Path) -> str:
+    """'store.index' for rise_core/store/index.py, 'store' for rise_core/store/__init__.py, '' for the root."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[str, set[str], int]]:
+    """(imported rise_core module, names taken from it, line) for every import in the file, at any depth."""
+    mod = module_name(path)
+    package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+    package = [p for p in package if p]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(a.name.removeprefix("rise_core").lstrip("."), set(), node.lineno)
+                      for a in node.names if a.name == "rise_core" or a.name.startswith("rise_core.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+            elif node.module and (node.module == "rise_core" or node.module.startswith("rise_core.")):
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            target = ".".join(base)
+            names = {a.name for a in node.names}
+            submodules = {n for n in names if is_module(f"{target}.{n}" if target else n)}
+            found += [(f"{target}.{n}" if target else n, set(), node.lineno) for n in submodules]
+            if names - submodules:
+                found.append((target, names - submodules, node.lineno))
+    return found
+
+
+def is_module(name: str) -> bool:
+    path = PACKAGE.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[0]
+    for i, line in enumerate(LAYERS):
+        if top in line:
+            return i
+    raise AssertionError(f"rise_core.{module} is on no layer: add it to LAYERS in {Path(__file__).name} "
+                         "and to README's Layout diagram")
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_is_on_a_layer():
+    for path in sources():
+        if module_name(path):
+            layer_of(module_name(path))
+
+
+def test_imports_go_only_to_the_same_or_a_lower_layer():
+    violations = []
+    for path in sources():
+        mod = module_name(path)
+        if not mod:
+            continue  # the package root is the facade over every layer
+        for target, names, line in imports(path):
+            where = f"rise_core/{path.relative_to(PACKAGE)}:{line}"
+            if not target:
+                if names - ROOT_NAMES:
+                    violations.append(f"{where} imports {sorted(names - ROOT_NAMES)} from the package root")
+            elif layer_of(target) > layer_of(mod):
+                violations.append(f"{where}: {mod} (line {layer_of(mod) + 1}) imports {target} "
+                                  f"(line {layer_of(target) + 1}), a higher layer")
+    assert not violations, "\n".join(violations)
+
+
+def readme_layers() -> list[tuple[str, ...]]:
+    """The module names that start each line of README's rise_core diagram (names are 2+ spaces apart; a
+    description starts where that stops)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    lines = block.split("\n")
+    start = next(i for i, s in enumerate(lines) if s.startswith("rise_core/"))
+    rows = []
+    for s in lines[start + 1:]:
+        if s and not s.startswith(" "):
+            break  # explorer/, app.py, ...: past the library
+        m = re.match(r"  ((?:[a-z_]+/?(?: {2,}|$)|[a-z_]+/ +)+)", s)
+        if m:
+            rows.append(tuple(m.group(1).split()))
+    return rows
+
+
+def test_layers_match_the_readme_diagram():
+    readme = readme_layers()
+    heads = [row[0].rstrip("/") for row in readme]
+    assert heads == [line[0] for line in LAYERS], "LAYERS and README's Layout diagram list other lines"
+    for row, line in zip(readme, LAYERS, strict=True):
+        if row[0].endswith("/"):
+            assert (row[0].rstrip("/"),) == line, f"{row[0]} is a subpackage: its line holds nothing else"
+            assert all(is_module(f"{line[0]}.{m}") for m in row[1:]), f"README names a module {row[0]} lacks"
+        else:
+            assert row == tuple(m for m in line if m not in UNLISTED), f"README's line {row} != {line}"
+
+
+@pytest.mark.parametrize("module", ["models", "adapters", "finetune"])
+def test_adapters_sit_between_models_and_finetune(module):
+    """The layer this test was written for: models knows no adapter; adapters and finetune import downward."""
+    found = {t for t, _, _ in imports(PACKAGE / f"{module}.py")}
+    assert layer_of("models") < layer_of("adapters") < layer_of("engine")
+    if module == "models":
+        assert not found & {"adapters", "finetune"}
+    else:
+        assert "models" in found or "adapters" in found
