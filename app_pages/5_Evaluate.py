@@ -9,7 +9,8 @@ import streamlit as st
 from explorer import ui
 from explorer.demo import evaluation_task
 from rise_core.bundled import pool_paths, queries_for_pool
-from rise_core.evaluation import METHODS, evaluate
+from rise_core.evaluation import evaluate
+from rise_core.methods import BM25, EVALUATE_METHODS, RISE, RISE_GH, RISE_RH, get
 
 s = ui.page("evaluate")
 tasks = [name for name, path in pool_paths(s.data_dir).items() if queries_for_pool(path)]
@@ -24,7 +25,8 @@ with left:
     max_pool = c1.number_input("Pool rows (0 = all)", 0, None, 200, key="eval_pool",
                                help="Evaluate on the first rows only: the model reads every one of them.")
     max_queries = c2.number_input("Queries (0 = all)", 0, None, 10, key="eval_queries")
-    methods = st.multiselect("Methods", METHODS, default=["RISE", "RISE-RH", "RISE-GH", "BM25"], key="eval_methods")
+    methods = st.multiselect("Methods", EVALUATE_METHODS, default=[RISE, RISE_RH, RISE_GH, BM25], key="eval_methods",
+                             help="\n\n".join(f"**{m}**: {get(m).description}" for m in EVALUATE_METHODS))
     with ui.friendly("check the settings", stop=True):
         config = ui.config_form()
 with right:
@@ -33,7 +35,7 @@ st.caption(f"Model: `{s.model_id}`. The Stop button at the top right cancels a r
 if st.button("Run the evaluation", type="primary", key="evaluate"):
     with ui.friendly("run the evaluation"):
         task = evaluation_task(s.data_dir, task_name, int(max_pool), int(max_queries))
-        lm = ui.load_lm(s.model_id) if set(methods) - {"BM25", "Embedding"} else None
+        lm = ui.load_lm(s.model_id) if any(get(m).needs_lm for m in methods) else None
         with st.status(f"Evaluating on {len(task.pool)} pool rows and {len(task.queries)} queries…",
                        expanded=True) as status:
             report = evaluate(task, lm, methods, config, options, progress=status.write)

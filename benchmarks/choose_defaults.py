@@ -16,7 +16,6 @@ Per-query values go to <out>/per_query.csv, so the tables can be recomputed with
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -29,14 +28,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cache_readouts import cache_file, task_by_name  # noqa: E402
 from dev_tasks import TUNED  # noqa: E402
 
-from rise_core.baselines import BM25Scorer, EmbeddingScorer  # noqa: E402
 from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
-from rise_core.evaluation import GradSketchScorer, HiddenCosineScorer, Task  # noqa: E402
-from rise_core.fusion import fuse  # noqa: E402
+from rise_core.evaluation import Task  # noqa: E402
+from rise_core.methods import (  # noqa: E402
+    BM25,
+    EMBEDDING,
+    GRAD_SKETCH,
+    HIDDEN_COSINE,
+    RISE,
+    RISE_GH,
+    RISE_HS,
+    RISE_RH,
+    TaskSource,
+    get,
+    rise_variant,
+)
 from rise_core.metrics import EvalResult  # noqa: E402
 from rise_core.models import load_model  # noqa: E402
-from rise_core.readout_cache import ReadoutCache  # noqa: E402
-from rise_core.scoring import score_each_query  # noqa: E402
+from rise_core.readout_cache import ReadoutCache, RiseScorer  # noqa: E402
 
 BUNDLED = ("howdy", "finmed", "brainrot")
 REPORT_ONLY = ("dev-refusal",)
@@ -62,6 +71,7 @@ LAMBDA_RH = (0.35, 0.7, 1.4)
 LAMBDA_HS = (0.0, 0.5, 1.0, 2.0, 4.0)
 SAMPLE_NORMS = ("channel", "joint")
 FUSIONS = (None, ("rrf", 1.0), ("zscore", 0.5), ("zscore", 1.0))
+CHANNEL_NAMES = {"rh": RISE_RH, "gh": RISE_GH, "hs": RISE_HS}
 
 
 def splits(name: str, n_queries: int) -> dict[str, np.ndarray]:
@@ -112,39 +122,34 @@ def main() -> int:
                     rows.append({"task": name, "split": split, "query": int(i), "method": method, **meta,
                                  "auPRC@10": values[i]})
 
-        bm25 = BM25Scorer()
-        bm25.fit(task.pool)
-        bm25_scores = bm25.score(task.queries)
-        record("BM25", bm25_scores, kind="baseline")
-        hid = HiddenCosineScorer(cache, "all")
-        hid.fit(task.pool)
-        record("Hidden-cosine", hid.score(task.queries), kind="baseline")
+        # every method comes from the registry (rise_core.methods): baselines by name, RISE variants generated
+        text = TaskSource(task.pool, task.queries, cache, RiseConfig(seq_len=args.seq_len, counted_positions="all"))
+        record(BM25, get(BM25).score(text).scores, kind="baseline")
+        record(HIDDEN_COSINE, get(HIDDEN_COSINE).score(text).scores, kind="baseline")
         if not args.no_embedding:
-            emb = EmbeddingScorer()
-            emb.fit(task.pool)
-            record("MiniLM", emb.score(task.queries), kind="baseline")
+            record(EMBEDDING, get(EMBEDDING).score(text).scores, kind="baseline")
         for feat in feature_names:
             cfg = RiseConfig(seq_len=args.seq_len, **FEATURES[feat])
+            source = TaskSource(task.pool, task.queries, cache, cfg, memo={})  # features once, BM25 fitted once
             t0 = time.perf_counter()
-            mean = cache.pool_hidden_mean(task.pool, cfg) if cfg.needs_hidden_mean else None
-            pool_fm = cache.rise_features(task.pool, cfg, mean)
-            query_fm = cache.rise_features(task.queries, cfg, mean)
+            warm = RiseScorer(cache, cfg, ScoreOptions(), memo=source.memo)
+            warm.fit(task.pool)
+            warm.query_features(task.queries)
             timing.append({"task": name, "features": feat, "seconds": time.perf_counter() - t0})
             for norm in SAMPLE_NORMS:
                 for lam_rh in LAMBDA_RH:
                     for lam_hs in LAMBDA_HS if cfg.hidden_channel else (0.0,):
-                        opts = ScoreOptions(lambda_rh=lam_rh, lambda_gh=1.0, lambda_hs=lam_hs, sample_norm=norm)
-                        rise = score_each_query(pool_fm, query_fm, opts).numpy()
                         for fusion in FUSIONS:
-                            scores = rise if fusion is None else fuse([rise, bm25_scores], fusion[0], [1.0, fusion[1]])
-                            record("RISE", scores, kind="rise", features=feat, sample_norm=norm, lambda_rh=lam_rh,
-                                   lambda_hs=lam_hs, fusion="none" if fusion is None else f"{fusion[0]}:{fusion[1]}",
+                            method = rise_variant(lambdas=(lam_rh, 1.0, lam_hs), sample_norm=norm, fusion=fusion)
+                            record(RISE, method.score(source).scores, kind="rise", features=feat, sample_norm=norm,
+                                   lambda_rh=lam_rh, lambda_hs=lam_hs,
+                                   fusion="none" if fusion is None else f"{fusion[0]}:{fusion[1]}",
                                    values=cfg.feature_values(lm.hidden_size))
                 for channel in ("rh", "gh", "hs")[: 3 if cfg.hidden_channel else 2]:  # RISE's own channels alone
-                    opts = dataclasses.replace(ScoreOptions(sample_norm=norm), lambda_rh=float(channel == "rh"),
-                                               lambda_gh=float(channel == "gh"), lambda_hs=float(channel == "hs"))
-                    record(f"RISE-{channel.upper()}", score_each_query(pool_fm, query_fm, opts).numpy(),
-                           kind="channel", features=feat, sample_norm=norm)
+                    method = rise_variant(lambdas=tuple(float(c == channel) for c in ("rh", "gh", "hs")),
+                                          sample_norm=norm)
+                    record(CHANNEL_NAMES[channel], method.score(source).scores, kind="channel", features=feat,
+                           sample_norm=norm)
             print(f"[{name}] {feat}: {timing[-1]['seconds']:.0f}s", flush=True)
         dims = [int(d) for d in args.grad_dims.split(",") if d]
         t0 = time.perf_counter()
@@ -152,9 +157,7 @@ def main() -> int:
         print(f"[{name}] Grad-Sketch {dims}: {time.perf_counter() - t0:.0f}s", flush=True)
         for dim in dims:
             cache.grad_sketch_dim = dim
-            grad = GradSketchScorer(cache, "all")
-            grad.fit(task.pool)
-            record("Grad-Sketch", grad.score(task.queries), kind="baseline", values=dim)
+            record(GRAD_SKETCH, get(GRAD_SKETCH).score(text).scores, kind="baseline", values=dim)
         pd.DataFrame(rows).to_csv(out / "per_query.csv", index=False)
     pd.DataFrame(timing).to_csv(out / "timing.csv", index=False)
     return 0

@@ -20,6 +20,8 @@ import sys
 
 import pandas as pd
 
+from rise_core.methods import GRAD_SKETCH, canonical
+
 TIE = 0.002  # tune-score differences below this are noise at 10-20 queries per set
 RISE_KEYS = ["features", "sample_norm", "lambda_rh", "lambda_hs", "fusion"]
 
@@ -57,6 +59,8 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = ap.parse_args()
     pq = pd.concat([pd.read_csv(path) for path in args.per_query], ignore_index=True)
+    # one name per method (results written before the registry say "RISE-RH", "Hidden-cosine", "MiniLM")
+    pq["method"] = pq["method"].map(lambda m: canonical(m, m))
     pq["fusion"] = pq["fusion"].fillna("none") if "fusion" in pq else "none"
 
     rise = pq[(pq["kind"] == "rise") & (pq["values"] <= args.max_values)]
@@ -81,10 +85,10 @@ def main() -> int:
         best = pick(table)
         rows[f"{method} alone, best ({best[0]})"] = table.loc[best]
     base = pq[pq["kind"] == "baseline"]
-    grad = set_scores(base[base["method"] == "Grad-Sketch"], ["values"]).dropna()  # sizes measured on every set
+    grad = set_scores(base[base["method"] == GRAD_SKETCH], ["values"]).dropna()  # sizes measured on every set
     size = min(grad.index, key=lambda v: abs(v - default_values))
-    rows[f"Grad-Sketch ({int(size)} values)"] = grad.loc[size]
-    for method, part in base[base["method"] != "Grad-Sketch"].groupby("method"):
+    rows[f"{GRAD_SKETCH} ({int(size)} values)"] = grad.loc[size]
+    for method, part in base[base["method"] != GRAD_SKETCH].groupby("method"):
         rows[method] = set_scores(part, ["method"]).iloc[0]
 
     out = pd.DataFrame(rows).T

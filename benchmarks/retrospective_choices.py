@@ -30,16 +30,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retro_tasks import refusal_slice  # noqa: E402
 
-from rise_core.baselines import BM25Scorer, EmbeddingScorer  # noqa: E402
-from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
-from rise_core.evaluation import GradSketchScorer, HiddenCosineScorer, Task, load_task  # noqa: E402
+from rise_core.config import RiseConfig  # noqa: E402
+from rise_core.evaluation import Task, load_task  # noqa: E402
 from rise_core.generation import GenerationSettings  # noqa: E402
+from rise_core.methods import (  # noqa: E402
+    BM25,
+    EMBEDDING,
+    GRAD_SKETCH,
+    HIDDEN_COSINE,
+    TaskSource,
+    canonical,
+    get,
+    rise_variant,
+)
 from rise_core.metrics import EvalResult  # noqa: E402
 from rise_core.models import load_model  # noqa: E402
 from rise_core.readout_cache import ReadoutCache  # noqa: E402
 from rise_core.retrospective import BehaviourClassifier, regenerate  # noqa: E402
 from rise_core.samples import Sample  # noqa: E402
-from rise_core.scoring import score_each_query  # noqa: E402
 
 ADAPTERS = {"howdy": "data/adapters/howdy_backdoor", "dev-refusal-200": "results/adapters/dev-refusal-200"}
 TUNE, REPORT = "howdy", "dev-refusal-200"
@@ -61,6 +69,7 @@ FEATURES: dict[str, dict] = {
 WEIGHTS = {"RH": (1.0, 0.0, 0.0), "GH": (0.0, 1.0, 0.0), "RH+GH": (1.4, 1.0, 0.0), "RH+GH+HS": (1.4, 1.0, 1.0),
            "RH+HS": (1.0, 0.0, 1.0)}
 GRAD_DIM = 3648  # RISE's values per sample at 64/24/64 + HS
+BASELINES = (BM25, EMBEDDING, HIDDEN_COSINE, GRAD_SKETCH)
 
 
 def task_by_name(name: str) -> Task:
@@ -96,6 +105,7 @@ def main() -> int:
     rows: list[dict] = []  # rows of earlier runs for other (task, setting) pairs are kept
     if (out / "per_query.csv").exists():
         old = pd.read_csv(out / "per_query.csv")
+        old["method"] = old["method"].map(lambda m: canonical(m, m))  # runs before the registry: old spellings
         rows = old[~(old["task"].isin(names) & old["setting"].isin(settings))].to_dict("records")
     attack: dict[str, float] = json.loads((out / "attack.json").read_text()) if (out / "attack.json").exists() else {}
     for name in names:
@@ -129,20 +139,15 @@ def main() -> int:
                     rows.append({"task": name, "setting": setting, "method": method, **meta, "query": int(r["query"]),
                                  "K": int(r["K"]), "auPRC": float(r["auPRC"])})
 
-            for label, scorer in (("BM25", BM25Scorer()), ("MiniLM", EmbeddingScorer()),
-                                  ("Hidden-cosine", HiddenCosineScorer(cache, "all")),
-                                  ("Grad-Sketch", GradSketchScorer(cache, "all"))):
-                scorer.fit(t.pool)
-                record(label, scorer.score(t.queries), kind="baseline")
+            # every method comes from the registry (rise_core.methods): baselines by name, RISE variants generated
+            text = TaskSource(t.pool, t.queries, cache, RiseConfig(seq_len=SEQ_LEN, counted_positions="all"))
+            for label in BASELINES:
+                record(label, get(label).score(text).scores, kind="baseline")
             for feat, fields in FEATURES.items():
-                cfg = RiseConfig(seq_len=SEQ_LEN, **fields)
-                mean = cache.pool_hidden_mean(t.pool, cfg) if cfg.needs_hidden_mean else None
-                pool_fm = cache.rise_features(t.pool, cfg, mean)
-                query_fm = cache.rise_features(t.queries, cfg, mean)
-                for wname, (rh, gh, hs) in WEIGHTS.items():
-                    opts = ScoreOptions(lambda_rh=rh, lambda_gh=gh, lambda_hs=hs, sample_norm="channel")
-                    record(f"RISE {feat} {wname}", score_each_query(pool_fm, query_fm, opts).numpy(), kind="rise",
-                           features=feat, weights=wname)
+                source = TaskSource(t.pool, t.queries, cache, RiseConfig(seq_len=SEQ_LEN, **fields), memo={})
+                for wname, lambdas in WEIGHTS.items():
+                    method = rise_variant(lambdas=lambdas, sample_norm="channel", name=f"RISE {feat} {wname}")
+                    record(method.name, method.score(source).scores, kind="rise", features=feat, weights=wname)
             print(f"[{name} {setting}] scored", flush=True)
             pd.DataFrame(rows).to_csv(out / "per_query.csv", index=False)
     (out / "attack.json").write_text(json.dumps(attack, indent=1))
@@ -161,7 +166,7 @@ def summary(df: pd.DataFrame, attack: dict[str, float]) -> str:
         chosen = rise.idxmax()
         lines += [f"Chosen on howdy (retrospective): {chosen}", ""]
         keep = [chosen, "RISE tensor 64/24/64 (default) RH+GH+HS", "RISE outer 16/48/16 centred (v1 "
-                "default) RH+GH", "Grad-Sketch", "Hidden-cosine", "BM25", "MiniLM"]
+                "default) RH+GH", GRAD_SKETCH, HIDDEN_COSINE, BM25, EMBEDDING]
         lines += [uni.loc[[k for k in dict.fromkeys(keep) if k in uni.index]].round(3).to_markdown(), ""]
     lines += ["All methods:", "", uni.round(3).to_markdown()]
     return "\n".join(lines)

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
-from rise_core.metrics import average_precision, precision_at_k
+from rise_core.metrics import as_binary, average_precision, precision_at_k
 from rise_core.store import sample_from_row
 
 if TYPE_CHECKING:
@@ -81,12 +82,7 @@ def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_toke
 
 def overlap_at_k(ids_a: Sequence[Any], ids_b: Sequence[Any], k: int) -> float:
     """Fraction of the top-k of ranking A that is also in the top-k of ranking B (1.0 = same set)."""
-    if k < 1:
-        raise InputDataError(f"k must be a positive integer, got {k}")
-    top_a, top_b = list(ids_a)[:k], set(list(ids_b)[:k])
-    if not top_a:
-        return float("nan")
-    return sum(1 for i in top_a if i in top_b) / min(k, len(top_a))
+    return ranking_overlap(ids_a, ids_b, k)
 
 
 _LABEL_WORDS = {"1": 1, "0": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1.0": 1, "0.0": 0,
@@ -94,7 +90,9 @@ _LABEL_WORDS = {"1": 1, "0": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1.0":
 
 
 def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None:
-    """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise."""
+    """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise.
+
+    Words are mapped to 0/1 here; `metrics.as_binary`, the rule the metrics apply, checks and converts the result."""
     if values is None:
         return None
     s = pd.Series(list(values), dtype=object)
@@ -102,14 +100,14 @@ def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None
         return None
     out = []
     for v in s:
-        if isinstance(v, (bool, np.bool_)):
-            out.append(int(v))
-            continue
-        key = str(v).strip().lower()
+        key = str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v).strip().lower()
         if key not in _LABEL_WORDS:
             return None
         out.append(_LABEL_WORDS[key])
-    return np.asarray(out, dtype=np.int8)
+    try:
+        return as_binary(np.asarray(out))
+    except InputDataError:
+        return None
 
 
 def label_metrics(scores: np.ndarray, labels: np.ndarray, k: int) -> dict[str, float]:

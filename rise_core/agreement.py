@@ -7,8 +7,8 @@ statistic is undefined, e.g. a method that scores every item alike, is left out 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,16 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:k]
 
 
+def ranking_overlap(ids_a: Sequence[Any], ids_b: Sequence[Any], k: int) -> float:
+    """Share of the first k of ranking A (ids, best first) that are among the first k of ranking B; nan when A is
+    empty. The denominator is min(k, len(A))."""
+    k = _check_k(k)
+    top_a, top_b = list(ids_a)[:k], set(list(ids_b)[:k])
+    if not top_a:
+        return float("nan")
+    return sum(1 for i in top_a if i in top_b) / len(top_a)
+
+
 def topk_overlap(a: np.ndarray, b: np.ndarray, k: int) -> float:
     """|top-k(a) ∩ top-k(b)| / k for two 1-D score vectors: 1 = the same k items, 0 = disjoint.
 
@@ -48,8 +58,7 @@ def topk_overlap(a: np.ndarray, b: np.ndarray, k: int) -> float:
     if a.size == 0:
         return float("nan")
     k_eff = min(k, a.size)
-    shared = np.intersect1d(top_k_indices(a, k_eff), top_k_indices(b, k_eff))
-    return shared.size / k_eff
+    return ranking_overlap(top_k_indices(a, k_eff).tolist(), top_k_indices(b, k_eff).tolist(), k_eff)
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray, method: RankMethod = "spearman") -> float:

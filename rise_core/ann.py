@@ -42,7 +42,7 @@ import torch
 
 from .config import ScoreOptions
 from .errors import ConfigError, IndexMismatchError, IndexStoreError, InputDataError, RiseError
-from .scoring import CHANNELS, FeatureMatrix, Scores, matvec, query_vectors, weights
+from .scoring import FeatureMatrix, Scores, matvec, query_vectors, weights
 
 if TYPE_CHECKING:
     from .store import RiseIndex
@@ -477,8 +477,9 @@ class AnnIndex:
         blocks = []
         for s in range(0, len(rows), GATHER_ROWS):
             x = torch.from_numpy(self.gather(rows[s:s + GATHER_ROWS]))
-            blocks.append(_scores({c: float32_weight(lam, len(x)) * matvec(x[:, self.slices[c]].contiguous(), q)
-                                   for c, lam, q in parts}, len(x)))
+            blocks.append(Scores.from_parts({c: float32_weight(lam, len(x))
+                                             * matvec(x[:, self.slices[c]].contiguous(), q) for c, lam, q in parts},
+                                            len(x)))
         return _concat_scores(blocks)
 
 
@@ -487,15 +488,9 @@ def float32_weight(lam: float, n: int) -> torch.Tensor:
     return lam * torch.ones(n)
 
 
-def _scores(parts: dict[str, torch.Tensor], n: int) -> Scores:
-    zero = torch.zeros(n)
-    rh, gh, hs = (parts.get(c, zero) for c in CHANNELS)
-    return Scores(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
-
-
 def _concat_scores(parts: list[Scores]) -> Scores:
     if not parts:
-        return _scores({}, 0)
+        return Scores.from_parts({}, 0)
     return Scores(*(torch.cat([getattr(p, f) for p in parts]) for f in ("total", "rh", "gh", "hs")))
 
 
@@ -541,7 +536,7 @@ def top_rows(ann: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions, k: i
                             "reason": ""}
     k = max(0, min(int(k), n_allowed))
     if k == 0:
-        return torch.empty(0, dtype=torch.long), _scores({}, 0), info
+        return torch.empty(0, dtype=torch.long), Scores.from_parts({}, 0), info
     if cov_mask is not None and n_allowed_cov:
         if n_allowed_cov <= FILTER_EXACT_FACTOR * nprobe * n_cov / meta.nlist:
             # few rows match: scan every cell, scoring the matching rows only (faiss skips the others by id)
@@ -561,8 +556,8 @@ def top_rows(ann: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions, k: i
         assert tail is not None
         local = torch.arange(n_tail) if allowed is None else allowed[n_cov:].nonzero()[:, 0]
         part = tail.select(local)
-        scores.append(_scores({c: float32_weight(lam, len(part)) * matvec(getattr(part, c), q).float()
-                               for c, lam, q in parts}, len(part)))
+        scores.append(Scores.from_parts({c: float32_weight(lam, len(part)) * matvec(getattr(part, c), q).float()
+                                         for c, lam, q in parts}, len(part)))
         rows.append(local + n_cov)
     all_rows, all_scores = torch.cat(rows), _concat_scores(scores)
     info["n_candidates"] = len(cand) + (len(rows[1]) if n_tail else 0)

@@ -107,12 +107,6 @@ def _weighted(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions
     return [(c, lam * scales[c].float(), q[c]) for c, lam in weights(options).items() if lam != 0 and c in q]
 
 
-def _scores(parts: dict[str, torch.Tensor], n: int) -> Scores:
-    zero = torch.zeros(n)
-    rh, gh, hs = (parts.get(c, zero) for c in ("rh", "gh", "hs"))
-    return Scores(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
-
-
 def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
              allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, Scores]:
     """Rows of the k highest scores (descending) and their scores, among `allowed` rows if given.
@@ -123,7 +117,7 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
     n = len(fm)
     k = max(0, min(int(k), n if allowed is None else int(allowed.sum())))
     if k == 0:
-        return torch.empty(0, dtype=torch.long), _scores({}, 0)
+        return torch.empty(0, dtype=torch.long), Scores.from_parts({}, 0)
     channels = _weighted(fm, query_fm, options)
     if fm.rh.dtype == torch.float16 and _half_gemv_accumulates_in_fp32():
         approx, err = torch.zeros(n), torch.zeros(n)
@@ -137,7 +131,8 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
         if allowed is not None:
             candidates &= allowed
         cand = candidates.nonzero()[:, 0]
-        exact = _scores({c: w[cand] * matvec(getattr(fm, c)[cand], q).float() for c, w, q in channels}, len(cand))
+        exact = Scores.from_parts({c: w[cand] * matvec(getattr(fm, c)[cand], q).float() for c, w, q in channels},
+                                  len(cand))
         best = torch.topk(exact.total, k).indices
         return cand[best], exact.take(best)
     return _exact_top_rows(fm, channels, k, allowed)
@@ -147,7 +142,7 @@ def _exact_top_rows(fm: FeatureMatrix, channels: list[tuple[str, torch.Tensor, t
                     allowed: torch.Tensor | None) -> tuple[torch.Tensor, Scores]:
     """`top_rows` by scoring every row in float32 (features not float16, or a float16 product without the float32
     accumulation the fast path's bound assumes)."""
-    scores = _scores({c: w * matvec(getattr(fm, c), q).float() for c, w, q in channels}, len(fm))
+    scores = Scores.from_parts({c: w * matvec(getattr(fm, c), q).float() for c, w, q in channels}, len(fm))
     rows = top_k(scores.total, k, allowed)[0]
     return rows, scores.take(rows)
 

@@ -10,56 +10,36 @@
 
 Scores are (Q, N) float64 matrices, one row per query, column j = feature row j (`RiseIndex.samples()` order). A
 query set's ranking is the mean over its rows (for RISE exactly the score of the set's mean features).
+
+These are the index-side scoring functions; which method uses which, and the names shown, live in the one method
+registry, `rise_core.methods` (`compare_methods` goes through it, as `rise evaluate` does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .config import RiseConfig, ScoreOptions
-from .errors import ConfigError, InputDataError, ModelLoadError
-from .evaluation import grad_sketch_dim
+from .errors import ConfigError, InputDataError
 from .models import LoadedModel
-from .readout_cache import ReadoutCache
+from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
 from .scoring import FeatureMatrix, matvec, score_pool
 from .store import RiseIndex
 
-RISE = "RISE"
-HIDDEN_COSINE = "Hidden cosine"
-GRAD_SKETCH = "Grad-Sketch"
-EMBEDDING = "MiniLM"
-BM25 = "BM25"
-METHODS = (RISE, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
+if TYPE_CHECKING:
+    from .methods import MethodScores
 
 FORWARD_CHUNK = 256  # pool samples whose readouts are held at once by `forward_vectors`
 ROW_CHUNK = 8192  # pool rows rebuilt at a time by `hidden_cosine_scores`
 # `forward_vectors` reads hidden states only, never the candidate lists: the shortest list a ReadoutCache accepts
 _FORWARD_K_MAX = RiseConfig().min_top_l
-
-
-@dataclass(frozen=True, eq=False)
-class MethodScores:
-    """One method's scores of the pool for every query, or why it has none (`missing`)."""
-
-    name: str
-    scores: np.ndarray | None = None  # (Q, N) float64
-    missing: str = ""
-
-    @property
-    def available(self) -> bool:
-        return self.scores is not None
-
-    def mean(self) -> np.ndarray:
-        """(N,) the query set's scores: the mean over its queries."""
-        if self.scores is None:
-            raise InputDataError(f"{self.name} has no scores: {self.missing}")
-        return self.scores.mean(axis=0)
 
 
 # --- from the index alone -------------------------------------------------------------------------------------------
@@ -165,64 +145,35 @@ def cosine_scores(queries: torch.Tensor, pool: torch.Tensor) -> np.ndarray:
 
 # --- every method at once -------------------------------------------------------------------------------------------
 
+# names of `rise_core.methods` that this module offered before the registry existed (read lazily: methods imports
+# this module)
+_FROM_METHODS = {"METHODS": "COMPARE_METHODS", "MethodScores": "MethodScores", "RISE": "RISE",
+                 "HIDDEN_COSINE": "HIDDEN_COSINE", "GRAD_SKETCH": "GRAD_SKETCH", "EMBEDDING": "EMBEDDING",
+                 "BM25": "BM25"}
 
-def _fitted(source: Scorer | Callable[[], Scorer]) -> Scorer:
-    return source if isinstance(source, Scorer) else source()
 
+def __getattr__(name: str) -> Any:
+    if name in _FROM_METHODS:
+        from . import methods
 
-def _check_width(name: str, scores: np.ndarray, n: int) -> np.ndarray:
-    if scores.shape[1] != n:
-        raise InputDataError(f"{name} scored {scores.shape[1]} pool samples but the index has {n}: fit it on this "
-                             "index's pool")
-    return scores
+        return getattr(methods, _FROM_METHODS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,
                     options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,
                     embeddings: Scorer | Callable[[], Scorer] | None = None, forward: ForwardVectors | None = None,
-                    lm: LoadedModel | None = None) -> dict[str, MethodScores]:
-    """Every method of METHODS for `queries` (with `query_fm`, their features from the index's extractor), in that
-    order; a method that cannot run says why in `missing`.
+                    lm: LoadedModel | None = None, methods: Sequence[str] | None = None) -> dict[str, MethodScores]:
+    """Each of `methods` (default `methods.COMPARE_METHODS`: RISE, Hidden cosine, Grad-Sketch, MiniLM embedding,
+    BM25) for `queries` (with `query_fm`, their features from the index's extractor), scored through the method
+    registry, in that order; a method that cannot run says why in `missing`.
 
     `bm25`, `embeddings`: a scorer fitted on the index's pool (`fit_bm25`, `fit_embeddings`) or a function returning
     one, called here so that an embedding model that is not installed becomes a message; None: not asked for.
     `forward`: the pool's `forward_vectors` (Grad-Sketch, and hidden cosine without HS), with `lm` to run the
     queries; None: those methods say they need the forward pass."""
-    n = len(index)
-    queries = [Sample.coerce(q) for q in queries]
-    if len(queries) != len(query_fm):
-        raise InputDataError(f"{len(queries)} queries but {len(query_fm)} rows of query features")
-    out = {RISE: MethodScores(RISE, rise_scores(index, query_fm, options))}
-    if forward is not None and len(forward) != n:
-        raise InputDataError(f"the forward-pass vectors cover {len(forward)} pool samples but the index has {n}: "
-                             "run the forward pass again")
-    q_forward = forward_vectors(lm, queries, index.config) if forward is not None and lm is not None else None
-    need_pass = f"needs one forward pass over the {n} pool samples"
+    from .methods import COMPARE_METHODS, IndexSource, resolve
 
-    if index.config.hidden_channel:
-        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, hidden_cosine_scores(index, query_fm))
-    elif q_forward is not None:
-        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, cosine_scores(q_forward.hidden, forward.hidden))
-    else:
-        out[HIDDEN_COSINE] = MethodScores(HIDDEN_COSINE, missing=_no_hs(index))
-
-    if q_forward is not None:
-        out[GRAD_SKETCH] = MethodScores(GRAD_SKETCH, cosine_scores(q_forward.grad, forward.grad))
-    else:
-        out[GRAD_SKETCH] = MethodScores(GRAD_SKETCH, missing=f"Grad-Sketch {need_pass}"
-                                        + ("" if forward is None else " (and the model, to run the queries)"))
-
-    if embeddings is None:
-        out[EMBEDDING] = MethodScores(EMBEDDING, missing="not asked for")
-    else:
-        try:
-            scores = _check_width(EMBEDDING, text_scores(_fitted(embeddings), queries), n)
-            out[EMBEDDING] = MethodScores(EMBEDDING, scores)
-        except ModelLoadError as exc:
-            out[EMBEDDING] = MethodScores(EMBEDDING, missing=f"the MiniLM embedding model is not available: {exc}")
-
-    if bm25 is None:
-        out[BM25] = MethodScores(BM25, missing="not asked for")
-    else:
-        out[BM25] = MethodScores(BM25, _check_width(BM25, text_scores(_fitted(bm25), queries), n))
-    return out
+    source = IndexSource(index, list(queries), query_fm, options, bm25=bm25, embeddings=embeddings, forward=forward,
+                         lm=lm)
+    return {m.name: m.score(source) for m in resolve(COMPARE_METHODS if methods is None else methods)}

@@ -1,4 +1,5 @@
-"""The paper's evaluation: labelled pool + queries, RISE and baselines behind one interface, paper-style tables.
+"""The paper's evaluation: labelled pool + queries, every method of the registry (`rise_core.methods`), paper-style
+tables.
 
 Every LM-based method (RISE and its ablations, final-hidden-state cosine, exact LM-head gradient sketch) reads one
 shared `ReadoutCache`, so the model runs once per sample however many methods or RISE variants are compared; the
@@ -7,27 +8,43 @@ shared forward time is charged to each LM method's build and query times.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from .agreement import agreement_table
-from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .baselines import Scorer
 from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
-from .fusion import FusionScorer
+from .methods import (  # noqa: F401 - names this module offered before the registry, still imported from here
+    EVALUATE_METHODS,
+    RISE,
+    TEXT_METHODS,
+    MethodScores,
+    TaskSource,
+    cache_time,
+    resolve,
+    rise_variant,
+    run_scorer,
+)
+from .methods import shared_cache as _shared_cache  # noqa: F401
 from .metrics import evaluate_rankings
-from .readout_cache import ReadoutCache
+from .readout_cache import (  # noqa: F401 - the cached scorers' old home
+    CachedCosineScorer,
+    CachedLMScorer,
+    GradSketchScorer,
+    HiddenCosineScorer,
+    ReadoutCache,
+    RiseScorer,
+    channel_options,
+    grad_sketch_dim,
+)
 from .samples import Sample
-from .scoring import FeatureMatrix, score_each_query
 
 TASK_KS = {"howdy": (5, 10, 50, 100), "finmed": (5, 10, 50, 100), "brainrot": (5, 10, 25, 50)}
 DEFAULT_KS = (5, 10, 50, 100)
@@ -73,195 +90,20 @@ def load_task(name: str | None = None, pool_path: str | Path | None = None, quer
                 ks=TASK_KS.get(name or "", DEFAULT_KS))
 
 
-@dataclass
-class MethodRun:
-    """Scores of one method on a task, with its costs."""
-
-    name: str
-    scores: np.ndarray  # (Q, N)
-    build_seconds: float
-    query_seconds: float  # per query
-    index_bytes: int
+AGREEMENT_REFERENCE, AGREEMENT_K = RISE, 10  # every method's ranking is compared with RISE's top 10
 
 
-class CachedLMScorer(Scorer):
-    """Base for scorers that derive pool/query vectors from a shared ReadoutCache."""
-
-    def __init__(self, cache: ReadoutCache) -> None:
-        self.cache = cache
-        self.pool: list[Sample] = []
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        self.pool = list(pool)
-        self.cache.add(self.pool)
+def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions
+                 ) -> dict[str, Scorer]:
+    """Scorers by method name (display names or old spellings, see `rise_core.methods`), keyed by display name;
+    a method that does not apply to `config` (RISE HS only without the HS channel) is left out."""
+    source = TaskSource([], [], cache, config, options)
+    return {m.name: m.scorer(source) for m in resolve(methods) if m.applies(config)}
 
 
-class RiseScorer(CachedLMScorer):
-    """RISE with a given config and scoring options; `channels` selects RH+GH, RH only or GH only."""
-
-    def __init__(self, cache: ReadoutCache, config: RiseConfig, options: ScoreOptions, name: str = "RISE") -> None:
-        super().__init__(cache)
-        self.config, self.options, self.name = config, options, name
-        self.hidden_mean: torch.Tensor | None = None
-        self.pool_fm: FeatureMatrix | None = None
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        super().fit(pool)
-        # the pool's mean is fixed once, from the seeded subset an index build fits it on
-        self.hidden_mean = (self.cache.pool_hidden_mean(self.pool, self.config) if self.config.needs_hidden_mean
-                            else None)
-        self.pool_fm = self.cache.rise_features(self.pool, self.config, self.hidden_mean)
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        self.cache.add(list(queries))
-        q_fm = self.cache.rise_features(list(queries), self.config, self.hidden_mean)
-        return score_each_query(self.pool_fm, q_fm, self.options).numpy()
-
-    @property
-    def index_bytes(self) -> int:
-        return len(self.pool) * self.config.bytes_per_sample(self.cache.lm.hidden_size)
-
-
-class CachedCosineScorer(CachedLMScorer):
-    """Cosine similarity of one vector per sample derived from the cache (`_vectors`)."""
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
-        x = self._vectors(samples).double()
-        return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        super().fit(pool)
-        self.pool_vecs = self._unit(self.pool)
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        self.cache.add(list(queries))
-        return (self._unit(queries) @ self.pool_vecs.T).float().numpy()
-
-    @property
-    def index_bytes(self) -> int:
-        return len(self.pool) * int(self.pool_vecs.shape[1]) * 2
-
-
-class HiddenCosineScorer(CachedCosineScorer):
-    """Cosine of mean final hidden states over the counted positions (the 'representation' baseline)."""
-
-    name = "Hidden-cosine"
-
-    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
-        super().__init__(cache)
-        self.counted = counted
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        return self.cache.mean_hidden(samples, self.counted)
-
-
-def grad_sketch_dim(config: RiseConfig, hidden_size: int) -> int:
-    """The Grad-Sketch dimension at RISE's index size: as many values per sample as `config` stores."""
-    return config.feature_values(hidden_size)
-
-
-class GradSketchScorer(CachedCosineScorer):
-    """Exact dense LM-head gradient sum_t r_t h_t^T, TensorSketched to RISE's index size, cosine-scored."""
-
-    name = "Grad-Sketch"
-
-    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
-        super().__init__(cache)
-        if not cache.grad_sketch_dim:
-            raise ConfigError("the readout cache was built without a gradient sketch dimension")
-        self.counted = counted
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        return self.cache.grad_sketch(samples, self.counted)
-
-
-METHODS = ("RISE", "RISE-RH+GH", "RISE-RH", "RISE-GH", "RISE-HS", "Hidden-cosine", "Grad-Sketch", "BM25", "Embedding",
-           "RISE+BM25")
-TEXT_METHODS = ("BM25", "Embedding")  # need no model
-AGREEMENT_REFERENCE, AGREEMENT_K = "RISE", 10  # every method's ranking is compared with RISE's top 10
-# RISE's own channels, each alone, and pure RISE (the paper's two channels, no HS): weights kept from `options`
-CHANNEL_ABLATIONS = {"RISE-RH+GH": ("rh", "gh"), "RISE-RH": ("rh",), "RISE-GH": ("gh",), "RISE-HS": ("hs",)}
-
-
-def channel_options(options: ScoreOptions, channels: Sequence[str]) -> ScoreOptions:
-    """`options` with every channel outside `channels` weighted 0 (a channel in `channels` weighted 0 gets 1)."""
-    lam = {c: getattr(options, f"lambda_{c}") for c in ("rh", "gh", "hs")}
-    return dataclasses.replace(options, **{f"lambda_{c}": (lam[c] or 1.0) if c in channels else 0.0 for c in lam})
-
-
-def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions,
-                 fusion: str = "rrf") -> dict[str, Scorer]:
-    """Scorers by method name (see METHODS); RISE-HS only when `config` stores the HS channel."""
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ConfigError(f"unknown methods {unknown}; choose from {list(METHODS)}")
-    options = options.applied_to(config).options  # the one channel rule (ScoreOptions.for_channels)
-    out: dict[str, Scorer] = {}
-    for m in methods:
-        if m == "RISE":
-            out[m] = RiseScorer(cache, config, options, m)
-        elif m in CHANNEL_ABLATIONS:
-            if m == "RISE-HS" and not config.hidden_channel:
-                continue
-            out[m] = RiseScorer(cache, config, channel_options(options, CHANNEL_ABLATIONS[m]), m)
-        elif m == "Hidden-cosine":
-            out[m] = HiddenCosineScorer(cache, config.counted_positions)
-        elif m == "Grad-Sketch":
-            out[m] = GradSketchScorer(cache, config.counted_positions)
-        elif m == "BM25":
-            out[m] = BM25Scorer()
-        elif m == "Embedding":
-            out[m] = EmbeddingScorer()
-        elif m == "RISE+BM25":  # query-time fusion of RISE's ranking and BM25's, equally weighted
-            out[m] = FusionScorer([RiseScorer(cache, config, options), BM25Scorer()], fusion, name=m)
-    return out
-
-
-def _index_bytes(scorer: Scorer, task: Task) -> int:
-    if hasattr(scorer, "index_bytes"):
-        return int(scorer.index_bytes)
-    if isinstance(scorer, EmbeddingScorer):
-        return len(task.pool) * 384 * 2
-    return 0  # BM25: an inverted index, not a fixed-size vector per sample
-
-
-def _shared_cache(scorer: Scorer) -> ReadoutCache | None:
-    """The readout cache an LM scorer (or a fusion with one) reads its forward passes from."""
-    if isinstance(scorer, CachedLMScorer):
-        return scorer.cache
-    if isinstance(scorer, FusionScorer):
-        return next((c for c in map(_shared_cache, scorer.parts) if c is not None), None)
-    return None
-
-
-def run_method(scorer: Scorer, task: Task) -> MethodRun:
+def run_method(scorer: Scorer, task: Task) -> MethodScores:
     """Fit on the pool and score the queries, timing both (shared forward time included for LM methods)."""
-    cache = _shared_cache(scorer)
-    fwd0 = cache.forward_seconds if cache else 0.0
-    t0 = time.perf_counter()
-    scorer.fit(task.pool)
-    build = time.perf_counter() - t0
-    fwd1 = cache.forward_seconds if cache else 0.0
-    t1 = time.perf_counter()
-    scores = scorer.score(task.queries)
-    query = time.perf_counter() - t1
-    fwd2 = cache.forward_seconds if cache else 0.0
-    if cache is not None:
-        # charge the shared forward time of pool and queries even when another method already paid it
-        build += cache_time(cache, task.pool) - (fwd1 - fwd0)
-        query += cache_time(cache, task.queries) - (fwd2 - fwd1)
-    return MethodRun(scorer.name, np.asarray(scores, dtype=np.float64), build, query / len(task.queries),
-                     _index_bytes(scorer, task))
-
-
-def cache_time(cache: ReadoutCache, samples: Sequence[Sample]) -> float:
-    """Forward seconds attributable to `samples` (by token share of the cache's total)."""
-    total = sum(r.completion.numel() for r in cache.readouts.values())
-    mine = sum(cache.readouts[cache.key(s)].completion.numel() for s in samples)
-    return cache.forward_seconds * mine / max(total, 1)
+    return run_scorer(scorer, task.pool, task.queries)
 
 
 @dataclass
@@ -296,7 +138,7 @@ class EvalReport:
         return "\n".join(parts)
 
 
-def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: RiseConfig | None = None,
+def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, config: RiseConfig | None = None,
              options: ScoreOptions | None = None, cache: ReadoutCache | None = None, batch_size: int = 8,
              progress: Callable[[str], None] | None = None,
              forward_progress: Callable[[int], None] | None = None) -> EvalReport:
@@ -304,7 +146,8 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
 
     `progress` gets one line per stage; `forward_progress` the number of samples of each forward batch."""
     config, options = config or RiseConfig(), options or ScoreOptions()
-    lm_methods = [m for m in methods if m not in TEXT_METHODS]
+    chosen = [m for m in resolve(methods) if m.applies(config)]
+    lm_methods = [m.name for m in chosen if m.needs_lm]
     if lm_methods and cache is None:
         if lm is None:
             raise ConfigError(f"methods {lm_methods} need a model")
@@ -315,10 +158,11 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = METHODS, config: Rise
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
         cache.add(task.pool + task.queries, batch_size=batch_size, progress=forward_progress)
     tables, costs, scores = [], [], {}
-    for name, scorer in make_scorers(methods, cache, config, options).items():
+    for method in chosen:
+        name = method.name
         if progress:
             progress(f"scoring with {name}")
-        run = run_method(scorer, task)
+        run = method.score(TaskSource(task.pool, task.queries, cache, config, options))
         scores[name] = run.scores
         tab = evaluate_rankings(run.scores, task.labels, task.ks)
         tab.insert(0, "method", name)
@@ -360,16 +204,12 @@ def sweep(task: Task, cache: ReadoutCache, base: RiseConfig | None = None, optio
     rows = []
     for feature_values in itertools.product(*(grid[k] for k in feature_keys)):
         feature_choice = dict(zip(feature_keys, feature_values, strict=False))
-        scorer = RiseScorer(cache, base.replace(**feature_choice), options)
-        scorer.fit(task.pool)
-        query_fm = cache.rise_features(list(task.queries), scorer.config, scorer.hidden_mean)
+        source = TaskSource(task.pool, task.queries, cache, base, options, memo={})  # features once per choice
         for score_values in itertools.product(*(grid[k] for k in score_keys)):
             choice = {**feature_choice, **dict(zip(score_keys, score_values, strict=False))}
-            channels = choice.get("channels", "RH+GH")
-            opts = channel_options(dataclasses.replace(options, sample_norm=choice.get("sample_norm",
-                                                                                      options.sample_norm)),
-                                   channels.lower().split("+"))
-            tab = evaluate_rankings(score_each_query(scorer.pool_fm, query_fm, opts).numpy(), task.labels, task.ks)
+            method = rise_variant(feature_choice, channels=choice.get("channels", "RH+GH").lower().split("+"),
+                                  sample_norm=choice.get("sample_norm", options.sample_norm))
+            tab = evaluate_rankings(method.score(source).scores, task.labels, task.ks)
             p10 = tab.loc[tab["K"] == 10, "precision@K"]
             rows.append({**choice, "unified_auPRC": tab["auPRC"].mean(), "AP": tab["AP"].iloc[0],
                          **{f"auPRC@{k}": v for k, v in zip(tab["K"], tab["auPRC"], strict=False)},

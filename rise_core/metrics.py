@@ -45,10 +45,10 @@ def _as_scores_labels(scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarra
         raise InputDataError("cannot rank an empty list of scores")
     if np.isnan(s).any():
         raise InputDataError("scores contain NaN; replace them (e.g. with -inf) before evaluating")
-    return s, _as_binary(y)
+    return s, as_binary(y)
 
 
-def _as_binary(labels: np.ndarray) -> np.ndarray:
+def as_binary(labels: np.ndarray) -> np.ndarray:
     y = np.asarray(labels)
     if y.dtype == bool:
         return y.astype(np.int8)
@@ -188,7 +188,7 @@ def _per_query_table(score_matrix: np.ndarray, labels: np.ndarray, ks: Sequence[
     m = np.asarray(score_matrix, dtype=np.float64)
     if m.ndim != 2:
         raise InputDataError(f"score_matrix must be 2-D (queries x pool), got shape {m.shape}")
-    y = _as_binary(np.asarray(labels))
+    y = as_binary(np.asarray(labels))
     if y.ndim != 1 or y.size != m.shape[1]:
         raise InputDataError(f"labels must have one entry per pool item ({m.shape[1]}), got shape {y.shape}")
     if m.shape[0] == 0 or m.shape[1] == 0:

@@ -132,6 +132,13 @@ class Scores:
     def take(self, rows: torch.Tensor) -> Scores:
         return Scores(self.total[rows], self.rh[rows], self.gh[rows], self.hs[rows])
 
+    @classmethod
+    def from_parts(cls, parts: dict[str, torch.Tensor], n: int) -> Scores:
+        """Scores of n rows from the weighted channel parts computed (a channel left out scores 0)."""
+        zero = torch.zeros(n)
+        rh, gh, hs = (parts.get(c, zero) for c in CHANNELS)
+        return cls(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
+
 
 def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
     """Influence of each pool sample on the query set: one matrix-vector product per weighted channel."""

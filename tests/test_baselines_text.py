@@ -100,7 +100,8 @@ def test_evaluation_registry_makes_the_text_baselines():
     from rise_core.evaluation import make_scorers
 
     scorers = make_scorers(["BM25", "Embedding"], None, RiseConfig(), ScoreOptions())
-    assert isinstance(scorers["BM25"], BM25Scorer) and isinstance(scorers["Embedding"], EmbeddingScorer)
+    # "Embedding" is the old name of "MiniLM embedding", still accepted
+    assert isinstance(scorers["BM25"], BM25Scorer) and isinstance(scorers["MiniLM embedding"], EmbeddingScorer)
     assert all(isinstance(s, Scorer) for s in scorers.values())
     with pytest.raises(ConfigError, match=r"unknown methods \['tfidf'\]; choose from \['RISE'"):
         make_scorers(["tfidf"], None, RiseConfig(), ScoreOptions())

@@ -29,9 +29,9 @@ def test_rise_evaluate_writes_tables(tmp_path, capsys):
                  "--methods", "RISE,RISE-GH,Hidden-cosine,BM25", "--out", str(out), "--sweep"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "unified" in printed and "Hidden-cosine" in printed and "RISE choices" in printed
+    assert "unified" in printed and "Hidden cosine" in printed and "RISE choices" in printed
     table = pd.read_csv(out / "pool_methods.csv")
-    assert set(table["method"]) == {"RISE", "RISE-GH", "Hidden-cosine", "BM25"}
+    assert set(table["method"]) == {"RISE", "RISE GH only", "Hidden cosine", "BM25"}  # the old spellings' names
     assert table["auPRC"].dropna().between(0, 1).all()
     assert (out / "pool_methods.md").read_text().startswith("### pool")
     sweep = pd.read_csv(out / "pool_sweep.csv")

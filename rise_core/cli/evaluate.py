@@ -12,10 +12,9 @@ from typing import Any
 import pandas as pd
 
 from ..bundled import data_dir
+from ..errors import ConfigError
 from ..evaluation import (
-    METHODS,
     TASK_KS,
-    TEXT_METHODS,
     ReadoutCache,
     Task,
     evaluate,
@@ -24,6 +23,7 @@ from ..evaluation import (
     sweep,
 )
 from ..generation import GenerationSettings
+from ..methods import EVALUATE_METHODS, REGISTRY, resolve
 from ..retrospective import (
     TRIGGER,
     TRIGGER_POSITIONS,
@@ -58,7 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task (the demo pools, see rise_core.bundled)")
     src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet with label 0/1); needs --queries")
     p.add_argument("--queries", help="query file for --pool")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {','.join(METHODS)}")
+    p.add_argument("--methods", default=",".join(EVALUATE_METHODS),
+                   help=f"comma-separated subset of {','.join(REGISTRY)} (quote names with spaces; the old spellings "
+                   "RISE-RH, RISE-GH, RISE-HS, RISE-RH+GH, Hidden-cosine, Embedding, RISE+BM25 are accepted)")
     p.add_argument("--sweep", action="store_true", help="also sweep the RISE choices (counted positions, per-token "
                    "normalisation, centring, sample normalisation, channels) from the same forward pass")
     p.add_argument("--max-pool", type=int, default=None, help="use only the first N pool rows")
@@ -133,12 +135,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         args._parser_error("--pool needs --queries")
     _resolve_trigger(args)
     config = config_from_args(args)
-    options = score_options_from_args(args)
+    options = score_options_from_args(args, config)  # a weight on a channel the config lacks: dropped, with a note
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    try:
+        chosen = resolve(methods)
+    except ConfigError as exc:
+        args._parser_error(f"--methods: {exc}")
     names = list(TASK_KS) if args.task == "all" else [args.task]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    needs_lm = args.retrospective or any(m not in TEXT_METHODS for m in methods)
+    needs_lm = args.retrospective or any(m.needs_lm for m in chosen)
     lm = load_model_from_args(args) if needs_lm else None
     for name in names:
         task = (load_task(name, max_pool=args.max_pool, max_queries=args.max_queries) if args.task else
