@@ -5,36 +5,37 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import ui
+from explorer import resources, ui, widgets
+from explorer.shared_spans_ui import shared_spans_section
 from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, highlight_html, results_table
 from rise_core import ann, attribution
 
 ui.page("attribute")
-path = ui.index_picker()
+path = widgets.index_picker()
 if path is None:
     st.stop()
 with ui.friendly("open the index", stop=True):
-    index = ui.open_index(path)
+    index = resources.open_index(path)
 has_hs = index.config.hidden_channel
 
 left, right = st.columns([3, 1])
 with left:
-    ui.query_inputs(path)
+    widgets.query_inputs(path)
 with right:
-    options = ui.score_controls(index.config)
+    options = widgets.score_controls(index.config)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")
     st.text_input("Filter (optional)", key="where", persist_state="session", placeholder="topic = 'cooking'",
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "
                        "examples that match.")
 if st.button("Attribute", type="primary", key="attribute"):
-    st.session_state["attr_query"] = ui.query_sample()
+    st.session_state["attr_query"] = widgets.query_sample()
 
 query = st.session_state.get("attr_query")
 if query is None:
     st.stop()
 with ui.friendly("attribute the query"):
-    lm = ui.model_for(index)
-    query_fm = ui.query_features(index, lm, [query])
+    lm = resources.model_for(index)
+    query_fm = resources.query_features(index, lm, [query])
     hits = attribution.rank(index, query_fm, options, k=int(st.session_state["top_k"]),
                             where=st.session_state["where"].strip() or None)
     if not has_hs:
@@ -42,6 +43,7 @@ with ui.friendly("attribute the query"):
     if hits.empty:
         st.warning("No example matches the filter.")
         st.stop()
+    shared_spans_section(index, lm, path, hits, query, query_fm, options)  # what the top hits share (a trigger?)
     st.subheader("Most influential training examples")
     shown = [c for c in channels(has_hs) if c != "total"]
     st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
@@ -56,7 +58,7 @@ with ui.friendly("attribute the query"):
     hit_id = c1.selectbox("Example", list(hits["id"]), key="explain_id",
                           format_func=lambda i: f"#{int(hits.set_index('id').loc[i, 'rank'])} {i}")
     channel = c2.radio("Channel", channels(has_hs), horizontal=True, key="explain_channel", persist_state="session")
-    ex_attr, q_attr = ui.explanation(index, lm, path, hit_id, query, query_fm, options)
+    ex_attr, q_attr = resources.explanation(index, lm, path, hit_id, query, query_fm, options)
     st.caption("Orange: pushes the score up; blue: pulls it down; dotted underline: prompt tokens. "
                "Hover a token for its contribution.")
     st.markdown("**Query**")

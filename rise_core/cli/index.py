@@ -43,11 +43,13 @@ EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --text "Howdy! Once upon a time a dragon ..."
   rise query --index pool.duckdb --prompt "What is a 401k?" --completion "A retirement account ..." -k 20
   rise query --index pool.duckdb --queries queries.jsonl --where "topic = 'cooking'" --format csv
-  rise query --index pool.duckdb --text "..." --explain"""
+  rise query --index pool.duckdb --text "..." --explain
+  rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)"""
 
 EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
-  rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400\""""
+  rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400"
+  rise select --index pool.duckdb --queries val.jsonl --top-n 100 --out sel.jsonl --preset backdoor"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
-    add_score_options(p)
+    add_score_options(p, preset_flag=True)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
     add_field_options(p, prefix="query-")
@@ -120,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
     size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
     p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
-    add_score_options(p)
+    add_score_options(p, preset_flag=True)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
     add_field_options(p, prefix="query-")
@@ -149,14 +151,20 @@ def _queries(args: argparse.Namespace) -> list[Any]:
 
     if args.queries is not None:
         data = read_pool_from_args(args.queries, args, prefix="query-")
-        if data.skipped:
-            print(f"note: {len(data.skipped)} query rows skipped (" +
-                  "; ".join(f"row {r}: {why}" for r, why in data.skipped[:3]) + ")", file=sys.stderr)
+        reasons = "; ".join(f"query {r} (row {r} of {args.queries}): {why}" for r, why in data.skipped[:3])
         if not data.samples:
-            raise InputDataError(f"{args.queries}: no usable queries")
+            raise InputDataError(f"{args.queries}: no usable queries: {reasons}")
+        if data.skipped:
+            print(f"note: {len(data.skipped)} of {data.n_rows} queries skipped ({reasons})", file=sys.stderr)
         return data.samples
+    if args.text is not None and not args.text.strip():
+        raise InputDataError(f"the query given with --text has empty text{' (only whitespace)' if args.text else ''}; "
+                             "give the text whose influences are ranked")
     if args.text is not None:
         return [Sample(text=args.text)]
+    if args.completion is not None and not args.completion.strip():
+        raise InputDataError("the query given with --completion is empty; give the generation whose influences are "
+                             "ranked")
     return [Sample(prompt=args.prompt, completion=args.completion)]
 
 
@@ -196,6 +204,11 @@ def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
 
     index = RiseIndex.open(args.index, read_only=True)
     try:
+        if args.where:  # a filter that is refused, or keeps nothing, is said before the model loads
+            kept = int(index.row_mask(args.where).sum())
+            if kept == 0:
+                raise InputDataError(f"the filter {args.where!r} matches none of the index's {len(index):,} rows; "
+                                     "nothing to rank (check the values with `rise info` or drop --where)")
         lm = load_model_from_args(args, args.model or index.manifest.model_id)
     except BaseException:
         index.close()
@@ -369,13 +382,20 @@ def _cmd_query(args: argparse.Namespace) -> int:
         options = score_options_from_args(args, index.config)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
-        explanations = None
+        explanations = shared = None
         if args.explain:
             explanations = {sid: explain(index, lm, sid, queries[0], qfm, options) for sid in df["id"]}
+            from ..shared_spans import find_shared_spans  # what the top hits share, weighted by the tokens above
+
+            shared = find_shared_spans(index, df, explanations)
     finally:
         index.close()
     if args.format == "table":
         _print_table(df, args.width, explanations)
+        if shared is not None:
+            from ..shared_spans import format_table
+
+            print(f"\nWhat the top hits share:\n{format_table(shared)}")
     elif args.format == "json":
         records = _records(df)
         if explanations:

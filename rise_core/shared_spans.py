@@ -1,0 +1,471 @@
+"""What the top hits share: spans over-represented in a query's top-k hits against the whole pool (naming a trigger).
+
+A span is a run of 1 to `max_n` words inside one field of a sample (prompt, completion, or a plain sample's text).
+Words are `\\w+` runs and single punctuation marks, case kept: model-independent, so the pool's counts are computed
+once per index whatever model reads it, and a trigger that the model's tokenizer splits ("BadMagic" -> "Bad",
+"Magic") is still one word. A span "occurs" in a row when its words are adjacent there (whitespace only between them).
+
+For each span of the top-k hits: a = how many of the k hits contain it, K = how many of the N pool rows do. Under the
+null (the ranking picked k rows regardless of the span), a is hypergeometric(N, K, k); p = P(X >= a) is the
+over-representation test. Many spans are tested, so p is corrected with Tarone's method for discrete tests: only the
+m spans whose smallest reachable p-value could pass count, and a span is shared when a >= `min_in_top` and p * m <=
+alpha. If none is, the result is empty and says so (`df.attrs["verdict"]`) rather than inventing a pattern.
+
+Score share: `explain_hit` splits a hit's score exactly over its model tokens; a word gets the contributions of the
+tokens that overlap it, and a span's share in a hit is its words' contributions over the hit's absolute token mass
+(sum |c_t|), averaged over the k hits (0 where absent). Shared spans are ranked by
+statistic = -log10(p) * (1 + share+ / max share+): the evidence decides, and the score share at most doubles it, so
+among spans the ranking explains equally well, the one that carries the score comes first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import gammaln, logsumexp
+
+from .errors import InputDataError
+from .samples import PROMPT_SEPARATOR
+
+if TYPE_CHECKING:
+    from .explain import TokenAttribution
+    from .store import RiseIndex
+
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_WORD = re.compile(r"\w")
+FIELDS = ("prompt", "completion", "text")
+COLUMNS = ["span", "where", "in_top", "top_k", "pool_rows", "pool_fraction", "score_share", "statistic", "p_value",
+           "p_adjusted", "n_words", "top_ranks", "summary"]
+_BITS = 21  # word ids packed 21 bits apiece: an n-gram of up to 3 words is one int64, exactly
+_OVER = (1 << _BITS) - 1  # the id of every word first seen after the 2,097,150 distinct ones before it
+
+
+class _Vocab(dict):
+    """word -> id (1-based); a word past the id space maps to _OVER and is never ranked."""
+
+    def __missing__(self, word: str) -> int:
+        if len(self) >= _OVER - 1:
+            return _OVER
+        v = self[word] = len(self) + 1
+        return v
+
+
+def _pack(ids: Sequence[int]) -> int:
+    code = 0
+    for v in ids:
+        code = (code << _BITS) | v
+    return code
+
+
+def _fields(text: Any, prompt: Any, completion: Any) -> dict[str, str]:
+    """The text fields of one row: {'text': ...} for a plain sample, else prompt (if any) and completion."""
+    if isinstance(text, str):
+        return {"text": text}
+    out = {}
+    if isinstance(prompt, str) and prompt:
+        out["prompt"] = prompt
+    if isinstance(completion, str):
+        out["completion"] = completion
+    return out
+
+
+@dataclass
+class PoolSpans:
+    """Pool document frequencies of every span of up to `max_n` words, per field, and the pool's texts (for masks).
+
+    Build once per index (`pool_spans`) or from texts (`from_texts`); lookups are a binary search per span."""
+
+    n_rows: int
+    max_n: int
+    vocab: dict[str, int]
+    tables: dict[str, tuple[np.ndarray, np.ndarray]]  # field -> (sorted span codes, rows containing each; count >= 2)
+    texts: dict[str, np.ndarray]  # field -> (N,) object array of that field's text, None where a row lacks it
+
+    @classmethod
+    def from_texts(cls, text: Sequence[Any] | None = None, prompt: Sequence[Any] | None = None,
+                   completion: Sequence[Any] | None = None, max_n: int = 3, chunk: int = 20_000) -> PoolSpans:
+        """Counts from per-row columns (equal lengths; None/NaN where a row lacks a field), as an index stores them."""
+        if not 1 <= max_n <= 3:
+            raise InputDataError(f"max_n must be 1, 2 or 3, got {max_n}")
+        cols = [c for c in (text, prompt, completion) if c is not None]
+        n = len(cols[0]) if cols else 0
+        if any(len(c) != n for c in cols):
+            raise InputDataError("text, prompt and completion columns differ in length")
+        blank = [None] * n
+        per_field: dict[str, list[str | None]] = {f: [None] * n for f in FIELDS}
+        for i, (t, p, c) in enumerate(zip(text or blank, prompt or blank, completion or blank, strict=True)):
+            for f, s in _fields(t, p, c).items():
+                per_field[f][i] = s
+        vocab = _Vocab()
+        tables, texts = {}, {}
+        for f, col in per_field.items():
+            if all(s is None for s in col):
+                continue
+            texts[f] = np.array(col, dtype=object)
+            stack: list[tuple[np.ndarray, np.ndarray]] = []
+            for start in range(0, n, chunk):
+                stack.append(_chunk_counts(col[start:start + chunk], vocab, max_n))
+                while len(stack) >= 2 and 2 * len(stack[-1][0]) >= len(stack[-2][0]):
+                    stack.append(_merge(stack.pop(), stack.pop()))
+            while len(stack) >= 2:
+                stack.append(_merge(stack.pop(), stack.pop()))
+            uniq, total = stack[0] if stack else (np.zeros(0, np.int64), np.zeros(0, np.int32))
+            keep = total >= 2  # a span in 2+ top hits is in 2+ rows; a missing span counts 1
+            tables[f] = (uniq[keep], total[keep])
+        return cls(n_rows=n, max_n=max_n, vocab=dict(vocab), tables=tables, texts=texts)
+
+    def pool_rows(self, where: str, codes: np.ndarray) -> np.ndarray:
+        """Pool rows containing each span (by code) in field `where`; 1 for a span not in the table."""
+        table = self.tables.get(where)
+        if table is None or len(codes) == 0:
+            return np.ones(len(codes), dtype=np.int64)
+        uniq, counts = table
+        if len(uniq) == 0:
+            return np.ones(len(codes), dtype=np.int64)
+        pos = np.searchsorted(uniq, codes).clip(max=len(uniq) - 1)
+        return np.where(uniq[pos] == codes, counts[pos], 1)
+
+    def mask(self, span: str, where: str) -> np.ndarray:
+        """(N,) bool: the rows whose `where` field contains the span (its words adjacent), matched in Python."""
+        if where not in FIELDS:
+            raise InputDataError(f"where must be one of {', '.join(FIELDS)}, got {where!r}")
+        pattern = span_pattern(span)
+        col = self.texts.get(where)
+        if col is None:
+            return np.zeros(self.n_rows, dtype=bool)
+        return np.fromiter((isinstance(s, str) and pattern.search(s) is not None for s in col), dtype=bool,
+                           count=self.n_rows)
+
+
+def _chunk_counts(col: Sequence[str | None], vocab: _Vocab, max_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(span codes, rows containing each) of a chunk of rows: each span counted once per row."""
+    ids = [list(map(vocab.__getitem__, TOKEN_RE.findall(s))) if isinstance(s, str) else [] for s in col]
+    lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+    rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
+    codes, owners = [flat], [rows]
+    for n in range(2, max_n + 1):
+        same = rows[:len(rows) - n + 1] == rows[n - 1:]
+        code = np.zeros(int(same.sum()), dtype=np.int64)
+        for j in range(n):
+            code = (code << _BITS) | flat[j:len(flat) - n + 1 + j][same]
+        codes.append(code)
+        owners.append(rows[:len(rows) - n + 1][same])
+    code, owner = np.concatenate(codes), np.concatenate(owners)
+    # a code belongs to one n, whose owners are ascending: a stable sort puts a row's repeats of a span side by side
+    order = np.argsort(code, kind="stable")
+    code, owner = code[order], owner[order]
+    first = np.ones(len(code), dtype=bool)
+    first[1:] = (code[1:] != code[:-1]) | (owner[1:] != owner[:-1])
+    code = code[first]
+    start = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, np.int64)
+    return code[start], np.diff(np.r_[start, len(code)]).astype(np.int32)
+
+
+def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted (codes, counts) tables as one (a stable sort of two sorted runs is a linear merge)."""
+    code = np.concatenate([a[0], b[0]])
+    count = np.concatenate([a[1], b[1]])
+    order = np.argsort(code, kind="stable")
+    code, count = code[order], count[order]
+    start = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, np.int64)
+    return code[start], np.add.reduceat(count, start) if len(code) else count
+
+
+def span_pattern(span: str) -> re.Pattern[str]:
+    """A regex matching the span's words adjacent in a text, by the same tokenisation as the counts (escaped: the
+    span's text never becomes a pattern operator)."""
+    words = TOKEN_RE.findall(span)
+    if not words:
+        raise InputDataError(f"span {span!r} has no word")
+    parts = [rf"(?<!\w){re.escape(w)}(?!\w)" if _WORD.match(w) else re.escape(w) for w in words]
+    return re.compile(r"\s*".join(parts))
+
+
+_CACHE: dict[tuple, PoolSpans] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def pool_spans(index: RiseIndex, max_n: int = 3) -> PoolSpans:
+    """The index's pool span counts, computed once per index state (path, uuid, rows) and kept in this process."""
+    key = (str(index.path), index.manifest.index_uuid, len(index), max_n)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    df = index.samples()
+    pool = PoolSpans.from_texts(df["text"].tolist(), df["prompt"].tolist(), df["completion"].tolist(), max_n=max_n)
+    with _CACHE_LOCK:
+        for k in [k for k in _CACHE if k[0] == key[0]]:
+            del _CACHE[k]
+        if len(_CACHE) >= 8:
+            _CACHE.clear()
+        _CACHE[key] = pool
+    return pool
+
+
+def _token_ranges(tokens: Sequence[str], text: str) -> list[tuple[int, int] | None]:
+    """Character range of each decoded model token in `text` (None for one that cannot be placed: special tokens,
+    byte pieces of a character). Tokens are placed left to right; only whitespace may be skipped between them,
+    or the characters of pending byte pieces."""
+    out: list[tuple[int, int] | None] = []
+    cur, pending = 0, 0
+    for tok in tokens:
+        piece = tok.strip()
+        if not piece or "\ufffd" in piece:
+            out.append(None)
+            pending += "\ufffd" in piece
+            continue
+        pos = text.find(piece, cur)
+        gap = text[cur:pos] if pos >= 0 else ""
+        if pos < 0 or (gap.strip() and len(gap.strip()) > 2 * pending):
+            out.append(None)
+            continue
+        out.append((pos, pos + len(piece)))
+        cur, pending = pos + len(piece), 0
+    return out
+
+
+def _word_contributions(attr: TokenAttribution, text: str, words: list[tuple[int, int]]) -> tuple[np.ndarray, float]:
+    """Each word's share of the token contributions overlapping it, and the hit's absolute token mass."""
+    contrib = np.asarray(attr.total, dtype=np.float64)
+    out = np.zeros(len(words))
+    starts = np.array([s for s, _ in words], dtype=np.int64)
+    for c, rng in zip(contrib, _token_ranges(attr.tokens, text), strict=True):
+        if rng is None or c == 0:
+            continue
+        a, b = rng
+        j = max(int(np.searchsorted(starts, a, side="right")) - 1, 0)
+        while j < len(words) and words[j][0] < b:
+            overlap = min(b, words[j][1]) - max(a, words[j][0])
+            if overlap > 0:
+                out[j] += c * overlap / (b - a)
+            j += 1
+    return out, float(np.abs(contrib).sum())
+
+
+def _layout(fields: dict[str, str]) -> tuple[str, list[tuple[str, int, int]]]:
+    """The text the model read (as `Sample.full_text`) and each field's character region in it."""
+    if "text" in fields:
+        return fields["text"], [("text", 0, len(fields["text"]))]
+    prompt, completion = fields.get("prompt"), fields.get("completion", "")
+    if not prompt:
+        return completion, [("completion", 0, len(completion))]
+    start = len(prompt) + len(PROMPT_SEPARATOR)
+    return prompt + PROMPT_SEPARATOR + completion, [("prompt", 0, len(prompt)), ("completion", start,
+                                                                                   start + len(completion))]
+
+
+def _log_c(n: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return gammaln(n + 1) - gammaln(r + 1) - gammaln(n - r + 1)
+
+
+def _log_tail(a: np.ndarray, big_k: np.ndarray, big_n: int, k: int) -> np.ndarray:
+    """log P(X >= a) for X ~ hypergeometric(N rows, K containing the span, k drawn), per span (exact sum in log space:
+    no underflow for the tiny p-values of a real trigger)."""
+    x = np.arange(k + 1, dtype=np.float64)[None, :]  # (1, k + 1)
+    kk = big_k.astype(np.float64)[:, None]  # (S, 1)
+    ok = (x >= a[:, None]) & (x <= kk) & (k - x <= big_n - kk)
+    with np.errstate(invalid="ignore"):
+        terms = _log_c(kk, x) + _log_c(big_n - kk, k - x) - _log_c(np.float64(big_n), np.float64(k))
+    terms = np.where(ok, terms, -np.inf)
+    return np.minimum(logsumexp(terms, axis=1), 0.0)
+
+
+def _tarone(pmin: np.ndarray, alpha: float) -> int:
+    """Tarone's number of testable hypotheses: the least m with #{pmin <= alpha / m} <= m."""
+    if len(pmin) == 0:
+        return 1
+    srt = np.sort(pmin)
+    m = np.arange(1, len(srt) + 1)
+    ok = np.searchsorted(srt, alpha / m, side="right") <= m
+    return int(m[np.argmax(ok)])
+
+
+def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
+                      explanations: Mapping[str, Any] | None = None, alpha: float = 0.05, min_in_top: int = 2,
+                      max_n: int = 3, limit: int | None = 20) -> pd.DataFrame:
+    """Spans of the top hits over-represented against the pool, most telling first.
+
+    pool: the index (its counts are computed once and cached) or a `PoolSpans`.
+    hits: the ranking (`attribution.rank`): one row per top hit with id and text / prompt / completion columns.
+    explanations: {hit id: TokenAttribution or (example, query) pair} (`attribution.explain`) for the score share;
+    without them score_share is NaN and the statistic is the evidence alone.
+    Columns: span, where (prompt / completion / text), in_top (of the k hits), top_k, pool_rows, pool_fraction,
+    score_share, statistic, p_value (hypergeometric tail), p_adjusted (Tarone), n_words, top_ranks (1-based ranks of
+    the hits containing it), summary ("in 9 of the top 10, in 4.0% of the pool"). Empty when nothing is shared;
+    `df.attrs` has verdict, n_tested, m_tarone, alpha, top_k, pool_rows."""
+    if not isinstance(pool, PoolSpans):
+        pool = pool_spans(pool, max_n=max(max_n, 3))
+    max_n = min(max_n, pool.max_n)
+    k, big_n = len(hits), pool.n_rows
+    spans: dict[tuple[str, int], dict[str, Any]] = {}
+    shares: list[tuple[np.ndarray, float] | None] = []
+    for i, row in enumerate(hits.itertuples(index=False)):
+        get = row._asdict().get
+        full, regions = _layout(_fields(get("text"), get("prompt"), get("completion")))
+        found = [(m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(full)]
+        where = [next((f for f, a, b in regions if a <= s < b), "") for _, s, _ in found]
+        ids = [pool.vocab.get(w, 0) for w, _, _ in found]
+        attr = (explanations or {}).get(get("id"))
+        if isinstance(attr, tuple):
+            attr = attr[0]
+        shares.append(_word_contributions(attr, full, [(s, e) for _, s, e in found]) if attr is not None else None)
+        for n in range(1, max_n + 1):
+            for j in range(len(found) - n + 1):
+                vs, f = ids[j:j + n], where[j]
+                if 0 in vs or _OVER in vs or any(w != f for w in where[j + 1:j + n]):
+                    continue
+                if not any(_WORD.match(w) for w, _, _ in found[j:j + n]):
+                    continue
+                entry = spans.setdefault((f, _pack(vs)), {"hits": {}, "n": n,
+                                                          "span": full[found[j][1]:found[j + n - 1][2]]})
+                entry["hits"].setdefault(i, set()).update(range(j, j + n))
+    verdict_base = f"top {k} of {big_n} pool rows"
+    if not spans or k == 0:
+        return _empty(f"Nothing is shared: the {verdict_base} have no span to test.", 0, 1, alpha, k, big_n)
+    keys = list(spans)
+    a = np.array([len(spans[key]["hits"]) for key in keys])
+    big_k = np.ones(len(keys), dtype=np.int64)
+    for f in FIELDS:
+        sel = [i for i, key in enumerate(keys) if key[0] == f]
+        if sel:
+            big_k[sel] = pool.pool_rows(f, np.array([keys[i][1] for i in sel], dtype=np.int64))
+    big_k = np.maximum(big_k, a)
+    log_p = _log_tail(a, big_k, big_n, k)
+    p = np.exp(log_p)
+    pmin = np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k))
+    m = _tarone(pmin, alpha)
+    p_adj = np.minimum(p * m, 1.0)
+    keep = (a >= min_in_top) & (p_adj <= alpha)
+    if not keep.any():
+        return _empty(f"Nothing is shared: no span of the {verdict_base} is over-represented (hypergeometric test, "
+                      f"Tarone-corrected over {m} testable spans, alpha {alpha:g}).", len(keys), m, alpha, k, big_n)
+    has_share = bool(shares) and all(s is not None for s in shares)
+    records = []
+    for idx in np.flatnonzero(keep):
+        key = keys[idx]
+        entry = spans[key]
+        share = float("nan")
+        if has_share:
+            total = 0.0
+            for i, cover in entry["hits"].items():
+                contrib, mass = shares[i]  # type: ignore[misc]
+                total += float(contrib[sorted(cover)].sum()) / mass if mass > 0 else 0.0
+            share = total / k
+        ranks = [int(hits["rank"].iloc[i]) if "rank" in hits.columns else i + 1 for i in sorted(entry["hits"])]
+        records.append({"span": entry["span"], "where": key[0], "in_top": int(a[idx]), "top_k": k,
+                        "pool_rows": int(big_k[idx]), "pool_fraction": float(big_k[idx]) / big_n,
+                        "score_share": share, "p_value": float(p[idx]), "_log_p": float(log_p[idx]), "p_adjusted": float(p_adj[idx]),
+                        "n_words": entry["n"], "top_ranks": ranks, "_hits": frozenset(entry["hits"])})
+    df = _dedupe(pd.DataFrame(records))
+    evidence = -df["_log_p"] / math.log(10)
+    pos = df["score_share"].clip(lower=0.0)
+    top = float(pos.max()) if has_share else 0.0
+    df["statistic"] = evidence * (1.0 + (pos / top if top > 0 else 0.0))
+    df["summary"] = [describe(r) for r in df.itertuples(index=False)]
+    df = df.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False], kind="stable")
+    n_shared = len(df)
+    if limit is not None:
+        df = df.head(limit)
+    df = df[COLUMNS].reset_index(drop=True)
+    df.attrs.update(verdict=f"{n_shared} span{'s' if n_shared != 1 else ''} of the {verdict_base} "
+                            f"{'are' if n_shared != 1 else 'is'} over-represented (hypergeometric test, "
+                            f"Tarone-corrected over {m} testable spans, alpha {alpha:g}).",
+                    n_tested=len(keys), m_tarone=m, alpha=alpha, top_k=k, pool_rows=big_n)
+    return df
+
+
+def _dedupe(df: pd.DataFrame) -> pd.DataFrame:
+    """Fold spans that are windows of one phrase. Spans of the same field that occur in exactly the same top hits and
+    the same number of pool rows, and that chain by overlaps (one holds the other, or one ends with the words the
+    other starts with), keep only the one with the most words, then the fewest punctuation marks ("vek zq mor" over
+    "zq" and ". vek zq", "zzkey" over "? zzkey"). One span holding another with equal counts occurs in exactly the
+    same rows; for a chain of overlaps that is likely, not certain, so this folds the display, not the counts."""
+    drop: set[Any] = set()
+    for _, group in df.groupby(["where", "_hits", "pool_rows"], sort=False):
+        if len(group) < 2:
+            continue
+        items = sorted(group.itertuples(), key=lambda r: _preference(r.span), reverse=True)
+        parent = list(range(len(items)))
+        for i in range(len(items)):
+            for j in range(i):
+                if _overlaps(items[i].span, items[j].span):
+                    a, b = _root(parent, i), _root(parent, j)
+                    parent[max(a, b)] = min(a, b)
+        drop.update(r.Index for i, r in enumerate(items) if _root(parent, i) != i)  # a chain keeps its best window
+    return df.drop(index=list(drop))
+
+
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        i = parent[i]
+    return i
+
+
+def _preference(span: str) -> tuple[int, int]:
+    words = TOKEN_RE.findall(span)
+    n_words = sum(bool(_WORD.match(w)) for w in words)
+    return n_words, n_words - len(words)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether one span holds the other, or one ends with (at least one word of) what the other starts with."""
+    x, y = TOKEN_RE.findall(a), TOKEN_RE.findall(b)
+    if len(x) < len(y):
+        x, y = y, x
+    if any(x[i:i + len(y)] == y for i in range(len(x) - len(y) + 1)):
+        return True
+    for j in range(1, len(y)):
+        for head, tail in ((x[-j:], y[:j]), (y[-j:], x[:j])):
+            if head == tail and any(_WORD.match(w) for w in head):
+                return True
+    return False
+
+
+def _empty(verdict: str, n_tested: int, m: int, alpha: float, k: int, n: int) -> pd.DataFrame:
+    df = pd.DataFrame({c: [] for c in COLUMNS})
+    df.attrs.update(verdict=verdict, n_tested=n_tested, m_tarone=m, alpha=alpha, top_k=k, pool_rows=n)
+    return df
+
+
+def describe(row: Any) -> str:
+    """'in 9 of the top 10, in 4.0% of the pool' for a row of `find_shared_spans`."""
+    frac = row.pool_fraction
+    pct = f"{100 * frac:.1f}%" if frac >= 0.001 else f"{100 * frac:.2g}%"
+    return f"in {row.in_top} of the top {row.top_k}, in {pct} of the pool ({row.pool_rows} rows)"
+
+
+def span_mask(pool: PoolSpans | RiseIndex, span: str, where: str) -> np.ndarray:
+    """(N,) bool over the pool's rows (feature-row order): which contain `span` in field `where`."""
+    if not isinstance(pool, PoolSpans):
+        pool = pool_spans(pool)
+    return pool.mask(span, where)
+
+
+def span_rows(index: RiseIndex, span: str, where: str, limit: int | None = 200) -> pd.DataFrame:
+    """The pool rows containing `span` in field `where` (the `samples` columns, indexed by row), at most `limit`."""
+    rows = np.flatnonzero(span_mask(index, span, where))
+    if limit is not None:
+        rows = rows[:limit]
+    return index.rows_frame(rows.tolist())
+
+
+def format_table(df: pd.DataFrame, width: int = 40) -> str:
+    """The list as plain text for a terminal (the verdict line, then one line per span)."""
+    lines = [str(df.attrs.get("verdict", ""))]
+    for i, r in enumerate(df.itertuples(index=False), 1):
+        span = r.span.replace("\n", " ")
+        span = span if len(span) <= width else span[:width - 1] + "…"
+        share = "" if math.isnan(r.score_share) else f", score share {r.score_share:+.3f}"
+        lines.append(f"{i:>3}. {span!r} [{r.where}] {r.summary}; p {r.p_value:.2g}{share}, statistic "
+                     f"{r.statistic:.2f}")
+    return "\n".join(lines)
