@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import ui
+from explorer import resources, ui
 from explorer.demo import DEMO_ROWS, demo_model
-from explorer.demo_ui import show_backdoor_demo
+from explorer.demo_ui import finish_demo, show_backdoor_demo, start_demo
 
 s = ui.page("home", "RISE attribution explorer")
 st.markdown(
@@ -19,7 +19,7 @@ st.markdown(
 
 st.subheader("Indexes")
 with ui.friendly("list the indexes"):
-    overview = ui.index_overview(s.index_dir)
+    overview = resources.index_overview(s.index_dir)
     if len(overview):
         st.dataframe(overview, hide_index=True)
     else:
@@ -41,6 +41,6 @@ else:
 if st.button("Run the demo", type="primary", key="demo", icon=":material/play_arrow:"):
     st.session_state.pop("_backdoor_demo", None)
     with ui.friendly("start the demo"):
-        ui.start_demo(s)
-ui.finish_demo()
+        start_demo(s)
+finish_demo()
 show_backdoor_demo()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import ui
+from explorer import resources, ui, widgets
 from explorer.build_plan import (
     estimate_index_bytes,
     feature_summary,
@@ -43,7 +43,7 @@ with ui.friendly("read the pool", stop=True):
             st.stop()
         pool_file = PoolFile.from_upload(up)
         df = pool_file.table()
-        fields = ui.field_mapping(df)
+        fields = widgets.field_mapping(df)
     limit = int(st.number_input("Rows to use (0 = all)", 0, None, 0, key="build_limit",
                                 help="Index only the first rows, e.g. to try settings on a small slice first."))
     n_rows = min(len(df), limit) if limit else len(df)
@@ -58,7 +58,7 @@ with ui.friendly("read the pool for fine-tuning"):
                      pool_file.name, s.index_dir)
 
 with ui.friendly("check the settings", stop=True):
-    config = ui.config_form()
+    config = widgets.config_form()
     default_name = index_file_name(model_id, pool_file.name)
     name = st.text_input("Index name", key="build_name", placeholder=default_name).strip()
     target = s.index_dir / (f"{slug(Path(name).stem)}.duckdb" if name else default_name)
@@ -69,12 +69,12 @@ with ui.friendly("check the settings", stop=True):
             f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target}`.{resume}")
     overwrite = st.checkbox("Start from scratch (delete the existing index first)", key="build_overwrite")
 
-job = ui.registry().job(target)
+job = resources.registry().job(target)
 if st.button("Build the index", type="primary", key="build", disabled=bool(job and job.running)):
     with ui.friendly("start the build"):
-        lm = ui.load_lm(model_id)
+        lm = resources.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        ui.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))
+        resources.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))
         st.session_state["build_path"] = str(target)
-ui.show_build(st.session_state.get("build_path"))
+widgets.show_build(st.session_state.get("build_path"))

@@ -5,34 +5,35 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import ui
+from explorer import compare_ui, resources, ui, widgets
 from rise_core.compare import compare_methods
 
 ui.page("compare")
-path = ui.index_picker()
+path = widgets.index_picker()
 if path is None:
     st.stop()
 with ui.friendly("open the index", stop=True):
-    index = ui.open_index(path)
+    index = resources.open_index(path)
 
 left, right = st.columns([3, 1])
 with left:
-    ui.query_inputs(path)
+    widgets.query_inputs(path)
 with right:
-    options = ui.score_controls(index.config)
+    options = widgets.score_controls(index.config)
     k = int(st.number_input("k (top examples compared)", 1, 200, key="top_k", persist_state="session"))
     embed = st.checkbox("MiniLM embeddings", value=True, key="cmp_embed",
                         help="Embeds every pool text once (all-MiniLM-L6-v2 on the CPU), then reuses the embeddings.")
 if st.button("Compare", type="primary", key="compare"):
-    st.session_state["cmp_query"] = ui.query_sample()
+    st.session_state["cmp_query"] = widgets.query_sample()
 
 query = st.session_state.get("cmp_query")
 if query is None:
     st.stop()
-ui.forward_pass_offer(path)
+compare_ui.forward_pass_offer(path)
 with ui.friendly("compare the rankings"):
-    lm = ui.model_for(index)
-    results = compare_methods(index, [query], ui.query_features(index, lm, [query]), options, bm25=ui.bm25_for(path),
-                              embeddings=(lambda: ui.embeddings_for(path)) if embed else None,
-                              forward=ui.forward_for(path), lm=lm)
-    ui.show_comparison(results, index.samples(), k)
+    lm = resources.model_for(index)
+    results = compare_methods(index, [query], resources.query_features(index, lm, [query]), options,
+                              bm25=resources.bm25_for(path),
+                              embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
+                              forward=resources.forward_for(path), lm=lm)
+    compare_ui.show_comparison(results, index.samples(), k)

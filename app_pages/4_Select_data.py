@@ -7,22 +7,22 @@ import math
 import plotly.express as px
 import streamlit as st
 
-from explorer import ui
+from explorer import resources, ui, widgets
 from explorer.uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from explorer.views import results_table, table_bytes
 from rise_core import attribution
 from rise_core.errors import InputDataError
 
 ui.page("select")
-path = ui.index_picker()
+path = widgets.index_picker()
 if path is None:
     st.stop()
 with ui.friendly("open the index", stop=True):
-    index = ui.open_index(path)
+    index = resources.open_index(path)
 
 left, right = st.columns([3, 1])
 with right:
-    options = ui.score_controls(index.config)
+    options = widgets.score_controls(index.config)
 with left:
     source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
     if source == "Type them":
@@ -45,7 +45,7 @@ queries = st.session_state.get("sel_queries")
 if not queries:
     st.stop()
 with ui.friendly("score the pool"):
-    query_fm = ui.query_features(index, ui.model_for(index), list(queries))
+    query_fm = resources.query_features(index, resources.model_for(index), list(queries))
     ranked = attribution.select(index, query_fm, options, fraction=1.0)
     st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries")
     how = st.radio("Keep", ["top N", "a fraction"], horizontal=True, key="sel_how")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-from explorer import ui
+from explorer import resources, ui, widgets
 from explorer.demo import evaluation_task
 from rise_core.bundled import pool_paths, queries_for_pool
 from rise_core.evaluation import evaluate
@@ -28,14 +28,15 @@ with left:
     methods = st.multiselect("Methods", EVALUATE_METHODS, default=[RISE, RISE_RH, RISE_GH, BM25], key="eval_methods",
                              help="\n\n".join(f"**{m}**: {get(m).description}" for m in EVALUATE_METHODS))
     with ui.friendly("check the settings", stop=True):
-        config = ui.config_form()
+        config = widgets.config_form()
 with right:
-    options = ui.score_controls(config, hs_note="hidden_channel is off in the RISE hyperparameters, so λ_hs stays 0.")
+    options = widgets.score_controls(config,
+                                     hs_note="hidden_channel is off in the RISE hyperparameters, so λ_hs stays 0.")
 st.caption(f"Model: `{s.model_id}`. The Stop button at the top right cancels a run at its next stage.")
 if st.button("Run the evaluation", type="primary", key="evaluate"):
     with ui.friendly("run the evaluation"):
         task = evaluation_task(s.data_dir, task_name, int(max_pool), int(max_queries))
-        lm = ui.load_lm(s.model_id) if any(get(m).needs_lm for m in methods) else None
+        lm = resources.load_lm(s.model_id) if any(get(m).needs_lm for m in methods) else None
         with st.status(f"Evaluating on {len(task.pool)} pool rows and {len(task.queries)} queries…",
                        expanded=True) as status:
             report = evaluate(task, lm, methods, config, options, progress=status.write)

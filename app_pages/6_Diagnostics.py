@@ -7,11 +7,11 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import diagnostics_ui as diag
-from explorer import ui
+from explorer import ui, widgets
 from rise_core.diagnostics import default_output_dir
 
 ui.page("diagnostics")
-path = ui.index_picker()
+path = widgets.index_picker()
 if path is None:
     st.stop()
 out_dir = default_output_dir(path)

@@ -17,8 +17,8 @@ they share its `st.cache_resource`, as the sessions of one server do), each attr
 AppTest cannot run two scripts at once (it swaps a process-wide Runtime in and out), so the script runs take turns:
 this checks that sessions share the model and the index and stay correct when interleaved, not parallel rendering.
 Per Attribute click: its run time (forward pass, ranking, the top hit's token explanation) and its wait for a turn;
-errors; how often the model and the index were loaded (`explorer.ui.load_model` and `explorer.jobs.RiseIndex.open`
-are wrapped with counters).
+errors; how often the model and the index were loaded (`explorer.resources.load_model` and
+`explorer.jobs.RiseIndex.open` are wrapped with counters).
 
 Reported: p50 / p95 latency of whole queries and of their two parts (the forward pass; the ranking without it),
 every error with its type and message (goal: none), calls to the model loader, peak RSS (`getrusage`), whether the
@@ -339,11 +339,11 @@ def api_part(args: argparse.Namespace, lm: LoadedModel, base_index: Path, append
 def app_environment(env: dict[str, str]) -> Iterator[tuple[CountingLoader, list[str]]]:
     """RISE_* variables set, and counters on the app's model loader and index opener."""
     import explorer.jobs
-    import explorer.ui
+    import explorer.resources
 
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
-    loader = CountingLoader(explorer.ui.load_model)
+    loader = CountingLoader(explorer.resources.load_model)
     opens: list[str] = []
     real_index = explorer.jobs.RiseIndex
 
@@ -353,11 +353,11 @@ def app_environment(env: dict[str, str]) -> Iterator[tuple[CountingLoader, list[
             opens.append(str(path))
             return real_index.open(path, read_only=read_only)
 
-    explorer.ui.load_model, explorer.jobs.RiseIndex = loader, CountingIndex
+    explorer.resources.load_model, explorer.jobs.RiseIndex = loader, CountingIndex
     try:
         yield loader, opens
     finally:
-        explorer.ui.load_model, explorer.jobs.RiseIndex = loader.loader, real_index
+        explorer.resources.load_model, explorer.jobs.RiseIndex = loader.loader, real_index
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

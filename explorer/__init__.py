@@ -1,8 +1,9 @@
 """The Streamlit explorer's own code, beside `app.py` (the entry point) and `app_pages/` (the pages).
 
-One module per concern. Only `explorer.ui` (page scaffolding, cached resources, widgets) and `explorer.diagnostics_ui`
-(the Diagnostics page's form, run and sections) import streamlit; every other module is plain Python over
-`rise_core`, unit-tested without a script runner:
+One module per concern. The Streamlit glue: `ui` (page scaffolding: the page list, settings, friendly errors),
+`resources` (every cache: models, open indexes, builds, fitted baselines, query features), `widgets` (the shared
+widgets and forms), and one page section each in `compare_ui`, `demo_ui`, `finetune_ui`, `shared_spans_ui` and
+`diagnostics_ui`. Every other module is plain Python over `rise_core`, unit-tested without a script runner:
 
 - `views`: what the pages show -- token highlighting, result tables, ranking comparison, label metrics, exports.
 - `uploads`: what people give the pages -- an uploaded (or bundled) pool file, typed queries, typed lines.

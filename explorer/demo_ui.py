@@ -1,18 +1,73 @@
-"""The retrospective one-click demo on Home: the backdoored model answers a held-out prompt with and without the
-trigger, and the triggered answer is attributed to the pool it learned from, with the tokens that carry the top hit."""
+"""The one-click demo on Home: build (or reuse) the demo index in the background, then either the retrospective
+backdoor demo -- the backdoored model answers a held-out prompt with and without the trigger, and the triggered answer
+is attributed to the pool it learned from, with the tokens that carry the top hit -- or Attribute on a bundled query."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import streamlit as st
 
 from rise_core import attribution
+from rise_core.config import RiseConfig
 from rise_core.generation import GenerationSettings
 from rise_core.samples import Sample
 
-from .ui import PAGES, explanation, friendly, model_for, open_index, query_features, score_options, stream_answer
+from .demo import DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
+from .jobs import BuildJob
+from .resources import explanation, list_indexes, load_lm, model_for, open_index, query_features, start_build
+from .ui import PAGES, Settings, friendly
 from .views import channel_values, highlight_html, results_table
+from .widgets import score_options, show_build, stream_answer
 
 TOP_K = 10
+
+
+def start_demo(s: Settings) -> None:
+    """Build (or reuse) the demo index in the background; `finish_demo` opens the demo when it is ready.
+
+    With the shipped backdoored adapter (the app on the embedded default), the index covers the whole Howdy! pool
+    the adapter learned, and the demo is retrospective: the model answers a held-out prompt with and without the
+    trigger (`show_backdoor_demo`). Otherwise a slice of the pool is indexed with the app's model and Attribute opens
+    on a bundled query."""
+    model_id, backdoored = demo_model(s.data_dir, s.model_id)
+    n_rows = 0 if backdoored else DEMO_ROWS
+    name, pool = demo_pool(s.data_dir, n_rows)
+    path = demo_index_path(s.index_dir, name, model_id, n_rows)
+    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name), "backdoored": backdoored,
+                                 "prompts": backdoor_prompts(s.data_dir) if backdoored else None}
+    entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
+    if entry is not None and entry.get("status") == "complete" and (entry.get("n_samples") or 0) >= len(pool.samples):
+        return
+    lm = load_lm(model_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})"))
+
+
+def finish_demo() -> None:
+    """While the demo index builds, show its progress; once it is ready, open the backdoor demo on this page, or
+    Attribute with the query filled in."""
+    demo = st.session_state.get("_demo")
+    if not demo:
+        return
+    job = show_build(demo["path"])
+    if job is not None and job.status != "done":
+        if not job.running:
+            st.session_state.pop("_demo")
+        return
+    st.session_state.pop("_demo")
+    st.session_state["index_path"] = demo["path"]
+    if demo.get("backdoored"):
+        triggered, clean = demo["prompts"]
+        st.session_state["_backdoor_demo"] = {"path": demo["path"], "triggered": triggered, "clean": clean}
+        return
+    query = demo["query"]
+    if query is not None:
+        st.session_state["query_prompt"] = query.prompt or ""
+        st.session_state["query_completion"] = query.completion or query.text or ""
+        st.session_state["attr_query"] = Sample(prompt=query.prompt, completion=query.completion or query.text,
+                                                id="query")
+    st.switch_page(PAGES["attribute"].path)
 
 
 def _answer(lm, demo: dict, key: str) -> str:

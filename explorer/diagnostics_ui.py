@@ -26,7 +26,7 @@ from rise_core.samples import Sample
 from rise_core.store import RiseIndex
 
 from . import diagnostics_charts as charts
-from . import ui
+from . import resources, ui, widgets
 from .uploads import UPLOAD_TYPES, PoolFile, parse_lines, parse_typed_queries
 
 POOL = "The index's pool"
@@ -69,7 +69,7 @@ def run_form() -> RunChoice:
                                help="Layer gradient energy runs a backward pass per sample: the slowest by far.")
     with right:
         with st.expander("Score options (RH vs GH, fidelity)"):
-            options = ui.score_controls(hs_note="The diagnostics compare the RH and GH channels only.")
+            options = widgets.score_controls(hs_note="The diagnostics compare the RH and GH channels only.")
         force = st.checkbox("Recompute", key="diag_force",
                             help="Compute again even when cached results match the inputs.")
     return RunChoice(source, list(which), options, force)
@@ -90,8 +90,8 @@ def run(path: str, out_dir: Path, choice: RunChoice) -> None:
     """Run the chosen diagnostics on the index's model, config and sketches, with live status lines."""
     if not choice.which:
         raise InputDataError("pick at least one diagnostic")
-    index = ui.open_index(path)
-    lm = ui.model_for(index)
+    index = resources.open_index(path)
+    lm = resources.model_for(index)
     samples = _samples(index, choice.source)
     extractor = index.extractor(lm)
     outcome: dict[str, str] = {}
@@ -117,7 +117,7 @@ def load(path: str, out_dir: Path) -> Cached:
     """The cached results (empty when unreadable: the error is shown)."""
     cached = Cached({}, {}, None)
     with ui.friendly("read the cached diagnostics"):
-        cached = Cached(load_results(out_dir), load_provenance(out_dir), ui.open_index(path).identity())
+        cached = Cached(load_results(out_dir), load_provenance(out_dir), resources.open_index(path).identity())
     if not cached.results:
         st.info("No diagnostics for this index yet: pick the samples and the diagnostics above, then Run.")
     return cached
@@ -159,8 +159,8 @@ def rhgh_section(path: str, cached: Cached, options: ScoreOptions) -> None:
             if not query:
                 raise InputDataError("type a query")
             candidates = parse_lines(st.session_state.get("diag_candidates", ""), "candidate")
-            index = ui.open_index(path)
-            lm = ui.model_for(index)
+            index = resources.open_index(path)
+            lm = resources.model_for(index)
             extractor = index.extractor(lm)
             with st.spinner("Ranking the candidates…"):
                 mine = rh_gh_ranking(lm, query, candidates, index.config, options, sketches=extractor.sketches,

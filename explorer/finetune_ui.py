@@ -14,13 +14,8 @@ from rise_core.finetune import FinetuneConfig
 from .build_plan import slug
 from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
+from .resources import finetune_jobs
 from .ui import friendly
-
-
-@st.cache_resource
-def _jobs() -> dict[str, FinetuneJob]:
-    """Fine-tunes of this server, by output directory (one at a time per directory)."""
-    return {}
 
 
 def default_adapter_name(model_id: str, pool_name: str) -> str:
@@ -47,11 +42,11 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
         st.caption(f"Saved to `{out}`.")
         recipe = FinetuneConfig(rank=int(rank), alpha=2.0 * int(rank), epochs=int(epochs), learning_rate=float(lr),
                                 seed=int(seed))
-        job = _jobs().get(str(out.resolve()))
+        job = finetune_jobs().get(str(out.resolve()))
         if st.button("Start the fine-tune", key="ft_start", disabled=bool(job and job.running)):
             with friendly("start the fine-tune"):
                 job = FinetuneJob(model_id, list(load_samples()), out, recipe, label=pool_name).start()
-                _jobs()[str(out.resolve())] = job
+                finetune_jobs()[str(out.resolve())] = job
         if job is not None:
             _show(str(out.resolve()))
 
@@ -65,7 +60,7 @@ def loss_chart(job: FinetuneJob) -> go.Figure:
 
 
 def _show(key: str) -> None:
-    job = _jobs()[key]
+    job = finetune_jobs()[key]
     if job.running:
         _live(key)
     elif job.status == "failed":
@@ -82,7 +77,7 @@ def _show(key: str) -> None:
 
 @st.fragment(run_every=1.0)
 def _live(key: str) -> None:
-    job = _jobs()[key]
+    job = finetune_jobs()[key]
     if not job.running:
         st.rerun()
     st.progress(job.fraction, text=job.message())

@@ -196,7 +196,8 @@ def test_build_job_eta():
     assert "10/100" in job.message()
 
 
-GLUE = {"ui", "diagnostics_ui", "demo_ui", "finetune_ui"}  # the explorer modules that are Streamlit glue; the others run without streamlit
+# the explorer modules that are Streamlit glue; the others run without streamlit
+GLUE = {"ui", "resources", "widgets", "compare_ui", "diagnostics_ui", "demo_ui", "finetune_ui", "shared_spans_ui"}
 
 
 def test_explorer_modules_do_not_import_streamlit():

@@ -1,0 +1,70 @@
+"""The Compare methods page's view: the offer to run the pool's forward pass (Grad-Sketch), and RISE against the other
+methods -- agreement, the top-k lists side by side, and label metrics when the pool has binary labels."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import streamlit as st
+
+from .resources import forward_for, open_index, run_forward
+from .ui import friendly
+from .views import binary_labels, label_table, top_list
+
+if TYPE_CHECKING:
+    from rise_core.compare import MethodScores
+
+
+def forward_pass_offer(path: str) -> None:
+    """Grad-Sketch needs the model over the whole pool: say what that costs and run it only when asked."""
+    index = open_index(path)
+    slot = st.empty()
+    if forward_for(path) is None:
+        extra = ("" if index.config.hidden_channel
+                 else " The same pass gives hidden cosine (this index has no HS channel).")
+        with slot.container():
+            st.info(f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
+                    f"sample) needs one forward pass of `{index.manifest.model_id}` over all **{len(index)} pool "
+                    f"samples**, about as long as building the index took.{extra}", icon=":material/info:")
+            run = st.button(f"Run Grad-Sketch over {len(index)} pool samples", key="cmp_grad",
+                            icon=":material/play_arrow:")
+        if not run:
+            return
+        with friendly("run the forward pass over the pool"):
+            run_forward(path)
+    if forward_for(path) is not None:
+        slot.caption(f"Grad-Sketch: the forward pass over the {len(index)} pool samples is done (kept while this "
+                     "server runs).")
+
+
+def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:
+    """Agreement of each method with RISE, the methods' top-k lists side by side, and label metrics when the pool has
+    binary labels."""
+    from rise_core.agreement import agreement_table
+    from rise_core.compare import RISE
+
+    ready = {name: r for name, r in results.items() if r.available}
+    for name, r in results.items():
+        if not r.available:
+            st.caption(f"**{name}**: {r.missing}.")
+    n_queries = next(iter(ready.values())).scores.shape[0]
+    per = " per query, averaged" if n_queries > 1 else ""
+    st.markdown(f"**Agreement with RISE** over the whole pool{per}: the share of RISE's top {k} that each method also "
+                "ranks in its top k, and the rank correlations of their scores (1: the same order, -1: reversed).")
+    table = agreement_table({name: r.scores for name, r in ready.items()}, RISE, k)
+    st.dataframe(table, key="cmp_agreement", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in table.columns})
+
+    st.markdown(f"**Top {k} of each method**")
+    for col, (name, r) in zip(st.columns(len(ready)), ready.items(), strict=True):
+        col.markdown(f"**{name}**")
+        col.dataframe(top_list(pool, r.mean(), k), hide_index=True, column_config={
+            "score": st.column_config.NumberColumn(format="%.4f")})
+
+    labels = binary_labels(pool["label"]) if "label" in pool.columns else None
+    if labels is not None and labels.any():
+        st.markdown(f"**Against the pool's labels** ({int(labels.sum())} positives of {labels.size})")
+        st.dataframe(label_table({name: r.mean() for name, r in ready.items()}, labels, k).round(4), key="cmp_labels")
+    else:
+        st.caption("The pool has no binary labels: precision@k and AP are not available.")

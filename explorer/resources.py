@@ -1,0 +1,178 @@
+"""What the explorer keeps between runs, in one place: models, open indexes, builds and fitted baselines shared by
+the server's sessions (`st.cache_resource`), and each session's query features and explanations (session state), so
+moving a slider never reruns the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import streamlit as st
+
+from rise_core.config import ScoreOptions
+from rise_core.models import LoadedModel, load_model
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix
+from rise_core.units import format_bytes
+
+from .jobs import BuildJob, FinetuneJob, IndexRegistry
+
+if TYPE_CHECKING:
+    from rise_core.baselines import BM25Scorer, EmbeddingScorer
+    from rise_core.compare import ForwardVectors
+    from rise_core.explain import TokenAttribution
+    from rise_core.store import RiseIndex
+
+MAX_CACHED_QUERIES = 16
+
+
+# --- shared by every session of the server --------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner="Loading the model (the embedded default takes up to a minute the first time)…",
+                   max_entries=3)
+def load_lm(model_id: str) -> LoadedModel:
+    return load_model(model_id)
+
+
+@st.cache_resource
+def registry() -> IndexRegistry:
+    """Open indexes and running builds, shared by every session of this server."""
+    return IndexRegistry()
+
+
+@st.cache_resource
+def finetune_jobs() -> dict[str, FinetuneJob]:
+    """Fine-tunes of this server, by output directory (one at a time per directory)."""
+    return {}
+
+
+def open_index(path: str | Path) -> RiseIndex:
+    return registry().open(path)
+
+
+def model_for(index: RiseIndex) -> LoadedModel:
+    """The model an index was built with (its features are only comparable with that model's)."""
+    return load_lm(index.manifest.model_id)
+
+
+def start_build(job: BuildJob) -> BuildJob:
+    return registry().start_build(job)
+
+
+def _stamp(index: RiseIndex) -> str:
+    """Changes whenever the index's pool does (a rebuild, an append): the cache key of what is fitted on the pool."""
+    m = index.manifest
+    return f"{m.index_uuid}:{m.updated_at}:{len(index)}"
+
+
+@st.cache_resource(max_entries=4, show_spinner="Indexing the pool for BM25…")
+def _bm25(path: str, stamp: str) -> BM25Scorer:
+    from rise_core.compare import fit_bm25
+
+    return fit_bm25(open_index(path))
+
+
+def bm25_for(path: str | Path) -> BM25Scorer:
+    """A BM25 scorer fitted on the index's pool, in `samples()` order (cached until the index changes)."""
+    return _bm25(str(path), _stamp(open_index(path)))
+
+
+@st.cache_resource(max_entries=2, show_spinner="Embedding the pool with MiniLM…")
+def _embeddings(path: str, stamp: str) -> EmbeddingScorer:
+    from rise_core.compare import fit_embeddings
+
+    return fit_embeddings(open_index(path))
+
+
+def embeddings_for(path: str | Path) -> EmbeddingScorer:
+    """MiniLM embeddings of the index's pool (cached until the index changes); ModelLoadError when not installed."""
+    return _embeddings(str(path), _stamp(open_index(path)))
+
+
+@st.cache_resource
+def _forward_passes() -> dict[tuple[str, str], ForwardVectors]:
+    """Pool forward passes run on request (Grad-Sketch), shared by the sessions of this server: the latest two."""
+    return {}
+
+
+def forward_for(path: str | Path) -> ForwardVectors | None:
+    """The pool's forward-pass vectors if they were computed for the index as it is now, else None."""
+    return _forward_passes().get((str(path), _stamp(open_index(path))))
+
+
+def run_forward(path: str | Path) -> ForwardVectors:
+    """One forward pass of the index's model over its whole pool (Grad-Sketch, hidden states), with a progress bar."""
+    from rise_core.compare import forward_vectors
+
+    index = open_index(path)
+    key, lm = (str(path), _stamp(index)), model_for(index)
+    bar = st.progress(0.0, text=f"Running the model over {len(index)} pool samples…")
+    vectors = forward_vectors(lm, index.sample_list(), index.config,
+                              progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} samples"))
+    bar.empty()
+    store = _forward_passes()
+    store[key] = vectors
+    while len(store) > 2:
+        store.pop(next(iter(store)))
+    return vectors
+
+
+def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
+    """Indexes in the directory (empty when it does not exist yet)."""
+    from rise_core.store import list_indexes as _list
+
+    return _list(index_dir) if index_dir.is_dir() else []
+
+
+def index_overview(index_dir: Path) -> pd.DataFrame:
+    """One row per index for the Home page: model, pool size, dims, size on disk, build status."""
+    rows = []
+    for e in list_indexes(index_dir):
+        job = registry().job(e["path"])
+        if job is not None and job.running:
+            status = f"building now ({job.done}/{job.total or '?'})"
+        elif "error" in e:
+            status = f"unreadable: {e['error']}"
+        else:
+            status = e.get("status")
+        rows.append({"index": Path(e["path"]).name, "model": e.get("model_id"), "pool size": e.get("n_samples"),
+                     "dims (K_r, K_h, K_g)": ", ".join(map(str, e["dims"])) if e.get("dims") else None,
+                     "size on disk": format_bytes(e["size_bytes"]) if e.get("size_bytes") else None,
+                     "build status": status})
+    return pd.DataFrame(rows)
+
+
+# --- kept in the session --------------------------------------------------------------------------------------------
+
+
+def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample]) -> FeatureMatrix:
+    """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model."""
+    from rise_core import attribution
+
+    cache: dict[tuple, FeatureMatrix] = st.session_state.setdefault("_query_features", {})
+    m = index.manifest
+    key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(),
+           tuple((q.prompt, q.completion, q.text) for q in queries))
+    if key not in cache:
+        with st.spinner("Running the model on the query…"):
+            cache[key] = attribution.query_features(index, lm, queries)
+        while len(cache) > MAX_CACHED_QUERIES:
+            cache.pop(next(iter(cache)))
+    return cache[key]
+
+
+def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query: Sample, query_fm: FeatureMatrix,
+                options: ScoreOptions) -> tuple[TokenAttribution, TokenAttribution]:
+    """Token contributions of a hit and of the query (`attribution.explain`), cached in the session."""
+    from rise_core import attribution
+
+    cache = st.session_state.setdefault("_explanations", {})
+    key = (path, index.manifest.created_at, query, hit_id, options)
+    if key not in cache:
+        if len(cache) >= 64:
+            cache.clear()
+        with st.spinner("Explaining…"):
+            cache[key] = attribution.explain(index, lm, str(hit_id), query, query_fm, options)
+    return cache[key]

@@ -1,0 +1,279 @@
+"""The widgets the pages share: the sidebar's index picker, the query inputs and the model's streamed answer, the
+scoring controls (preset picker and λ sliders), the Build and Evaluate forms (field mapping, RISE hyperparameters)
+and a build's live progress. Widget keys are fixed here, so a value typed on one page is there on the next."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rise_core import generation
+from rise_core.config import (
+    CHANNELS,
+    PRESET_SCORING,
+    PRESETS,
+    SAMPLE_NORMS,
+    AppliedScoring,
+    RiseConfig,
+    ScoreOptions,
+    field_choices,
+    field_help,
+)
+from rise_core.errors import InputDataError
+from rise_core.generation import GenerationSettings
+from rise_core.ingest import FieldMap
+from rise_core.models import LoadedModel
+from rise_core.samples import Sample
+from rise_core.units import format_bytes
+
+from .jobs import BuildJob
+from .resources import list_indexes, model_for, open_index, registry
+from .ui import PAGES, friendly, settings
+
+# --- the index --------------------------------------------------------------------------------------------------------
+
+
+def index_picker() -> str | None:
+    """The sidebar's index selector (shared by the pages); None, with a hint, when there is no index yet."""
+    s = settings()
+    with friendly("list the indexes"):
+        entries = [e for e in list_indexes(s.index_dir) if "error" not in e]
+        paths = [e["path"] for e in entries]
+        if not paths:
+            st.info(f"No index in `{s.index_dir}` yet. Build one on the Build index page, or run the demo on Home.")
+            st.page_link(PAGES["build"].path, label="Build an index", icon=PAGES["build"].icon)
+            return None
+        if st.session_state.get("index_path") not in paths:
+            st.session_state["index_path"] = paths[0]
+        by_path = {e["path"]: e for e in entries}
+        chosen = st.sidebar.selectbox(
+            "Index", paths, key="index_path", persist_state="session",
+            format_func=lambda p: f"{Path(p).name} ({by_path[p].get('n_samples', '?')} samples)",
+            help=f"Indexes found in {s.index_dir} (set RISE_INDEX_DIR to look elsewhere).",
+        )
+        entry = by_path[chosen]
+        st.sidebar.caption(f"Model: `{entry.get('model_id')}` · {format_bytes(entry.get('size_bytes'))} · "
+                           f"{entry.get('status')}")
+        return chosen
+    return None
+
+
+# --- scoring ----------------------------------------------------------------------------------------------------------
+
+NO_HS = ("This index has no HS channel (built with hidden_channel off, or before it existed): it is scored on RH + "
+         "GH. Rebuild it with hidden_channel on to weigh HS.")
+# slider range of the channel weights: [0, 2], widened if a preset's weight is larger
+LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values() for c in ("rh", "gh", "hs")))
+# the scoring preset picker: one entry per `PRESET_SCORING` preset, plus the sliders moved away from every preset
+CUSTOM_SCORING = "custom"
+SCORING_PRESET_HELP = {
+    "default": "this project's default (RH + GH + HS)",
+    "paper": "the paper's RISE: its λ and joint normalisation, no HS",
+    "backdoor": "backdoor hunting: the default without HS (λ_hs = 0)",
+    CUSTOM_SCORING: "custom (the sliders below)",
+}
+
+
+def _weighs_hs(config: RiseConfig | None) -> bool:
+    return config is not None and config.hidden_channel
+
+
+def _applicable(config: RiseConfig | None, options: ScoreOptions) -> AppliedScoring:
+    """`options` as they apply to `config`'s channels (None: a page that scores RH and GH only), by the one rule of
+    every path, `ScoreOptions.for_channels`: a missing channel's weight is dropped, with a note."""
+    if config is None:
+        return options.for_channels(CHANNELS[:2], "this page")
+    return options.applied_to(config)
+
+
+def _session_options() -> ScoreOptions:
+    return ScoreOptions(lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
+                        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"])
+
+
+def score_options(config: RiseConfig | None = None) -> ScoreOptions:
+    """The scoring options in the session, as they apply to an index (or evaluation) with `config`."""
+    return _applicable(config, _session_options()).options
+
+
+def _set_scoring(options: ScoreOptions) -> None:
+    for name in ("lambda_rh", "lambda_gh", "lambda_hs", "sample_norm"):
+        st.session_state[name] = getattr(options, name)
+
+
+def _matching_preset() -> str:
+    """The scoring preset the session's sliders equal, else CUSTOM_SCORING."""
+    current = _session_options()
+    for name, preset in PRESET_SCORING.items():
+        if current.sample_norm == preset.sample_norm and all(
+                abs(getattr(current, f"lambda_{c}") - getattr(preset, f"lambda_{c}")) < 1e-9 for c in CHANNELS):
+            return name
+    return CUSTOM_SCORING
+
+
+def _apply_scoring_preset() -> None:
+    name = st.session_state["scoring_preset"]
+    if name in PRESET_SCORING:
+        _set_scoring(PRESET_SCORING[name])
+
+
+def score_controls(config: RiseConfig | None = None, hs_note: str | None = None) -> ScoreOptions:
+    """A scoring preset picker (it sets the controls below), λ_rh / λ_gh sliders, λ_hs when `config` stores the HS
+    channel (else a caption, `hs_note` or the rule's note, says why not), and the per-sample normalisation. Moving
+    them rescores without running the model; the picker then reads 'custom'. Returns the options as applied."""
+    help_ = field_help(ScoreOptions)
+    st.session_state["scoring_preset"] = _matching_preset()  # what the controls hold now
+    st.selectbox("Scoring preset", [*PRESET_SCORING, CUSTOM_SCORING], key="scoring_preset",
+                 on_change=_apply_scoring_preset, format_func=lambda n: f"{n}: {SCORING_PRESET_HELP.get(n, n)}",
+                 help="Sets the weights and the normalisation below (`rise query --preset NAME` does the same); "
+                      "moving them afterwards is allowed.")
+    st.slider("λ_rh (lexical)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_rh", persist_state="session",
+              help=help_["lambda_rh"])
+    st.slider("λ_gh (semantic)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_gh", persist_state="session",
+              help=help_["lambda_gh"])
+    if _weighs_hs(config):
+        st.slider("λ_hs (representation)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_hs", persist_state="session",
+                  help=help_["lambda_hs"])
+    st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
+                 help=help_["sample_norm"])
+    with friendly("apply the scoring weights", stop=True):
+        applied = _applicable(config, _session_options())
+    if applied.notes or not _weighs_hs(config):
+        st.caption(hs_note or applied.note or NO_HS)
+    return applied.options
+
+
+# --- the query --------------------------------------------------------------------------------------------------------
+
+
+def generation_settings() -> GenerationSettings:
+    """Length and sampling of the model's continuation, behind an expander (greedy by default)."""
+    with st.expander("Generation settings"):
+        c1, c2, c3, c4 = st.columns(4)
+        c1.number_input("New tokens", 1, 512, key="gen_max_new_tokens", persist_state="session")
+        c2.number_input("Temperature (0 = greedy)", 0.0, 2.0, step=0.1, key="gen_temperature",
+                        persist_state="session")
+        c3.number_input("Top-p", 0.05, 1.0, step=0.05, key="gen_top_p", persist_state="session")
+        c4.number_input("Seed", 0, 2**31 - 1, key="gen_seed", persist_state="session")
+    return GenerationSettings(max_new_tokens=int(st.session_state["gen_max_new_tokens"]),
+                              temperature=float(st.session_state["gen_temperature"]),
+                              top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))
+
+
+def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) -> str:
+    """The model's answer to `prompt`, written on the page as it is generated; returns it ("" when it says nothing)."""
+    pieces = st.write_stream(generation.stream(lm, prompt, settings))
+    return ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+
+
+def query_inputs(path: str) -> None:
+    """The query's prompt, a button that streams the index's model's continuation, and the (editable) generation."""
+    st.text_area("Prompt", key="query_prompt", persist_state="session", height=80,
+                 help="The instruction or context the generation answers (optional).")
+    index = open_index(path)
+    adapter = index.manifest.model_info.get("adapter")
+    if adapter:
+        st.info(f"This index's model was fine-tuned on its pool (adapter `{Path(adapter['path']).name}`): let it "
+                "answer the prompt, then attribute what it said to the examples it learned from.",
+                icon=":material/school:")
+    gen = generation_settings()
+    if st.button("Generate the continuation with the model", key="generate", icon=":material/auto_awesome:",
+                 type="primary" if adapter else "secondary",
+                 help="Decodes with the index's model (settings above); the text streams in and you may edit it."):
+        with friendly("generate a continuation"):
+            lm = model_for(index)
+            text = stream_answer(lm, st.session_state["query_prompt"], gen)
+            if not text:
+                raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
+            st.session_state["query_completion"] = text
+    st.text_area("Generation (the query to attribute)", key="query_completion", persist_state="session", height=100,
+                 help="The model output whose training-data sources you want; its tokens are the ones that count.")
+
+
+def query_sample() -> Sample | None:
+    """The typed query as a sample (prompt + generation); a warning and None when the generation is empty."""
+    prompt = (st.session_state.get("query_prompt") or "").strip()
+    completion = (st.session_state.get("query_completion") or "").strip()
+    if not completion:
+        st.warning("Type the generation to attribute (or let the model generate it from the prompt).")
+        return None
+    return Sample(prompt=prompt or None, completion=completion, id="query")
+
+
+# --- building ---------------------------------------------------------------------------------------------------------
+
+FIELD_NAMES = ("text", "prompt", "completion", "id", "label")
+NO_COLUMN = "(none)"
+
+
+def field_mapping(df: pd.DataFrame) -> FieldMap:
+    """Selectboxes mapping an uploaded table's columns onto the sample fields, prefilled with a guess."""
+    columns = [NO_COLUMN, *map(str, df.columns)]
+    try:
+        guess = FieldMap.guess(list(df.columns))
+    except InputDataError:  # no recognisable text column: the user maps it
+        guess = FieldMap(text=None, prompt=None, completion=None, id=None, label=None)
+    st.markdown("**Field mapping**: the column with the text (or the prompt and the completion), the id and the label.")
+    cols = st.columns(len(FIELD_NAMES))
+    picked = {}
+    for col, name in zip(cols, FIELD_NAMES, strict=True):
+        current = getattr(guess, name) or NO_COLUMN
+        picked[name] = col.selectbox(name, columns, index=columns.index(current) if current in columns else 0,
+                                     key=f"map_{name}")
+    return FieldMap(**{k: (None if v == NO_COLUMN else v) for k, v in picked.items()})
+
+
+def _apply_preset() -> None:
+    for name, value in PRESETS[st.session_state["build_preset"]].to_dict().items():
+        st.session_state[f"cfg_{name}"] = value
+
+
+def config_form() -> RiseConfig:
+    """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
+    helps, choices = field_help(RiseConfig), field_choices(RiseConfig)
+    for name, value in RiseConfig().to_dict().items():
+        st.session_state.setdefault(f"cfg_{name}", value)
+    with st.expander("RISE hyperparameters (hover a field for what it does)"):
+        st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index("default"), key="build_preset",
+                     on_change=_apply_preset, help="'paper': the paper's exact recipe; 'default': this project's.")
+        cols = st.columns(4)
+        for i, (name, default) in enumerate(RiseConfig().to_dict().items()):
+            col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}
+            if isinstance(default, bool):
+                col.checkbox(name, key=key, **kw)
+            elif name in choices:
+                col.selectbox(name, choices[name], key=key, **kw)
+            elif isinstance(default, float):
+                col.number_input(name, key=key, format="%.3f", **kw)
+            else:
+                col.number_input(name, step=1, key=key, **kw)
+    return RiseConfig(**{name: st.session_state[f"cfg_{name}"] for name in RiseConfig().to_dict()})
+
+
+def show_build(path: str | Path | None) -> BuildJob | None:
+    """Progress of the build of `path` (live while it runs, with a Stop button), or its outcome."""
+    job = registry().job(path) if path else None
+    if job is None:
+        return None
+    if job.running:
+        _live_progress(str(path))
+    elif job.status == "failed":
+        with friendly("build the index"):
+            raise job.error  # type: ignore[misc]
+    elif job.status == "stopped":
+        st.warning(job.message())
+    else:
+        st.success(job.message())
+    return job
+
+
+@st.fragment(run_every=1.0)
+def _live_progress(path: str) -> None:
+    job = registry().job(path)
+    if job is None or not job.running:
+        st.rerun()  # the whole page: show the outcome
+    st.progress(job.fraction, text=job.message())
+    st.button("Stop the build", key=f"stop_{path}", on_click=job.stop, disabled=job.stopping,
+              help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
