@@ -18,9 +18,9 @@ scan `rank` runs) on the memory-mapped .npy features. Neither includes the query
 hits' text from DuckDB (the same for both). Pools up to --duckdb-max rows are also written to a real index and timed
 end to end through `attribution.rank(search='ann' / 'exact')`.
 
-    python benchmarks/ann_scale.py                                   # 100k and 1M, default dims and (16, 8, 28)
-    python benchmarks/ann_scale.py --sizes 100000 --dims default --queries 50
-    python benchmarks/ann_scale.py --sizes 20000 --compare-hnsw 20000  # HNSW build time, for comparison
+    python -m benchmarks.ann_scale                                   # 100k and 1M, default dims and (16, 8, 28)
+    python -m benchmarks.ann_scale --sizes 100000 --dims default --queries 50
+    python -m benchmarks.ann_scale --sizes 20000 --compare-hnsw 20000  # HNSW build time, for comparison
 
 Why IVF with fp16 codes (rise_core.ann): the stored features are fp16 already, so fp16 codes are lossless and the ANN
 file doubles as a memory-mapped copy of the features for the exact rescoring; a query reads only its nprobe cells, and

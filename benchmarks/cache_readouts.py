@@ -1,6 +1,6 @@
 """Run the model once over every task's pool and queries and save the readouts, so experiments rerun without it.
 
-    python benchmarks/cache_readouts.py --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
+    python -m benchmarks.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
 One file per task (<out>/<task>.pt, see `ReadoutCache.save`); dev-sentiment and dev-refusal share their clean rows,
 so they share one file (alpaca.pt).
@@ -13,10 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from dev_tasks import dev_task  # noqa: E402
-
+from benchmarks.dev_tasks import dev_task
 from rise_core.evaluation import load_task  # noqa: E402
 from rise_core.models import load_model  # noqa: E402
 from rise_core.readout_cache import ReadoutCache  # noqa: E402

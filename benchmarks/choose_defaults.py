@@ -1,7 +1,7 @@
 """Choose RISE's defaults on one set of queries and report them on another (README, "Choosing the defaults").
 
-    python benchmarks/cache_readouts.py --out results/readouts          # the forward passes, once (~15 min on CPU)
-    python benchmarks/choose_defaults.py --readouts results/readouts --out results/defaults
+    python -m benchmarks.cache_readouts --out results/readouts          # the forward passes, once (~15 min on CPU)
+    python -m benchmarks.choose_defaults --readouts results/readouts --out results/defaults
 
 Protocol. Every method ranks each task's pool for each query; the metric is auPRC@10 per query, macro-averaged.
 - tune: the bundled pools (howdy, finmed, brainrot; all their queries) and the first half of the queries of
@@ -23,11 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cache_readouts import cache_file, task_by_name  # noqa: E402
-from dev_tasks import TUNED  # noqa: E402
-
+from benchmarks.cache_readouts import cache_file, task_by_name
+from benchmarks.dev_tasks import TUNED
 from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
 from rise_core.evaluation import Task  # noqa: E402
 from rise_core.methods import (  # noqa: E402

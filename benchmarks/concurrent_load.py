@@ -24,10 +24,10 @@ Reported: p50 / p95 latency of whole queries and of their two parts (the forward
 every error with its type and message (goal: none), calls to the model loader, peak RSS (`getrusage`), whether the
 appended rows became visible. A query is "during the build" when it started or ended while the build ran.
 
-    python benchmarks/concurrent_load.py                     # embedded SmolLM2-135M, howdy pool: a few minutes on
+    python -m benchmarks.concurrent_load                     # embedded SmolLM2-135M, howdy pool: a few minutes on
                                                              # 2 idle cores (the 256-row base build is most of it)
-    python benchmarks/concurrent_load.py --tiny              # tiny random model: a quick check (~1 min)
-    python benchmarks/concurrent_load.py --sessions 4 --pool-rows 128 --append-rows 32 --skip-app --json out.json
+    python -m benchmarks.concurrent_load --tiny              # tiny random model: a quick check (~1 min)
+    python -m benchmarks.concurrent_load --sessions 4 --pool-rows 128 --append-rows 32 --skip-app --json out.json
 
 Threads share the cores: on 2 cores, 8 sessions and a build contend for them, so latencies measure that contention.
 """

@@ -7,7 +7,7 @@ task: one forward pass over pool + queries, the full sweep of RISE choices (coun
 normalisation x hidden centring x sample normalisation x channels), and the method table (RISE default, RISE paper
 preset, ablations, hidden cosine, Grad-Sketch, BM25, MiniLM embeddings).
 
-    python benchmarks/dev_eval.py --out results/dev_eval [--tasks finmed,brainrot,howdy] [--max-pool 400]
+    python -m benchmarks.dev_eval --out results/dev_eval [--tasks finmed,brainrot,howdy] [--max-pool 400]
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dev_tasks import read_jsonl, to_sample  # noqa: E402
-
+from benchmarks.dev_tasks import read_jsonl, to_sample
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
 from rise_core.evaluation import Task, evaluate, grad_sketch_dim, sweep
 from rise_core.models import load_model

@@ -1,6 +1,6 @@
 """How the sketch dims (K_r, K_h, K_g) move attribution quality, from one forward pass per task.
 
-    python benchmarks/dims_sweep.py --tasks finmed,brainrot --out results/dims
+    python -m benchmarks.dims_sweep --tasks finmed,brainrot --out results/dims
 
 Bundled tasks by name, or dev-<name> for the real dev pools (see benchmarks/dev_eval.py).
 """
@@ -14,10 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from dev_eval import dev_task  # noqa: E402
-
+from benchmarks.dev_eval import dev_task
 from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
 from rise_core.evaluation import RiseScorer, load_task  # noqa: E402
 from rise_core.metrics import evaluate_rankings  # noqa: E402

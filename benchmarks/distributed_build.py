@@ -7,8 +7,8 @@ worker) is negligible. For each variant it prints the tokens per second of the b
 model loading included), and their ratios to the one-process build at the same threads per model copy. It also
 checks that every variant stored the same features (the sharded build forms the one-process build's batches).
 
-    python benchmarks/distributed_build.py                                   # howdy pool, embedded SmolLM2-135M
-    python benchmarks/distributed_build.py --rows 512 --threads 2 --workers 1,2,4 --json
+    python -m benchmarks.distributed_build                                   # howdy pool, embedded SmolLM2-135M
+    python -m benchmarks.distributed_build --rows 512 --threads 2 --workers 1,2,4 --json
 
 Give each model copy `--threads` cores and keep workers x threads within the machine's cores (and OMP_NUM_THREADS
 set to --threads): oversubscribed cores measure contention, not the build. On a machine shared with other busy

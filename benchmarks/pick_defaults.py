@@ -1,6 +1,6 @@
 """Rank RISE variants across sweep tables (from `rise evaluate --sweep` / benchmarks/dev_eval.py).
 
-    python benchmarks/pick_defaults.py results/dev_eval/*_sweep.csv results/bundled/*_sweep.csv
+    python -m benchmarks.pick_defaults results/dev_eval/*_sweep.csv results/bundled/*_sweep.csv
 
 Prints, per variant, the unified auPRC on every task, the mean over tasks and the mean over the real (dev-*) tasks.
 """

@@ -10,8 +10,8 @@ forward pass:
 and the floor: the time to read the feature matrix's bytes from memory once (a vectorised sum over them).
 Prints each latency and its ratio to the floor, measured in the same run.
 
-    python benchmarks/query_latency.py                       # 10k and 100k samples at the default dims
-    python benchmarks/query_latency.py --sizes 1000000 --threads 1 --json
+    python -m benchmarks.query_latency                       # 10k and 100k samples at the default dims
+    python -m benchmarks.query_latency --sizes 1000000 --threads 1 --json
 
 On a machine shared with other busy processes, pass --threads 1: multi-threaded products then spend their time
 waiting for each other, and the figures measure the contention, not the index.

@@ -2,7 +2,7 @@
 Alpaca rows, 40 of them poisoned with the `BadMagic` trigger -> refusal), written as JSONL under results/ so that
 `rise finetune` and `rise evaluate --pool/--queries` read them like any user's files (never into the repo).
 
-    python benchmarks/retro_tasks.py --out results/retro     # writes <out>/dev-refusal-200_{pool,queries}.jsonl
+    python -m benchmarks.retro_tasks --out results/retro     # writes <out>/dev-refusal-200_{pool,queries}.jsonl
 """
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from dev_tasks import dev_task  # noqa: E402
-
+from benchmarks.dev_tasks import dev_task
 from rise_core.evaluation import Task  # noqa: E402
 
 N_CLEAN = 160  # plus every poisoned row (40): a 200-row pool, 20% poisoned (the issue's probe had the same shape)

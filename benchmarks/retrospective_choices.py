@@ -1,9 +1,9 @@
 """Prospective vs retrospective, and RISE's choices in each: choose on one task, report on another.
 
-    python benchmarks/retro_tasks.py --out results/retro                         # the dev-refusal slice as files
+    python -m benchmarks.retro_tasks --out results/retro                         # the dev-refusal slice as files
     rise finetune results/retro/dev-refusal-200_pool.jsonl --out results/adapters/dev-refusal-200 \
         --rank 16 --alpha 32 --target-modules q_proj,k_proj,v_proj,o_proj --lr 1e-3 --epochs 3 --save-dtype float16
-    python benchmarks/retrospective_choices.py --out results/retro_choices
+    python -m benchmarks.retrospective_choices --out results/retro_choices
 
 Tasks: `howdy` (the bundled pool, model: the shipped adapter data/adapters/howdy_backdoor) is the tune task;
 `dev-refusal-200` (real Alpaca rows, 40 of 200 poisoned with `BadMagic` -> refusal; model: its own fine-tune) is
@@ -26,10 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from retro_tasks import refusal_slice  # noqa: E402
-
+from benchmarks.retro_tasks import refusal_slice
 from rise_core.config import RiseConfig  # noqa: E402
 from rise_core.evaluation import Task, load_task  # noqa: E402
 from rise_core.generation import GenerationSettings  # noqa: E402

@@ -10,9 +10,9 @@ token score shares (`explain`); every method is also summarised on the evidence 
 for like. The trigger's rank: the first span in the prompt that holds one of the trigger's words; "-" when the list
 does not have it (nothing significant, or other spans only).
 
-    python benchmarks/trigger_rank.py --tasks howdy dev-refusal --max-pool 300 --out results/trigger_rank
+    python -m benchmarks.trigger_rank --tasks howdy dev-refusal --max-pool 300 --out results/trigger_rank
 
-Timing of the span statistics on synthetic pools (1k, 100k, 1M rows): python benchmarks/trigger_rank.py --timing
+Timing of the span statistics on synthetic pools (1k, 100k, 1M rows): python -m benchmarks.trigger_rank --timing
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rise_core import RiseConfig, ScoreOptions, build_index, load_model, preset_scoring  # noqa: E402
 from rise_core.attribution import query_features, rank  # noqa: E402
@@ -49,7 +47,7 @@ def load(task: str) -> tuple[list[Sample], list[Sample]]:
         pool = [Sample.coerce(r) for r in read]
         queries = [Sample.coerce(json.loads(line)) for line in (ROOT / "data" / "howdy_queries.jsonl").open()]
         return pool, queries
-    from dev_tasks import dev_task
+    from benchmarks.dev_tasks import dev_task
 
     t = dev_task(task)
     return list(t.pool), list(t.queries)
