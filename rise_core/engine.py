@@ -7,7 +7,9 @@ Two stages, so sweeps and diagnostics can reuse one forward pass:
 2. `sketch_readout`: support selection, sparse residual, g_t = W^T r_t, CountSketch and per-token normalisation;
    `aggregate` sums each sample's tokens (outer composition: one batched matmul, phi_RH[b] = R_hat_b^T H_hat_b;
    tensor composition: products of the factors' spectra, summed per sample, one inverse FFT).
-   `features_from_readout` adds the HS channel: the mean final hidden state minus the pool's mean.
+   `features_from_readout` adds the HS channel: the mean final hidden state minus the pool's mean. For the tensor
+   composition it takes a faster path to the same sums (`_tensor_sums`): CountSketches by scatter-add rather than
+   dense matrices, positions in cache-sized chunks.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .sketch import SketchSet, tensor_product
 logger = logging.getLogger(__name__)
 
 LOGITS_CHUNK = 512  # positions per logits chunk: 512 x V floats at a time
+TENSOR_CHUNK = 256  # positions per step of the tensor composition's sums: (256, D) temporaries, cache-resident
 
 
 @dataclass
@@ -277,6 +280,37 @@ def _sum_tensor(readout: Readout, sk: PositionSketches) -> tuple[torch.Tensor, t
     return channel(sk.r, sk.h), channel(sk.g, sk.h_g)
 
 
+def _tensor_sums(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
+                 hidden_mean: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample tensor-composition features (rh (B, D_rh), gh (B, D_gh)) and each position's |S_t|: the same sums
+    as `aggregate(readout, sketch_readout(...))` (its `_sum_tensor` is the per-position reference), computed faster.
+
+    Per position, each factor is CountSketched by a scatter-add (O(d); `sketch_readout`'s dense (d, D) matrices cost
+    O(d D), more than the FFTs), normalised, and put through one real FFT. The sum over a sample's positions commutes
+    with the inverse FFT, so phi[b] = irfft(sum_t A_t * C_t) with A_t, C_t the factors' spectra: the products are
+    scatter-summed per sample and there is one inverse FFT per sample. Positions go in chunks of TENSOR_CHUNK, so the
+    (chunk, D) temporaries stay in cache (this halves the time against one pass over all positions)."""
+    keep, r_vals, h, g = readout_factors(readout, weight, config, hidden_mean)
+    b, idx, n = readout.n_samples, readout.sample_index, h.shape[0]
+    channels = (  # per channel: its two factors' sketches for a slice of positions
+        (lambda sl: sketches.r.apply_sparse(readout.cand_idx[sl], r_vals[sl]), lambda sl: sketches.h.apply_dense(h[sl])),
+        (lambda sl: sketches.g.apply_dense(g[sl]), lambda sl: sketches.h_g.apply_dense(h[sl])),
+    )
+    dims = (sketches.r.sketch_dim, sketches.g.sketch_dim)
+    totals = [h.new_zeros((b, dim // 2 + 1, 2)) for dim in dims]  # (B, D // 2 + 1, 2): summed spectra as reals
+
+    def spectrum(x: torch.Tensor) -> torch.Tensor:
+        x = _normalise_rows(x) if config.token_norm else x
+        return torch.fft.rfft(x, n=x.shape[1])  # (n_c, D // 2 + 1) complex
+
+    for start in range(0, n, TENSOR_CHUNK):
+        sl = slice(start, min(n, start + TENSOR_CHUNK))
+        for total, (first, second) in zip(totals, channels, strict=True):
+            total.index_add_(0, idx[sl], torch.view_as_real(spectrum(first(sl)) * spectrum(second(sl))))
+    rh, gh = (torch.fft.irfft(torch.view_as_complex(t), n=dim) for t, dim in zip(totals, dims, strict=True))
+    return rh, gh, keep.sum(dim=1)
+
+
 def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None) -> torch.Tensor:
     """(B, d): each sample's mean final hidden state over its counted positions, minus `hidden_mean` (the HS
     channel; zero for a sample with no counted position)."""
@@ -292,13 +326,20 @@ def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None) -> torch.Ten
 
 def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
     """Per-sample RH and GH features (sums over counted positions) and stats, without the HS channel."""
-    b = readout.n_samples
-    dev, dt = sk.r.device, sk.r.dtype
-    counts = torch.bincount(readout.sample_index, minlength=b)
+    counts = torch.bincount(readout.sample_index, minlength=readout.n_samples)
     rh, gh = _sum_outer(readout, sk, counts) if sk.h_g is None else _sum_tensor(readout, sk)
+    return _sample_features(readout, rh, gh, sk.support_size)
+
+
+def _sample_features(readout: Readout, rh: torch.Tensor, gh: torch.Tensor,
+                     support_size: torch.Tensor) -> SampleFeatures:
+    """SampleFeatures from the summed channels (B, D_rh), (B, D_gh), with the per-sample stats."""
+    b = readout.n_samples
+    dev, dt = rh.device, rh.dtype
+    counts = torch.bincount(readout.sample_index, minlength=b)
     n_counted = counts.cpu()
     support_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(
-        0, readout.sample_index, sk.support_size.double())
+        0, readout.sample_index, support_size.double())
     loss_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(0, readout.sample_index, readout.nll.double())
     denom = counts.double().clamp_min(1)
     loss = torch.where(counts > 0, loss_sum / denom, torch.full_like(loss_sum, float("nan")))
@@ -311,7 +352,10 @@ def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
 def features_from_readout(readout: Readout, weight: torch.Tensor, config: RiseConfig, sketches: SketchSet,
                           hidden_mean: torch.Tensor | None = None) -> SampleFeatures:
     """Per-sample features of a readout under `config`: RH, GH and (when `config.hidden_channel`) HS."""
-    feats = aggregate(readout, sketch_readout(readout, weight, config, sketches, hidden_mean))
+    if sketches.h_g is None:
+        feats = aggregate(readout, sketch_readout(readout, weight, config, sketches, hidden_mean))
+    else:
+        feats = _sample_features(readout, *_tensor_sums(readout, weight, config, sketches, hidden_mean))
     if config.hidden_channel:
         if hidden_mean is None:
             raise InputDataError("the HS channel needs the pool's hidden-state mean; call fit_hidden_mean first")
