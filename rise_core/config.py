@@ -238,7 +238,7 @@ class AppliedScoring:
 
 PRESETS: dict[str, RiseConfig] = {
     # Our default, chosen on the tune sets (Howdy!, the bundled pools, halves of three real dev pools) and reported
-    # on held-out real pools (README, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the HS channel
+    # on held-out real pools (docs/EVALUATION.md, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the HS channel
     # (hidden-size values), every predicted token counted, raw sketches, no centring; scored per channel with
     # lambda 1.4 / 1.0 / 1.0.
     "default": RiseConfig(),
@@ -247,7 +247,7 @@ PRESETS: dict[str, RiseConfig] = {
     "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
                         composition="outer", hidden_channel=False),
     # Backdoor hunting: the default index, scored without the HS channel. On the real backdoor report sets RH+GH
-    # scored 0.831 / 0.988 auPRC@10 (dev-sentiment / dev-refusal) against 0.612 / 0.958 with HS weighted (README).
+    # scored 0.831 / 0.988 auPRC@10 (dev-sentiment / dev-refusal) against 0.612 / 0.958 with HS weighted (docs/EVALUATION.md).
     "backdoor": RiseConfig(),
 }
 

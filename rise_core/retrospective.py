@@ -38,7 +38,7 @@ class BehaviourClassifier:
 
     The first criterion tried, the nearer of the two class centroids, called 7 of 40 plain held-out answers of the
     Howdy! fine-tune stories (answers about bees, birds, rainbows: read one by one, none was a story); the majority
-    of the 15 nearest completions agreed with reading on 78 of 80 (README, "Retrospective attribution")."""
+    of the 15 nearest completions agreed with reading on 78 of 80 (docs/EVALUATION.md, "Retrospective")."""
 
     pool: np.ndarray
     """unit embeddings of the pool's completions, (N, d)"""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up (if needed) and start the RISE explorer on the embedded default model: http://localhost:8501
-# It listens on 127.0.0.1 only; RISE_APP_ADDRESS=0.0.0.0 serves it to the network (read the README first).
+# It listens on 127.0.0.1 only; RISE_APP_ADDRESS=0.0.0.0 serves it to the network (read docs/SECURITY.md first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

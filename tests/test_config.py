@@ -17,7 +17,7 @@ def test_defaults_are_the_papers():
 
 
 def test_default_is_the_variant_chosen_on_the_tune_sets():
-    """README, "Real held-out data": TensorSketch 64/24/64 + HS (576 values for SmolLM2), no centring, all tokens,
+    """docs/EVALUATION.md, "Real held-out data": TensorSketch 64/24/64 + HS (576 values for SmolLM2), no centring, all tokens,
     scored per channel with lambda 1.4 / 1.0 / 1.0: 3648 values per sample for a 576-wide model."""
     cfg = preset("default")
     assert cfg == RiseConfig()
