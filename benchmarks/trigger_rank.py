@@ -92,7 +92,7 @@ def run_task(task: str, lm, args: argparse.Namespace, workdir: Path) -> pd.DataF
     pool = subset(pool, args.max_pool)
     queries = queries[:args.max_queries]
     trigger = TRIGGERS[task]
-    path = workdir / f"{task}-{len(pool)}.duckdb"
+    path = workdir / f"{task}-{len(pool)}-{lm.fingerprint()[:12]}.duckdb"  # one index per model
     t0 = time.time()
     if not path.exists():
         build_index(path, pool, lm, RiseConfig(), batch_size=8)
@@ -219,6 +219,8 @@ def main() -> None:
     ap.add_argument("--no-share", action="store_true", help="skip RISE's score-weighted list (it explains every "
                     "hit: one forward pass each)")
     ap.add_argument("--preset", default=None, help="scoring preset for RISE (e.g. backdoor: no HS)")
+    ap.add_argument("--model", default=None, help="model spec (default: the embedded SmolLM2-135M); e.g. "
+                    "data/adapters/howdy_backdoor for the Howdy! pool's backdoored fine-tune (retrospective)")
     ap.add_argument("--index-dir", default=None, help="keep the indexes here (reused when rerun)")
     ap.add_argument("--out", default="results/trigger_rank")
     ap.add_argument("--timing", nargs="*", type=int, default=None, help="synthetic timing at these sizes "
@@ -231,7 +233,7 @@ def main() -> None:
         table.to_csv(out / "timing.csv", index=False)
         print(table.to_markdown(index=False))
         return
-    lm = load_model()
+    lm = load_model(args.model)
     workdir = Path(args.index_dir) if args.index_dir else Path(tempfile.mkdtemp(prefix="trigger_rank_"))
     workdir.mkdir(parents=True, exist_ok=True)
     df = pd.concat([run_task(t, lm, args, workdir) for t in args.tasks], ignore_index=True)
