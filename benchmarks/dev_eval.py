@@ -23,9 +23,9 @@ import numpy as np
 
 from benchmarks.dev_tasks import read_jsonl, to_sample
 from rise_core.config import PRESETS, RiseConfig, ScoreOptions
-from rise_core.evaluation import Task, evaluate, grad_sketch_dim, sweep
+from rise_core.evaluation import Task, evaluate, sweep
 from rise_core.models import load_model
-from rise_core.readout_cache import ReadoutCache
+from rise_core.readout_cache import ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev"

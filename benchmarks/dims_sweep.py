@@ -16,10 +16,10 @@ import pandas as pd
 
 from benchmarks.dev_eval import dev_task
 from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
-from rise_core.evaluation import RiseScorer, load_task  # noqa: E402
+from rise_core.evaluation import load_task  # noqa: E402
 from rise_core.metrics import evaluate_rankings  # noqa: E402
 from rise_core.models import load_model  # noqa: E402
-from rise_core.readout_cache import ReadoutCache  # noqa: E402
+from rise_core.readout_cache import ReadoutCache, RiseScorer  # noqa: E402
 
 DIMS = [(64, 12, 64), (128, 24, 128), (32, 48, 32), (64, 48, 64), (16, 96, 16), (128, 96, 128)]
 

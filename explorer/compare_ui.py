@@ -13,7 +13,7 @@ from .ui import friendly
 from .views import binary_labels, label_table, top_list
 
 if TYPE_CHECKING:
-    from rise_core.compare import MethodScores
+    from rise_core.methods import MethodScores
 
 
 def forward_pass_offer(path: str) -> None:
@@ -42,7 +42,7 @@ def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int
     """Agreement of each method with RISE, the methods' top-k lists side by side, and label metrics when the pool has
     binary labels."""
     from rise_core.agreement import agreement_table
-    from rise_core.compare import RISE
+    from rise_core.methods import RISE
 
     ready = {name: r for name, r in results.items() if r.available}
     for name, r in results.items():

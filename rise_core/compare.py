@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -144,21 +144,6 @@ def cosine_scores(queries: torch.Tensor, pool: torch.Tensor) -> np.ndarray:
 
 
 # --- every method at once -------------------------------------------------------------------------------------------
-
-# names of `rise_core.methods` that this module offered before the registry existed (read lazily: methods imports
-# this module)
-_FROM_METHODS = {"METHODS": "COMPARE_METHODS", "MethodScores": "MethodScores", "RISE": "RISE",
-                 "HIDDEN_COSINE": "HIDDEN_COSINE", "GRAD_SKETCH": "GRAD_SKETCH", "EMBEDDING": "EMBEDDING",
-                 "BM25": "BM25"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_METHODS:
-        from . import methods
-
-        return getattr(methods, _FROM_METHODS[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,
                     options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,

@@ -21,29 +21,9 @@ from .baselines import Scorer
 from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
-from .methods import (  # noqa: F401 - names this module offered before the registry, still imported from here
-    EVALUATE_METHODS,
-    RISE,
-    TEXT_METHODS,
-    MethodScores,
-    TaskSource,
-    cache_time,
-    resolve,
-    rise_variant,
-    run_scorer,
-)
-from .methods import shared_cache as _shared_cache  # noqa: F401
+from .methods import EVALUATE_METHODS, RISE, MethodScores, TaskSource, resolve, rise_variant, run_scorer
 from .metrics import evaluate_rankings
-from .readout_cache import (  # noqa: F401 - the cached scorers' old home
-    CachedCosineScorer,
-    CachedLMScorer,
-    GradSketchScorer,
-    HiddenCosineScorer,
-    ReadoutCache,
-    RiseScorer,
-    channel_options,
-    grad_sketch_dim,
-)
+from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
 
 TASK_KS = {"howdy": (5, 10, 50, 100), "finmed": (5, 10, 50, 100), "brainrot": (5, 10, 25, 50)}

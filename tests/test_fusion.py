@@ -84,8 +84,8 @@ def test_evaluation_runs_rise_fused_with_bm25(tiny_lm):
 def test_a_fused_method_is_charged_the_forward_pass_of_its_lm_part(tiny_lm):
     from rise_core.baselines import BM25Scorer
     from rise_core.config import RiseConfig, ScoreOptions
-    from rise_core.evaluation import RiseScorer, _shared_cache
-    from rise_core.readout_cache import ReadoutCache
+    from rise_core.methods import shared_cache as _shared_cache
+    from rise_core.readout_cache import ReadoutCache, RiseScorer
 
     cache = ReadoutCache(tiny_lm)
     fused = FusionScorer([BM25Scorer(), RiseScorer(cache, RiseConfig(), ScoreOptions())])

@@ -13,17 +13,10 @@ import pandas as pd
 
 from ..bundled import data_dir
 from ..errors import ConfigError
-from ..evaluation import (
-    TASK_KS,
-    ReadoutCache,
-    Task,
-    evaluate,
-    grad_sketch_dim,
-    load_task,
-    sweep,
-)
+from ..evaluation import TASK_KS, Task, evaluate, load_task, sweep
 from ..generation import GenerationSettings
 from ..methods import EVALUATE_METHODS, REGISTRY, resolve
+from ..readout_cache import ReadoutCache, grad_sketch_dim
 from ..retrospective import (
     TRIGGER,
     TRIGGER_POSITIONS,
