@@ -45,12 +45,15 @@ def adapter_dir(typed: str, index_dir: Path) -> Path:
     if not text:
         raise InputDataError(f"give the adapter a name; it is saved under {root}")
     candidate = Path(text).expanduser()
+    target = None
     if len(candidate.parts) == 1 and text not in (".", ".."):
-        return root / slug(text)
-    if candidate.is_absolute() and _inside(candidate, root) and candidate.resolve() != root.resolve():
-        return root / slug(candidate.resolve().relative_to(root.resolve()).parts[0])
-    raise InputDataError(f"the adapter directory {text!r} is outside {root}: the app saves adapters only there. "
-                         "Give a name (e.g. 'howdy-lora'); set RISE_ADAPTER_DIR to move the folder")
+        target = root / slug(text)
+    elif candidate.is_absolute() and _inside(candidate, root) and candidate.resolve() != root.resolve():
+        target = root / slug(candidate.resolve().relative_to(root.resolve()).parts[0])
+    if target is None or not _inside(target, root):  # a name whose folder is a link out of the root is refused too
+        raise InputDataError(f"the adapter directory {text!r} is outside {root}: the app saves adapters only there. "
+                             "Give a name (e.g. 'howdy-lora'); set RISE_ADAPTER_DIR to move the folder")
+    return target
 
 
 def model_roots(index_dir: Path, data_dir: Path) -> list[Path]:

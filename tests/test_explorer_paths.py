@@ -29,6 +29,10 @@ def test_adapter_names_land_under_the_adapter_folder(dirs, monkeypatch):
     for typed in ("/etc", "../x", "a/../../b", str(root / "outside"), str(root / "adapters"), "..", "  "):
         with pytest.raises(InputDataError):
             adapter_dir(typed, index_dir)
+    (root / "adapters" / "linked").symlink_to(root / "outside")  # a folder in the root that is a link out of it
+    for typed in ("linked", str(root / "adapters" / "linked")):
+        with pytest.raises(InputDataError):
+            adapter_dir(typed, index_dir)
     monkeypatch.setenv("RISE_ADAPTER_DIR", str(root / "outside"))
     assert adapter_dir("x", index_dir) == root / "outside" / "x"
 
