@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import resources, ui
+from explorer.counterfactual_ui import shipped_results
 from explorer.demo import DEMO_ROWS, demo_model
 from explorer.demo_ui import finish_demo, show_backdoor_demo, start_demo
 
@@ -44,3 +45,4 @@ if st.button("Run the demo", type="primary", key="demo", icon=":material/play_ar
         start_demo(s)
 finish_demo()
 show_backdoor_demo()
+shipped_results(s.data_dir)  # the shipped leave-k-out check of the demo, if data/counterfactual/howdy has one

@@ -8,6 +8,7 @@ import plotly.express as px
 import streamlit as st
 
 from explorer import resources, ui, widgets
+from explorer.counterfactual_ui import check_section
 from explorer.uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from explorer.views import results_table, table_bytes
 from rise_core import attribution
@@ -64,3 +65,5 @@ with ui.friendly("score the pool"):
     c1.download_button("Download JSONL", table_bytes(chosen, "jsonl"), "selection.jsonl", "application/jsonl",
                        key="dl_jsonl")
     c2.download_button("Download CSV", table_bytes(chosen, "csv"), "selection.csv", "text/csv", key="dl_csv")
+    check_section("sel", path, index, resources.model_for(index), list(queries), options,  # retrain without them
+                  lambda k: list(ranked["id"].head(k)), n, aggregate="mean_score")

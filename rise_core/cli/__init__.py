@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "rise_core.cli.bench",
     "rise_core.cli.ann",
     "rise_core.cli.finetune",
+    "rise_core.cli.counterfactual",
 ]
 
 
