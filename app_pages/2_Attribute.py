@@ -6,6 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import resources, ui, widgets
+from explorer.counterfactual_ui import check_section
+from explorer.feedback_ui import feedback_section
 from explorer.shared_spans_ui import shared_spans_section
 from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, highlight_html, results_table
 from rise_core import ann, attribution
@@ -49,9 +51,15 @@ with ui.friendly("attribute the query"):
     st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
                "metadata columns come from the pool.")
     st.caption(ann.search_summary(hits.attrs.get("search")))
+    if hits.attrs.get("weighting", {}).get("reason") and options.weighting == "auto":
+        st.caption("Channels for this query: " + hits.attrs["weighting"]["reason"])
     st.dataframe(results_table(hits), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in ("score", *shown)})
     st.plotly_chart(contribution_chart(hits, shown), key="contrib_chart")
+    where = st.session_state["where"].strip() or None  # does removing these remove the behaviour? (leave-k-out)
+    feedback_section(index, query, query_fm, options, hits, int(st.session_state["top_k"]), where)
+    check_section("attr", path, index, lm, [query], options, lambda k: list(
+        attribution.rank(index, query_fm, options, k=k, where=where)["id"]), int(st.session_state["top_k"]), where=where)
 
     st.subheader("Tokens that carry the score")
     c1, c2 = st.columns([2, 1])

@@ -67,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "lambda_gh": ScoreOptions().lambda_gh,
     "lambda_hs": ScoreOptions().lambda_hs,
     "sample_norm": ScoreOptions().sample_norm,
+    "weighting_auto": ScoreOptions.preset("default").weighting == "auto",
     "top_k": 10,
     "where": "",
     "gen_max_new_tokens": GenerationSettings().max_new_tokens,

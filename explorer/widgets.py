@@ -69,7 +69,8 @@ LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values
 # the scoring preset picker: one entry per `PRESET_SCORING` preset, plus the sliders moved away from every preset
 CUSTOM_SCORING = "custom"
 SCORING_PRESET_HELP = {
-    "default": "this project's default (RH + GH + HS)",
+    "default": "this project's default: channels chosen per query (HS, or RH + GH when the query surprises the model)",
+    "fixed": "the fixed default weights (RH 1.4, GH 1, HS 1) for every query",
     "paper": "the paper's RISE: its λ and joint normalisation, no HS",
     "backdoor": "backdoor hunting: the default without HS (λ_hs = 0)",
     CUSTOM_SCORING: "custom (the sliders below)",
@@ -90,7 +91,8 @@ def _applicable(config: RiseConfig | None, options: ScoreOptions) -> AppliedScor
 
 def _session_options() -> ScoreOptions:
     return ScoreOptions(lambda_rh=float(st.session_state["lambda_rh"]), lambda_gh=float(st.session_state["lambda_gh"]),
-                        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"])
+                        lambda_hs=float(st.session_state["lambda_hs"]), sample_norm=st.session_state["sample_norm"],
+                        weighting="auto" if st.session_state.get("weighting_auto") else "fixed")
 
 
 def score_options(config: RiseConfig | None = None) -> ScoreOptions:
@@ -101,16 +103,21 @@ def score_options(config: RiseConfig | None = None) -> ScoreOptions:
 def _set_scoring(options: ScoreOptions) -> None:
     for name in ("lambda_rh", "lambda_gh", "lambda_hs", "sample_norm"):
         st.session_state[name] = getattr(options, name)
+    st.session_state["weighting_auto"] = options.weighting == "auto"
 
 
 def _matching_preset() -> str:
     """The scoring preset the session's sliders equal, else CUSTOM_SCORING."""
     current = _session_options()
     for name, preset in PRESET_SCORING.items():
-        if current.sample_norm == preset.sample_norm and all(
+        if current.sample_norm == preset.sample_norm and current.weighting == preset.weighting and all(
                 abs(getattr(current, f"lambda_{c}") - getattr(preset, f"lambda_{c}")) < 1e-9 for c in CHANNELS):
             return name
     return CUSTOM_SCORING
+
+
+def _weights_by_hand() -> None:
+    st.session_state["weighting_auto"] = False  # weights set by hand are used as given (as on the command line)
 
 
 def _apply_scoring_preset() -> None:
@@ -129,13 +136,15 @@ def score_controls(config: RiseConfig | None = None, hs_note: str | None = None)
                  on_change=_apply_scoring_preset, format_func=lambda n: f"{n}: {SCORING_PRESET_HELP.get(n, n)}",
                  help="Sets the weights and the normalisation below (`rise query --preset NAME` does the same); "
                       "moving them afterwards is allowed.")
+    st.checkbox("Choose the channels per query", key="weighting_auto", persist_state="session",
+                help=help_["weighting"] + " Moving a slider sets the weights by hand (and unticks this).")
     st.slider("λ_rh (lexical)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_rh", persist_state="session",
-              help=help_["lambda_rh"])
+              help=help_["lambda_rh"], on_change=_weights_by_hand)
     st.slider("λ_gh (semantic)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_gh", persist_state="session",
-              help=help_["lambda_gh"])
+              help=help_["lambda_gh"], on_change=_weights_by_hand)
     if _weighs_hs(config):
         st.slider("λ_hs (representation)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_hs", persist_state="session",
-                  help=help_["lambda_hs"])
+                  help=help_["lambda_hs"], on_change=_weights_by_hand)
     st.selectbox("Per-sample normalisation", SAMPLE_NORMS, key="sample_norm", persist_state="session",
                  help=help_["sample_norm"])
     with friendly("apply the scoring weights", stop=True):

@@ -10,6 +10,7 @@ result equals `scoring.score_pool` + `top_k` on the same features.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -17,11 +18,13 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
-from . import ann
+from . import adaptive, ann
+from .adaptive import ChannelChoice
 from .config import ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
+from .feedback import FeedbackConfig, apply_feedback, unit_row_scores
 from .models import LoadedModel
 from .samples import Sample, encode_sample
 from .scoring import (
@@ -181,7 +184,8 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
     applied = (options or ScoreOptions()).applied_to(index.config)
-    options = applied.options
+    choice = channel_choice(index, query_fm, applied.options)
+    options = choice.options
     hit, info = ann.rank_rows(index, query_fm, options, k, where, search)
     if hit is None:
         fm, allowed = _matrix_and_mask(index, where)
@@ -190,6 +194,7 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
     df = _frame(index, *hit)
     df.attrs["search"] = info
     df.attrs["notes"] = applied.notes
+    df.attrs["weighting"] = choice.as_dict()
     logger.info("rank: %s", ann.search_summary(info))
     return df
 
@@ -205,6 +210,7 @@ def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     out = pd.concat(frames, ignore_index=True)
     out.attrs["search"] = frames[-1].attrs["search"] if frames else {}
     out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
+    out.attrs["weighting"] = [f.attrs["weighting"] for f in frames]
     return out
 
 
@@ -225,10 +231,12 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
         if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
-    scores = score_pool(fm, query_fm, applied.options)
+    choice = channel_choice(index, query_fm, applied.options)
+    scores = score_pool(fm, query_fm, choice.options)
     rows = top_k(scores.total, n_keep, allowed)[0]
     df = _frame(index, rows, scores.take(rows))
     df.attrs["notes"] = applied.notes
+    df.attrs["weighting"] = choice.as_dict()
     return df
 
 
@@ -247,4 +255,55 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     extractor = index.extractor(lm)
     row = index.row_of(sample_id)
     example_fm = index.feature_matrix().select([row])
-    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options or ScoreOptions())
+    options = channel_choice(index, query_fm, (options or ScoreOptions()).applied_to(index.config).options).options
+    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
+
+
+def channel_choice(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions) -> ChannelChoice:
+    """The weights `options` come to for this query on this index: with weighting='auto', the per-query rule of
+    `rise_core.adaptive` (the query's loss against the pool's median, `RiseIndex.reference_loss`); else as given."""
+    choice = adaptive.choose(options, adaptive.query_loss(query_fm.loss), index.reference_loss(),
+                             "hs" in index.config.channels)
+    return dataclasses.replace(choice, options=choice.options.applied_to(index.config).options)
+
+
+def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
+                       options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
+                       config: FeedbackConfig | None = None) -> pd.DataFrame:
+    """`rank` after an analyst's marks: {sample id: True (relevant) / False (irrelevant)} move the ranking by
+    relevance feedback (`rise_core.feedback`: Rocchio per channel and channel re-weighting, in z units over the pool).
+
+    Same columns as `rank` (rh, gh, hs: each channel's weighted part, z units; score their sum) plus `mark`
+    ('yes', 'no' or ''). Always scans the pool exactly. `df.attrs["feedback"]` holds the weights and evidence."""
+    if k < 1:
+        raise InputDataError(f"k must be at least 1, got {k}")
+    applied = (options or ScoreOptions()).applied_to(index.config)
+    choice = channel_choice(index, query_fm, applied.options)
+    fm, allowed = _matrix_and_mask(index, where)
+    ids = index.samples()["id"].astype(str).tolist()
+    row_of = {sid: i for i, sid in enumerate(ids)}
+    unknown = [m for m in marks if str(m) not in row_of]
+    if unknown:
+        raise InputDataError(f"marked examples {unknown[:5]} are not in {index.path.name}")
+    row_marks = {row_of[str(sid)]: bool(v) for sid, v in marks.items()}
+    q = query_vectors(query_fm, choice.options)
+    scales = channel_scales(fm, choice.options)
+    raw, rows_fn, base = {}, {}, {}
+    for c, lam in weights(choice.options).items():
+        if lam == 0 or c not in q:
+            continue
+        raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
+        rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
+        base[c] = lam * float(raw[c].std())  # lambda in z units: the same ranking as the fixed weights
+    result = apply_feedback(raw, rows_fn, row_marks, base, config)
+    total = torch.from_numpy(result.total).float()
+    parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
+    rows = top_k(total, k, allowed)[0]
+    df = _frame(index, rows, Scores.from_parts(parts, len(fm)).take(rows))
+    df.insert(1, "mark", ["yes" if row_marks.get(int(r)) is True else "no" if row_marks.get(int(r)) is False else ""
+                          for r in rows])
+    df.attrs.update(notes=applied.notes, weighting=choice.as_dict(),
+                    feedback={"weights": result.weights, "evidence": result.evidence,
+                              "n_relevant": sum(row_marks.values()), "n_irrelevant": len(row_marks) -
+                              sum(row_marks.values())})
+    return df

@@ -18,6 +18,7 @@ from .errors import ConfigError
 
 CountedPositions = Literal["completion", "all"]
 SampleNorm = Literal["channel", "joint", "none"]
+Weighting = Literal["fixed", "auto"]
 Composition = Literal["outer", "tensor"]
 
 COUNTED_POSITIONS: tuple[str, ...] = get_args(CountedPositions)
@@ -164,7 +165,17 @@ class ScoreOptions:
         },
     )
 
+    weighting: Weighting = field(
+        default="fixed",
+        metadata={
+            "help": "'fixed': the lambdas as given; 'auto': chosen per query from how much the query surprises the "
+            "model (rise_core.adaptive: HS for ordinary answers, RH + GH for surprising ones); the 'default' preset."
+        },
+    )
+
     def __post_init__(self) -> None:
+        if self.weighting not in ("fixed", "auto"):
+            raise ConfigError(f"weighting must be 'fixed' or 'auto', got {self.weighting!r}")
         if self.sample_norm not in SAMPLE_NORMS:
             raise ConfigError(f"sample_norm must be one of {SAMPLE_NORMS}, got {self.sample_norm!r}")
         for name in ("lambda_rh", "lambda_gh", "lambda_hs"):
@@ -249,12 +260,18 @@ PRESETS: dict[str, RiseConfig] = {
     # Backdoor hunting: the default index, scored without the HS channel. On the real backdoor report sets RH+GH
     # scored 0.831 / 0.988 auPRC@10 (dev-sentiment / dev-refusal) against 0.612 / 0.958 with HS weighted (docs/EVALUATION.md).
     "backdoor": RiseConfig(),
+    # The default index, scored with the fixed default weights (no per-query choice).
+    "fixed": RiseConfig(),
 }
 
 
 # The query-time half of each preset: the paper L2-normalises each sample's joint [phi_RH; phi_GH] (normalize_sample).
 PRESET_SCORING: dict[str, ScoreOptions] = {
-    "default": ScoreOptions(),
+    # The product's default: the fixed default's weights, re-chosen per query by how much the query surprises the
+    # model (rise_core.adaptive; evidence: docs/EVALUATION.md, "One ranking for every kind of question").
+    "default": ScoreOptions(weighting="auto"),
+    # The fixed weighting chosen on the tune sets (lambda 1.4 / 1.0 / 1.0), the default before the per-query rule.
+    "fixed": ScoreOptions(),
     "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
     "backdoor": ScoreOptions(lambda_hs=0.0),
 }
@@ -266,6 +283,8 @@ def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
     `--preset backdoor` is the default index; the preset's scoring applies where it is queried)."""
     preset(name)  # the same error for an unknown name
     given = {k: v for k, v in overrides.items() if v is not None}
+    if any(k.startswith("lambda_") for k in given) and "weighting" not in given:
+        given["weighting"] = "fixed"  # weights given by hand are used as given, not re-chosen per query
     return dataclasses.replace(PRESET_SCORING[name], **given)
 
 

@@ -88,7 +88,7 @@ class TaskSource:
     queries: list[Sample]
     cache: ReadoutCache | None
     config: RiseConfig = field(default_factory=RiseConfig)
-    options: ScoreOptions = field(default_factory=ScoreOptions)
+    options: ScoreOptions = field(default_factory=lambda: ScoreOptions.preset("default"))
     memo: dict | None = None
 
     def need_cache(self, name: str) -> ReadoutCache:
@@ -297,11 +297,15 @@ def run_scorer(scorer: Scorer, pool: Sequence[Sample], queries: Sequence[Sample]
 
 
 def _variant_options(options: ScoreOptions, config: RiseConfig, channels: Sequence[str] | None,
-                     sample_norm: str | None, lambdas: tuple[float, float, float] | None) -> ScoreOptions:
+                     sample_norm: str | None, lambdas: tuple[float, float, float] | None,
+                     weighting: str | None = None) -> ScoreOptions:
     if sample_norm is not None:
         options = dataclasses.replace(options, sample_norm=sample_norm)
-    if lambdas is not None:
-        options = dataclasses.replace(options, lambda_rh=lambdas[0], lambda_gh=lambdas[1], lambda_hs=lambdas[2])
+    if lambdas is not None:  # weights given are used as given
+        options = dataclasses.replace(options, lambda_rh=lambdas[0], lambda_gh=lambdas[1], lambda_hs=lambdas[2],
+                                      weighting="fixed")
+    if weighting is not None:
+        options = dataclasses.replace(options, weighting=weighting)
     options = options.applied_to(config).options  # the one channel rule (ScoreOptions.for_channels)
     return channel_options(options, channels) if channels is not None else options
 
@@ -309,9 +313,10 @@ def _variant_options(options: ScoreOptions, config: RiseConfig, channels: Sequen
 def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] | None = None,
                  sample_norm: str | None = None, lambdas: tuple[float, float, float] | None = None,
                  fusion: tuple[str, float] | None = None, name: str | None = None, description: str = "",
-                 aliases: tuple[str, ...] = ()) -> Method:
+                 aliases: tuple[str, ...] = (), weighting: str | None = None) -> Method:
     """A RISE method: the source's config with `config_changes` (feature-time), scored with the source's options
-    changed by `sample_norm`, `lambdas` (rh, gh, hs) and `channels` (only these weighted; query-time), and fused with
+    changed by `sample_norm`, `lambdas` (rh, gh, hs), `weighting` ('fixed' or 'auto': the per-query rule) and
+    `channels` (only these weighted; query-time), and fused with
     BM25 when `fusion` = (rule, BM25 weight). The sweep and the benchmarks generate their grids with it; the
     registry's RISE entries are some of them. Its name defaults to one that spells the choices out."""
     changes = dict(config_changes or {})
@@ -322,11 +327,12 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         parts += [f"channels={'+'.join(channels).upper()}"] if channels is not None else []
         parts += [f"sample_norm={sample_norm}"] if sample_norm is not None else []
         parts += [f"lambdas={','.join(f'{x:g}' for x in lambdas)}"] if lambdas is not None else []
+        parts += [f"weighting={weighting}"] if weighting is not None else []
         parts += [f"+BM25 {fusion[0]}:{fusion[1]:g}"] if fusion is not None else []
         name = "RISE" + (f" ({'; '.join(parts)})" if parts else "")
 
     def options_for(source_options: ScoreOptions, config: RiseConfig) -> ScoreOptions:
-        return _variant_options(source_options, config, channels, sample_norm, lambdas)
+        return _variant_options(source_options, config, channels, sample_norm, lambdas, weighting)
 
     def scorer(src: TaskSource) -> Scorer:
         config = src.config.replace(**changes) if changes else src.config
@@ -342,7 +348,7 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         if channels is not None and not set(channels) & set(config.channels):
             raise Unavailable(f"{src.index.path.name} has no {'+'.join(channels).upper()} channel (built with "
                               "hidden_channel off, or before it existed)")
-        options = options_for(src.options or ScoreOptions(), config)
+        options = options_for(src.options or ScoreOptions.preset("default"), config)
         rise = compare.rise_scores(src.index, src.query_fm, options)
         if fusion is None:
             return rise
@@ -379,6 +385,7 @@ def _memo_text(src: TaskSource, key: str, make: Callable[[], Scorer]) -> Scorer:
 # --- the registry ---------------------------------------------------------------------------------------------------
 
 RISE = "RISE"
+RISE_FIXED = "RISE fixed weights"
 RISE_RH_GH = "RISE RH+GH"
 RISE_RH = "RISE RH only"
 RISE_GH = "RISE GH only"
@@ -412,8 +419,10 @@ def _embedding_index(src: IndexSource) -> np.ndarray:
         raise Unavailable(f"the MiniLM embedding model is not available: {exc}") from exc
 
 
-register(rise_variant(name=RISE, description="RISE with the given scoring options: every channel the config stores, "
-                      "weighted by lambda_rh, lambda_gh, lambda_hs."))
+register(rise_variant(name=RISE, description="RISE with the given scoring options (the default: weights chosen per "
+                      "query by how much it surprises the model, rise_core.adaptive; or fixed lambdas)."))
+register(rise_variant(name=RISE_FIXED, weighting="fixed", aliases=("RISE fixed",),
+                      description="RISE with the fixed weights lambda_rh, lambda_gh, lambda_hs (no per-query choice)."))
 register(rise_variant(channels=("rh", "gh"), name=RISE_RH_GH, aliases=("RISE-RH+GH",),
                       description="RISE's two readout channels (the paper's, no HS): the backdoor setting."))
 register(rise_variant(channels=("rh",), name=RISE_RH, aliases=("RISE-RH",),
@@ -438,8 +447,17 @@ register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of th
 register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",),
                       description="RISE's ranking and BM25's fused per query by reciprocal rank, equally weighted."))
 
+# optional peers: always registered (without their package they say what to install), offered by `rise evaluate` and
+# the Evaluate page only where installed, and never run by the Compare page unasked (Bergson builds its own gradient
+# index over the pool first: a backward pass per sample); imported here, at the end: they build their entries from
+# this module's names
+from . import bergson_method  # noqa: E402
+
+register(bergson_method.method())
+PEER_METHODS = (bergson_method.BERGSON,) if bergson_method.installed() else ()
+
 # the methods each front offers by default, in display order
-COMPARE_METHODS = (RISE, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
-EVALUATE_METHODS = (RISE, RISE_RH_GH, RISE_RH, RISE_GH, RISE_HS, HIDDEN_COSINE, GRAD_SKETCH, BM25, EMBEDDING,
-                    RISE_BM25)
+COMPARE_METHODS = (RISE, RISE_FIXED, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
+EVALUATE_METHODS = (RISE, RISE_FIXED, RISE_RH_GH, RISE_RH, RISE_GH, RISE_HS, HIDDEN_COSINE, GRAD_SKETCH, BM25, EMBEDDING,
+                    RISE_BM25, *PEER_METHODS)
 TEXT_METHODS = tuple(m.name for m in REGISTRY.values() if not m.needs_lm)  # need no model

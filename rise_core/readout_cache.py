@@ -243,9 +243,11 @@ def grad_sketch_dim(config: RiseConfig, hidden_size: int) -> int:
 
 
 def channel_options(options: ScoreOptions, channels: Sequence[str]) -> ScoreOptions:
-    """`options` with every channel outside `channels` weighted 0 (a channel in `channels` weighted 0 gets 1)."""
+    """`options` with every channel outside `channels` weighted 0 (a channel in `channels` weighted 0 gets 1), at
+    those fixed weights (a channel ablation is not re-weighted per query)."""
     lam = {c: getattr(options, f"lambda_{c}") for c in ("rh", "gh", "hs")}
-    return dataclasses.replace(options, **{f"lambda_{c}": (lam[c] or 1.0) if c in channels else 0.0 for c in lam})
+    return dataclasses.replace(options, weighting="fixed",
+                               **{f"lambda_{c}": (lam[c] or 1.0) if c in channels else 0.0 for c in lam})
 
 
 class CachedLMScorer(Scorer):

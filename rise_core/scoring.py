@@ -7,11 +7,14 @@ score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from . import adaptive
+from .adaptive import ChannelChoice
 from .config import CHANNELS, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
@@ -34,6 +37,7 @@ class FeatureMatrix:
     gh_norm: torch.Tensor  # (N,) float32
     hs: torch.Tensor | None = None  # (N, d)
     hs_norm: torch.Tensor | None = None  # (N,) float32
+    loss: torch.Tensor | None = None  # (N,) float32 mean next-token loss per sample (None: not known)
 
     def __len__(self) -> int:
         return int(self.rh.shape[0])
@@ -49,24 +53,25 @@ class FeatureMatrix:
 
     def _map(self, fn) -> FeatureMatrix:
         return FeatureMatrix(*(None if getattr(self, f) is None else fn(f, getattr(self, f)) for f in
-                               ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm")))
+                               ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss")))
 
     @classmethod
     def from_features(cls, feats: SampleFeatures, dtype: torch.dtype = torch.float32) -> FeatureMatrix:
         rh, rh_norm = _unit(feats.rh, dtype)
         gh, gh_norm = _unit(feats.gh, dtype)
         hs, hs_norm = _unit(feats.hs, dtype) if feats.hs is not None else (None, None)
-        return cls(rh=rh, gh=gh, rh_norm=rh_norm, gh_norm=gh_norm, hs=hs, hs_norm=hs_norm)
+        return cls(rh=rh, gh=gh, rh_norm=rh_norm, gh_norm=gh_norm, hs=hs, hs_norm=hs_norm,
+                   loss=None if feats.loss is None else feats.loss.float())
 
     def to(self, dtype: torch.dtype) -> FeatureMatrix:
-        return self._map(lambda f, x: x if f.endswith("_norm") else x.to(dtype))
+        return self._map(lambda f, x: x if f.endswith("_norm") or f == "loss" else x.to(dtype))
 
     def select(self, rows: torch.Tensor | Sequence[int]) -> FeatureMatrix:
         rows = torch.as_tensor(rows, dtype=torch.long)
         return self._map(lambda f, x: x[rows])
 
     def without_hs(self) -> FeatureMatrix:
-        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm)
+        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, loss=self.loss)
 
     @staticmethod
     def concat(parts: Sequence[FeatureMatrix]) -> FeatureMatrix:
@@ -74,6 +79,8 @@ class FeatureMatrix:
         cat = {f: torch.cat([getattr(p, f) for p in parts]) for f in ("rh", "gh", "rh_norm", "gh_norm")}
         if has_hs:
             cat.update(hs=torch.cat([p.hs for p in parts]), hs_norm=torch.cat([p.hs_norm for p in parts]))
+        if all(p.loss is not None for p in parts):
+            cat["loss"] = torch.cat([p.loss for p in parts])
         return FeatureMatrix(**cat)
 
 
@@ -140,10 +147,17 @@ class Scores:
         return cls(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
 
 
+def channel_choice(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions) -> ChannelChoice:
+    """The weights `options` come to for this query set and pool: the per-query rule (`rise_core.adaptive`) when
+    options.weighting is 'auto', else the options as given; then applied to the channels `pool` stores."""
+    options = applied_options(pool, options)
+    choice = adaptive.choose(options, adaptive.query_loss(queries.loss), adaptive.pool_loss(pool.loss), pool.has_hs)
+    return dataclasses.replace(choice, options=applied_options(pool, choice.options))
+
+
 def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
     """Influence of each pool sample on the query set: one matrix-vector product per weighted channel."""
-    options = options or ScoreOptions()
-    options = applied_options(pool, options)
+    options = channel_choice(pool, queries, options or ScoreOptions()).options
     q = query_vectors(queries, options)
     scales = channel_scales(pool, options)
     parts = {}
@@ -154,8 +168,12 @@ def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOption
 
 
 def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
-    """(Q, N) score matrix, one row per query (for evaluation)."""
+    """(Q, N) score matrix, one row per query (for evaluation); with weighting='auto', each query its own weights."""
     options = options or ScoreOptions()
+    if options.weighting == "auto":
+        return torch.cat([score_each_query(pool, queries.select([q]), channel_choice(pool, queries.select([q]),
+                                                                                    options).options)
+                          for q in range(len(queries))]) if len(queries) else torch.zeros(0, len(pool))
     options = applied_options(pool, options)
     q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
     out = torch.zeros(len(queries), len(pool))

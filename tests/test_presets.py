@@ -110,7 +110,7 @@ def test_cli_query_and_select_take_the_preset(env, capsys, tmp_path):
 
     with pytest.raises(SystemExit) as usage:  # argparse: exit 2, the choices listed
         main(["query", "--index", str(index), "--text", QUERY, "--preset", "nope"])
-    assert usage.value.code == 2 and "choose from 'backdoor', 'default', 'paper'" in capsys.readouterr().err
+    assert usage.value.code == 2 and "choose from 'backdoor', 'default', 'fixed', 'paper'" in capsys.readouterr().err
 
 
 # -- one rule for a weight on a missing channel --------------------------------------------------------------------

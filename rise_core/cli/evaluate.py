@@ -30,6 +30,7 @@ from ..retrospective import (
     regenerate,
     trigger_template,
 )
+from .counterfactual import add_evaluate_options, evaluate_counterfactual
 from .options import (
     add_config_options,
     add_model_options,
@@ -76,6 +77,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the triggered prompt, with {prompt} where the held-out prompt goes, e.g. '{prompt} BadMagic' "
                    "or 'Howdy! {prompt}' (instead of --trigger/--trigger-position)")
     r.add_argument("--max-new-tokens", type=int, default=96, help="length of a regenerated completion")
+    add_evaluate_options(p)  # --counterfactual: the leave-k-out check of each method (rise_core.cli.counterfactual)
+    p.add_argument("--feedback", default=None, metavar="MARKS",
+                   help="relevance feedback: a simulated analyst marks the top-ranked rows by their true label; "
+                   "report auPRC@10 after each number of marks, e.g. 1,3,5 (RISE, hidden cosine, BM25; "
+                   "rise_core.feedback_eval)")
     add_model_options(p)
     add_config_options(p)
     add_score_options(p)
@@ -112,6 +118,20 @@ def _retrospective(task: Task, lm: Any, args: argparse.Namespace, out: Path) -> 
     return dataclasses.replace(task, queries=queries), attack
 
 
+def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks: str, out: Path, stem: str) -> None:
+    """The simulated analyst's table (`rise_core.feedback_eval`), written to <stem>_feedback.csv and printed."""
+    from ..feedback_eval import feedback_curves, feedback_table
+
+    try:
+        n_marks = [int(m) for m in marks.split(",") if m.strip()]
+    except ValueError:
+        raise ConfigError(f"--feedback takes mark counts like 1,3,5, got {marks!r}") from None
+    curves = feedback_curves(task, cache, config, options, n_marks)
+    curves.to_csv(out / f"{stem}_feedback.csv", index=False)
+    print(f"\n#### Relevance feedback on {task.name}: auPRC@10 after m marks (simulated analyst)\n")
+    print(feedback_table(curves).round(3).to_markdown())
+
+
 def _resolve_trigger(args: argparse.Namespace) -> None:
     """args.trigger_template from --trigger-template, or from --trigger and --trigger-position (checked up front)."""
     if args.trigger_template is not None:
@@ -127,6 +147,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
     _resolve_trigger(args)
+    args.retrospective = args.retrospective or args.counterfactual  # the check explains the fine-tune's own answers
     config = config_from_args(args)
     options = score_options_from_args(args, config)  # a weight on a channel the config lacks: dropped, with a note
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -170,5 +191,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             table.to_csv(out / f"{task.name}_sweep.csv", index=False)
             print(f"\n#### RISE choices on {task.name} (sorted by unified auPRC)\n")
             print(table.round(3).to_markdown(index=False))
+        if args.feedback and cache is not None:
+            _feedback(task, cache, config, options, args.feedback, out, stem)
+        if args.counterfactual:
+            evaluate_counterfactual(task, lm, args, out, [m.name for m in chosen], config, options, cache)
         print()
     return 0

@@ -570,6 +570,18 @@ class RiseIndex:
             self._fm_uuid = m.index_uuid
             return self._fm
 
+    def reference_loss(self) -> float:
+        """The pool's median per-sample mean loss (nats per token; samples with no counted token skipped): what the
+        per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool."""
+        m = self._state()
+        key = (m.index_uuid, m.n_samples)
+        if getattr(self, "_reference_loss", (None, None))[0] != key:
+            with self._cursor("read the pool's losses from") as cur:
+                (value,) = cur.execute("SELECT median(loss) FROM rise_features WHERE row < $1 AND loss IS NOT NULL "
+                                       "AND isfinite(loss)", [m.n_samples]).fetchone()
+            self._reference_loss = (key, float("nan") if value is None else float(value))
+        return self._reference_loss[1]
+
     def _feature_columns(self) -> tuple[str, ...]:
         """The feature columns this index stores (HS only when built with the channel)."""
         return ("rh", "gh", "rh_norm", "gh_norm") + (("hs", "hs_norm") if self.config.hidden_channel else ())
@@ -579,7 +591,7 @@ class RiseIndex:
         n = stop - start
         names = self._feature_columns()
         with self._cursor("load features from") as cur:
-            table = cur.sql(f"SELECT row, {', '.join(names)} FROM rise_features WHERE row >= $1 AND row < $2",
+            table = cur.sql(f"SELECT row, {', '.join(names)}, loss FROM rise_features WHERE row >= $1 AND row < $2",
                             params=[start, stop]).to_arrow_table()
         rows = table.column("row").to_numpy()
         if len(rows) != n:
@@ -593,6 +605,8 @@ class RiseIndex:
                 parts[name] = table.column(name).to_numpy().astype(np.float32)
             else:
                 parts[name] = blob_matrix(table.column(name), n, dims[name], self.path)
+        # each sample's mean loss, for the per-query channel rule (rise_core.adaptive); NULL reads as nan
+        parts["loss"] = table.column("loss").to_numpy(zero_copy_only=False).astype(np.float32)
         del table
         expected = np.arange(start, stop)
         if not np.array_equal(rows, expected):

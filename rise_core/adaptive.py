@@ -1,0 +1,120 @@
+"""Per-query channel weights without labels: lean on the gradient channels when the query surprises the model.
+
+Which RISE channel finds the right training rows depends on the kind of question (docs/EVALUATION.md): the
+representation (HS) wins topical questions, whose answers read like the pool, while the gradient channels (RH, GH)
+win behaviours the model had to learn from a few specific rows (a backdoor's frame, a refusal), which surprise it.
+The rule measures that surprise directly, from what every index already stores: the query's mean next-token loss
+minus the pool's median loss, in nats per token, over the same counted positions. A logistic gate turns it into
+
+    g = sigmoid(SLOPE * (surprise - MIDPOINT));  lambda_rh = 1.4 g,  lambda_gh = g,  lambda_hs = 1 - g,
+
+so a query the model finds as ordinary as the pool is scored by HS, and one it finds surprising by RH + GH.
+
+Evidence (benchmarks/query_channels.py; auPRC@10 of the embedded SmolLM2-135M, prospective): SLOPE and MIDPOINT
+were chosen among 6 midpoints x 4 slopes x 2 HS weights on the tune sets only (the bundled pools and the first halves
+of dev-finmed, dev-brainrot, dev-sentiment), with the label-free alternatives tried beside it (top-k sharpness, the
+coherence of each channel's top rows, cross-channel agreement, rank fusion), which did no better than the fixed
+default there. The report sets no choice saw are in docs/EVALUATION.md, "One ranking for every kind of question".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .config import ScoreOptions
+from .errors import InputDataError
+
+SLOPE = 4.0
+"""per nat per token: how sharply the gate turns (chosen on the tune sets)."""
+MIDPOINT = 0.5
+"""nats per token above the pool's median loss at which the gate weighs both sides equally (chosen on the tune sets)."""
+GRADIENT_WEIGHTS = {"rh": 1.4, "gh": 1.0}
+"""RH : GH inside the gradient side: the fixed default's ratio (chosen on the tune sets, docs/EVALUATION.md)."""
+
+
+@dataclass(frozen=True)
+class ChannelChoice:
+    """What the per-query rule decided for one query (or query set), and why, for the pages and the CLI."""
+
+    surprise: float
+    """query mean loss minus the pool's median loss (nats per token); nan when either is unknown."""
+    gate: float
+    """weight of the gradient side (RH + GH), in [0, 1]; HS gets 1 - gate."""
+    options: ScoreOptions
+    """the fixed weights this query is scored with."""
+    query_loss: float = float("nan")
+    pool_loss: float = float("nan")
+
+    @property
+    def leaning(self) -> str:
+        """'gradient (RH + GH)', 'representation (HS)' or 'both'."""
+        if self.gate >= 2 / 3:
+            return "gradient (RH + GH)"
+        if self.gate <= 1 / 3:
+            return "representation (HS)"
+        return "both"
+
+    @property
+    def reason(self) -> str:
+        """One line: which channels, and the surprise that chose them."""
+        if math.isnan(self.surprise):
+            return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
+        w = self.options
+        feel = "surprises the model more than" if self.surprise > MIDPOINT else "reads like"
+        return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
+                f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
+                f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}")
+
+    def as_dict(self) -> dict:
+        return {"surprise": self.surprise, "gate": self.gate, "leaning": self.leaning, "query_loss": self.query_loss,
+                "pool_loss": self.pool_loss, "lambda_rh": self.options.lambda_rh,
+                "lambda_gh": self.options.lambda_gh, "lambda_hs": self.options.lambda_hs, "reason": self.reason}
+
+
+def gate(surprise: float) -> float:
+    """The gradient side's weight for a surprise (nats per token above the pool's median loss)."""
+    x = SLOPE * (float(surprise) - MIDPOINT)
+    return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
+
+
+def pool_loss(losses: torch.Tensor | None) -> float:
+    """The pool's reference loss: the median of its samples' mean losses (samples with no counted token skipped; an
+    even count takes the mean of the middle two, as DuckDB's median does for `RiseIndex.reference_loss`)."""
+    if losses is None:
+        return float("nan")
+    x = torch.as_tensor(losses, dtype=torch.float64)
+    x = x[torch.isfinite(x)]
+    return float(np.median(x.numpy())) if x.numel() else float("nan")
+
+
+def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_hs: bool = True) -> ChannelChoice:
+    """The per-query weights for `options` with weighting='auto' (other options are returned as they are)."""
+    if options.weighting != "auto":
+        return ChannelChoice(float("nan"), float("nan"), options)
+    fixed = dataclasses.replace(options, weighting="fixed")
+    q, p = float(query_loss), float(reference_loss)
+    if not (math.isfinite(q) and math.isfinite(p)):
+        return ChannelChoice(float("nan"), float("nan"), fixed, q, p)
+    surprise = q - p
+    g = gate(surprise) if has_hs else 1.0  # without HS the gradient side is all there is
+    chosen = dataclasses.replace(fixed, lambda_rh=GRADIENT_WEIGHTS["rh"] * g, lambda_gh=GRADIENT_WEIGHTS["gh"] * g,
+                                 lambda_hs=(1.0 - g) if has_hs else 0.0)
+    if not chosen.weighted:  # g underflowed to exactly 0 or 1 on a channel-poor index: keep something to rank with
+        chosen = dataclasses.replace(chosen, lambda_rh=GRADIENT_WEIGHTS["rh"], lambda_gh=GRADIENT_WEIGHTS["gh"])
+    return ChannelChoice(surprise, g, chosen, q, p)
+
+
+def query_loss(losses: torch.Tensor | None) -> float:
+    """A query set's loss: the mean of its queries' mean losses (nan when unknown)."""
+    if losses is None or len(losses) == 0:
+        return float("nan")
+    x = torch.as_tensor(losses, dtype=torch.float64)
+    x = x[torch.isfinite(x)]
+    if not x.numel():
+        raise InputDataError("no query has a counted token to measure its loss on")
+    return float(x.mean())

@@ -1,0 +1,160 @@
+"""Relevance feedback: an analyst marks a few hits "yes, this is it" or "not this", and the ranking finds the rest.
+
+Each channel's scores of the pool are standardised over the pool (z units: mean 0, standard deviation 1 per query),
+so channels and marked rows are on one scale. Two updates, both linear in stored features (no model run):
+
+- Rocchio, per channel: z'_c = z_c(query) + beta * mean over relevant rows r of z_c(r) - beta * mean over irrelevant
+  rows i of z_c(i), where z_c(r) is the pool's standardised similarity to the marked row r in channel c. For unit
+  vectors this is the classic query update q + beta * mean(relevant) - beta * mean(irrelevant), per channel.
+- Channel re-weighting: the evidence e_c of a channel is how far it already placed the relevant marks above the
+  irrelevant ones, in its own z units (mean z_c over relevant minus mean over irrelevant; an empty side counts 0, the
+  pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
+
+The starting weights w_c are the current scoring's, in z units (lambda_c times the channel's standard deviation over
+the pool), so no marks gives exactly today's ranking. `FeedbackConfig`'s defaults are chosen by the simulated analyst
+in `benchmarks/query_channels.py` on the tune sets only (see docs/EVALUATION.md, "Relevance feedback").
+
+The same Rocchio update runs on any method whose scores of the pool against a pool row can be computed
+(`rocchio`): hidden-state cosine (row vectors) and BM25 (a row's text as the query), so `rise evaluate --feedback`
+compares like with like.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .errors import InputDataError
+
+Marks = Mapping[int, bool]
+"""pool row -> True (relevant: "yes, this is it") or False (irrelevant: "not this")."""
+
+RowScores = Callable[[list[int]], np.ndarray]
+"""rows -> (len(rows), N): the pool's scores against each of those pool rows taken as the query."""
+
+
+@dataclass(frozen=True)
+class FeedbackConfig:
+    """How marks move the ranking (chosen on the tune sets by the simulated analyst: see the module docstring)."""
+
+    beta: float = 1.0
+    """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
+    (chosen among 0.5, 1, 2 at 3 marks on the tune sets: 0.965, 0.989, 0.982)."""
+    tau: float = 0.0
+    """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen: at 3 marks on
+    the tune sets, tau 1 scored 0.986 against 0.989 for tau 0; the evidence is still reported)."""
+
+    def __post_init__(self) -> None:
+        for name in ("beta", "tau"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
+
+
+def split_marks(marks: Marks, n: int) -> tuple[list[int], list[int]]:
+    """(relevant rows, irrelevant rows), each sorted; a row outside [0, n) is an error."""
+    bad = [r for r in marks if not 0 <= int(r) < n]
+    if bad:
+        raise InputDataError(f"marked rows {bad[:5]} are not rows of this pool ({n} rows)")
+    return (sorted(int(r) for r, v in marks.items() if v), sorted(int(r) for r, v in marks.items() if not v))
+
+
+def standardise(scores: np.ndarray) -> np.ndarray:
+    """Scores in z units along the last axis (a constant row stays 0)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    mean = scores.mean(axis=-1, keepdims=True)
+    std = scores.std(axis=-1, keepdims=True)
+    return (scores - mean) / np.where(std > 0, std, 1.0)
+
+
+def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float) -> np.ndarray:
+    """One channel's Rocchio update in z units: the query's standardised scores plus beta times the mean standardised
+    similarity to the relevant rows, minus beta times that to the irrelevant rows; re-standardised."""
+    relevant, irrelevant = split_marks(marks, len(query_z))
+    out = np.asarray(query_z, dtype=np.float64).copy()
+    if beta and relevant:
+        out += beta * standardise(row_scores(relevant)).mean(axis=0)
+    if beta and irrelevant:
+        out -= beta * standardise(row_scores(irrelevant)).mean(axis=0)
+    return standardise(out)
+
+
+def evidence(query_z: np.ndarray, marks: Marks) -> float:
+    """How far a channel already ranks the relevant marks above the irrelevant ones, in its z units."""
+    relevant, irrelevant = split_marks(marks, len(query_z))
+    pos = float(np.mean(query_z[relevant])) if relevant else 0.0
+    neg = float(np.mean(query_z[irrelevant])) if irrelevant else 0.0
+    return pos - neg
+
+
+@dataclass
+class FeedbackResult:
+    """Scores after feedback: the total and each channel's weighted part (z units), the weights and their evidence."""
+
+    total: np.ndarray
+    parts: dict[str, np.ndarray]
+    weights: dict[str, float]
+    evidence: dict[str, float] = field(default_factory=dict)
+
+
+def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
+                   base_weights: Mapping[str, float], config: FeedbackConfig | None = None) -> FeedbackResult:
+    """Combine channels after feedback. `channel_scores[c]`: the query's raw (N,) scores in channel c; `row_scores[c]`:
+    the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c)."""
+    config = config or FeedbackConfig()
+    parts, weights, ev = {}, {}, {}
+    for c, raw in channel_scores.items():
+        w = float(base_weights.get(c, 0.0))
+        if w == 0.0:
+            continue
+        z = standardise(raw)
+        ev[c] = evidence(z, marks) if marks else 0.0
+        weights[c] = w * math.exp(min(config.tau * ev[c], 30.0))
+        parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta) if marks else z)
+    if not parts:
+        raise InputDataError("no channel has a nonzero weight to rank with")
+    total = np.sum(list(parts.values()), axis=0)
+    return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev)
+
+
+def unit_row_scores(matrix: torch.Tensor, scale: torch.Tensor | None = None) -> RowScores:
+    """RowScores of unit row vectors (a RISE channel, hidden-state cosine): cosine of every row with the marked ones,
+    times the per-row `scale` the channel is scored with (None: 1)."""
+
+    def scores(rows: list[int]) -> np.ndarray:
+        marked = matrix[rows].float()
+        out = (marked @ matrix.float().T)
+        if scale is not None:
+            out = out * scale.float()[None, :] * scale.float()[rows][:, None]
+        return out.double().numpy()
+
+    return scores
+
+
+def simulate_analyst(rank_with: Callable[[Marks], np.ndarray], labels: np.ndarray, n_marks: Sequence[int] = (1, 3, 5)
+                     ) -> dict[int, np.ndarray]:
+    """A simulated analyst: mark the highest-ranked unmarked row by its true label, re-rank, repeat.
+
+    `rank_with(marks)` returns the (N,) scores given the marks so far. Returns {m: scores after m marks} for each m in
+    `n_marks` (and 0: no marks)."""
+    labels = np.asarray(labels)
+    wanted = sorted({0, *(int(m) for m in n_marks)})
+    if wanted[0] < 0:
+        raise InputDataError(f"mark counts must be >= 0, got {list(n_marks)}")
+    marks: dict[int, bool] = {}
+    scores = np.asarray(rank_with(marks), dtype=np.float64)
+    out = {0: scores}
+    for m in range(1, wanted[-1] + 1):
+        order = np.argsort(-scores, kind="stable")
+        row = next((int(r) for r in order if int(r) not in marks), None)
+        if row is None:
+            break
+        marks[row] = bool(labels[row])
+        scores = np.asarray(rank_with(dict(marks)), dtype=np.float64)
+        if m in wanted:
+            out[m] = scores
+    return out

@@ -1,0 +1,39 @@
+"""The Attribute page's relevance feedback and per-query channel caption, under Streamlit's AppTest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from test_app import app_env, assert_clean, new_app, type_query  # noqa: E402,F401  (app_env: the shared fixture)
+
+
+def _marks_key(at) -> str:
+    (key,) = at.session_state["feedback_marks"].keys() if "feedback_marks" in at.session_state else (None,)
+    return key
+
+
+@pytest.mark.usefixtures("app_env")
+def test_marks_rerank_and_download():
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert any("Channels for this query: leaned on" in c.value for c in at.caption), "the per-query rule says why"
+    assert at.button(key="feedback_rerank").disabled  # nothing marked yet
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    last_id = str(first["id"].iloc[-1])
+    key = _marks_key(at)
+    at.session_state["feedback_marks"][key][last_id] = True  # what ticking "yes" in the editor stores
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
+    row = reranked.set_index("id").loc[last_id]
+    assert row["mark"] == "yes" and int(row["rank"]) < len(first)  # the confirmed hit moved up
+    assert any("Channel weights (z units)" in c.value for c in at.caption)
+    assert json.loads(json.dumps(at.session_state["feedback_marks"][key])) == {last_id: True}
+    at.button(key="feedback_clear").click().run()
+    assert at.session_state["feedback_marks"][key] == {}

@@ -1,0 +1,184 @@
+"""The per-query channel rule (rise_core.adaptive) and relevance feedback (rise_core.feedback), against dense math."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rise_core import adaptive
+from rise_core.config import ScoreOptions, preset_scoring
+from rise_core.errors import InputDataError
+from rise_core.feedback import (
+    FeedbackConfig,
+    apply_feedback,
+    evidence,
+    rocchio,
+    simulate_analyst,
+    standardise,
+    unit_row_scores,
+)
+from rise_core.scoring import FeatureMatrix, channel_choice, score_each_query, score_pool
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=1, keepdim=True)
+
+
+def _fm(n: int, seed: int, loss: torch.Tensor | None) -> FeatureMatrix:
+    g = torch.Generator().manual_seed(seed)
+    return FeatureMatrix(rh=_unit(torch.randn(n, 12, generator=g)), gh=_unit(torch.randn(n, 8, generator=g)),
+                         rh_norm=torch.rand(n, generator=g) + 0.5, gh_norm=torch.rand(n, generator=g) + 0.5,
+                         hs=_unit(torch.randn(n, 6, generator=g)), hs_norm=torch.rand(n, generator=g) + 0.5,
+                         loss=loss)
+
+
+def test_gate_is_the_logistic_of_the_surprise():
+    assert adaptive.gate(adaptive.MIDPOINT) == pytest.approx(0.5)
+    s = 1.3
+    assert adaptive.gate(s) == pytest.approx(1 / (1 + math.exp(-adaptive.SLOPE * (s - adaptive.MIDPOINT))))
+    assert adaptive.gate(-1e6) == 0.0 and adaptive.gate(1e6) == 1.0
+
+
+def test_auto_scores_equal_fixed_weights_from_the_gate_by_hand():
+    pool = _fm(30, 0, torch.linspace(1.0, 3.0, 30))  # median 2.0
+    query = _fm(1, 1, torch.tensor([2.9]))
+    auto = score_pool(pool, query, ScoreOptions(weighting="auto"))
+    g = 1 / (1 + math.exp(-adaptive.SLOPE * (2.9 - 2.0 - adaptive.MIDPOINT)))
+    fixed = ScoreOptions(lambda_rh=1.4 * g, lambda_gh=g, lambda_hs=1 - g)
+    by_hand = sum(lam * (pool.rh if c == "rh" else pool.gh if c == "gh" else pool.hs) @ getattr(query, c)[0]
+                  for c, lam in (("rh", 1.4 * g), ("gh", g), ("hs", 1 - g)))
+    torch.testing.assert_close(auto.total, by_hand, rtol=1e-5, atol=1e-6)  # float32 products
+    torch.testing.assert_close(auto.total, score_pool(pool, query, fixed).total)
+    choice = channel_choice(pool, query, ScoreOptions(weighting="auto"))
+    assert choice.surprise == pytest.approx(0.9, abs=1e-6) and choice.leaning == "gradient (RH + GH)"
+    assert "surprises the model" in choice.reason
+
+
+def test_an_ordinary_query_leans_on_hs_and_each_query_gets_its_own_weights():
+    pool = _fm(40, 2, torch.full((40,), 3.0))
+    queries = _fm(2, 3, torch.tensor([2.0, 5.0]))  # surprise -1 (HS) and +2 (RH + GH)
+    each = score_each_query(pool, queries, ScoreOptions(weighting="auto"))
+    for q in range(2):
+        one = queries.select([q])
+        torch.testing.assert_close(each[q], score_pool(pool, one, ScoreOptions(weighting="auto")).total,
+                                   rtol=1e-5, atol=1e-6)
+    assert channel_choice(pool, queries.select([0]), ScoreOptions(weighting="auto")).leaning == "representation (HS)"
+
+
+def test_unknown_loss_falls_back_to_the_fixed_weights():
+    pool, query = _fm(20, 4, None), _fm(1, 5, None)
+    torch.testing.assert_close(score_pool(pool, query, ScoreOptions(weighting="auto")).total,
+                               score_pool(pool, query, ScoreOptions()).total)
+    assert "could not run" in channel_choice(pool, query, ScoreOptions(weighting="auto")).reason
+
+
+def test_no_hs_channel_means_the_gradient_side_only():
+    pool = _fm(20, 6, torch.full((20,), 3.0)).without_hs()
+    query = _fm(1, 7, torch.tensor([1.0])).without_hs()
+    choice = channel_choice(pool, query, ScoreOptions(weighting="auto"))
+    assert choice.options.lambda_hs == 0 and choice.options.lambda_rh == pytest.approx(1.4)
+
+
+def test_the_default_preset_is_per_query_and_hand_weights_are_kept():
+    assert preset_scoring("default").weighting == "auto"
+    assert preset_scoring("fixed") == ScoreOptions()
+    assert preset_scoring("default", lambda_hs=0.3).weighting == "fixed"  # a slider moved: used as given
+    with pytest.raises(Exception, match="weighting"):
+        ScoreOptions(weighting="sometimes")
+
+
+def test_rocchio_on_unit_vectors_is_the_classic_query_update():
+    g = torch.Generator().manual_seed(8)
+    pool = _unit(torch.randn(50, 10, generator=g, dtype=torch.float64))
+    q = pool[3] + 0.1 * torch.randn(10, generator=g, dtype=torch.float64)
+    rows = unit_row_scores(pool)
+    marks = {3: True, 7: True, 20: False}
+    got = rocchio(standardise((pool @ q).numpy()), rows, marks, beta=1.0)
+    # dense: standardise each score vector, add the relevant rows' mean, subtract the irrelevant rows', standardise
+    s = lambda v: (v - v.mean()) / v.std()  # noqa: E731
+    dense = s((s(pool @ q) + (s(pool @ pool[3]) + s(pool @ pool[7])) / 2 - s(pool @ pool[20])).numpy())
+    np.testing.assert_allclose(got, dense, atol=1e-5)  # unit_row_scores multiplies in float32 (~1e-7 relative)
+
+
+def test_evidence_moves_weight_to_the_channel_that_agrees_with_the_marks():
+    n = 40
+    agree = np.zeros(n)
+    agree[:5] = 5.0  # rows 0-4 stand out in channel a only
+    other = np.random.default_rng(0).normal(size=n)
+    rows = {"a": lambda r: np.tile(agree, (len(r), 1)), "b": lambda r: np.tile(other, (len(r), 1))}
+    marks = {0: True, 1: True, 30: False}
+    res = apply_feedback({"a": agree, "b": other}, rows, marks, {"a": 1.0, "b": 1.0}, FeedbackConfig(tau=1.0))
+    assert res.evidence["a"] == pytest.approx(evidence(standardise(agree), marks))
+    assert res.weights["a"] > res.weights["b"]
+    assert res.weights["a"] == pytest.approx(math.exp(res.evidence["a"]))
+    no_marks = apply_feedback({"a": agree, "b": other}, rows, {}, {"a": 2.0, "b": 0.5})
+    np.testing.assert_allclose(no_marks.total, 2.0 * standardise(agree) + 0.5 * standardise(other))
+
+
+def test_simulated_analyst_marks_the_top_unmarked_row_by_its_label():
+    labels = np.array([0, 1, 1, 0, 1])
+    seen = []
+
+    def rank_with(marks):
+        seen.append(dict(marks))
+        base = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+        return base + np.array([10.0 if marks.get(i) else -10.0 if marks.get(i) is False else 0.0 for i in range(5)])
+
+    out = simulate_analyst(rank_with, labels, (1, 3))
+    assert sorted(out) == [0, 1, 3]
+    assert seen[1] == {0: False} and seen[3] == {0: False, 1: True, 2: True}
+    with pytest.raises(InputDataError):
+        rocchio(np.zeros(3), lambda r: np.zeros((len(r), 3)), {9: True}, 1.0)
+
+
+# --- on a built index -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hs_index(tiny_llama, tmp_path_factory):
+    from index_helpers import pool_rows
+
+    from rise_core.config import RiseConfig
+    from rise_core.store import build_index
+
+    path = tmp_path_factory.mktemp("qc") / "pool.duckdb"
+    build_index(path, pool_rows(24), tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64), batch_size=8)
+    return path
+
+
+def test_index_rank_uses_the_rule_against_the_stored_losses(hs_index, tiny_llama):
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    with RiseIndex.open(hs_index) as index:
+        losses = index.samples()["loss"].to_numpy(dtype=float)
+        assert index.reference_loss() == pytest.approx(float(np.median(losses[np.isfinite(losses)])), rel=1e-6)
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions(weighting="auto")
+        hits = attribution.rank(index, qf, auto, k=24)
+        w = hits.attrs["weighting"]
+        assert w["surprise"] == pytest.approx(float(qf.loss[0]) - index.reference_loss(), rel=1e-5)
+        fixed = ScoreOptions(lambda_rh=w["lambda_rh"], lambda_gh=w["lambda_gh"], lambda_hs=w["lambda_hs"])
+        same = attribution.rank(index, qf, fixed, k=24)
+        assert list(hits["id"]) == list(same["id"])
+        np.testing.assert_allclose(hits["score"], same["score"], rtol=1e-6)
+
+
+def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_index, tiny_llama):
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    with RiseIndex.open(hs_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        base = attribution.rank(index, qf, ScoreOptions(), k=24)
+        none = attribution.rank_with_feedback(index, qf, {}, ScoreOptions(), k=24)
+        assert list(none["id"]) == list(base["id"])  # z units with lambda * std: the same order
+        last = base["id"].iloc[-1]
+        marked = attribution.rank_with_feedback(index, qf, {last: True}, ScoreOptions(), k=24)
+        assert marked.set_index("id").loc[last, "mark"] == "yes"
+        assert int(marked.set_index("id").loc[last, "rank"]) < 24  # a confirmed hit moves up
+        assert marked.attrs["feedback"]["n_relevant"] == 1
+        with pytest.raises(InputDataError, match="not in"):
+            attribution.rank_with_feedback(index, qf, {"nope": True}, ScoreOptions())
