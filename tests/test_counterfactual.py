@@ -330,7 +330,6 @@ def test_cli_evaluate_counterfactual(env, tmp_path, capsys, keyword_classifier):
 # --- the explorer ---------------------------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT = 90
 
 
 @pytest.fixture
@@ -343,30 +342,12 @@ def app(env, monkeypatch, keyword_classifier):
     return env
 
 
-def new_app(page: str | None = None):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    if page is not None:
-        at.switch_page(page).run()
-    return at
+from test_app import new_app, wait_until  # noqa: E402  (the app tests' helpers)
 
 
 def assert_clean(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not [e.value for e in at.error], [e.value for e in at.error]
-
-
-def wait_until(at, done, timeout: float = 90.0):
-    import time
-
-    end = time.monotonic() + timeout
-    while not done(at):
-        assert time.monotonic() < end, "timed out waiting for the app"
-        assert_clean(at)
-        time.sleep(0.3)
-        at.run()
-    return at
 
 
 def test_attribute_page_check_runs_in_the_background_with_stop_and_resume(app, finished, monkeypatch):
