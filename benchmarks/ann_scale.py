@@ -11,16 +11,20 @@ second one keeps 1%.
 
 The features are written straight to .npy files (one per channel) instead of through DuckDB: inserting 1M rows of
 ~4 KB through `RiseIndex.add_samples` takes far longer than the measurement. The ANN index is built from those
-files by the same code `rise index-ann` runs on an index's rows (`rise_core.ann.build_ivf` + `write_ann`), in a child
-process (its peak RSS is the build's); queries run in another child: ANN = `rise_core.ann.top_rows` on the
+files by the same streaming code `rise index-ann` runs on an index's rows (`rise_core.ann.train_ivf` + `write_ivf`:
+k-means on a bounded sample, rows added a shard at a time and merged on disk), in a child process (its peak RSS is
+the build's); with --build-from-duckdb (pools up to --duckdb-max) it is `rise_core.ann.build_ann` itself, reading
+the DuckDB index. Queries run in another child: ANN = `rise_core.ann.top_rows` on the
 memory-mapped ANN file (faiss search + exact rescoring of the candidates), exact = `attribution.top_rows` (the fp16
 scan `rank` runs) on the memory-mapped .npy features. Neither includes the query's forward pass nor fetching the
 hits' text from DuckDB (the same for both). Pools up to --duckdb-max rows are also written to a real index and timed
-end to end through `attribution.rank(search='ann' / 'exact')`.
+end to end through `attribution.rank(search='ann' / 'exact')`, unfiltered and with the 25% and 1% filters as
+`--where` conditions on the stored metadata, with recall@10 against the exact top 10.
 
     python -m benchmarks.ann_scale                                   # 100k and 1M, default dims and (16, 8, 28)
     python -m benchmarks.ann_scale --sizes 100000 --dims default --queries 50
     python -m benchmarks.ann_scale --sizes 20000 --compare-hnsw 20000  # HNSW build time, for comparison
+    python -m benchmarks.ann_scale --sizes 1000000 --dims default --duckdb-max 1000000 --build-from-duckdb
 
 Why IVF with fp16 codes (rise_core.ann): the stored features are fp16 already, so fp16 codes are lossless and the ANN
 file doubles as a memory-mapped copy of the features for the exact rescoring; a query reads only its nprobe cells, and
@@ -167,16 +171,19 @@ def build_child(directory: str, nlist: int, nprobe: int, train_per_list: int, qu
         stages[stage] = stages.get(stage, 0.0) + now - last[0]
         last[0] = now
 
-    ivf, n_train = ann.build_ivf(read, n, sum(dims.values()), nlist, train_per_list, 0, progress=progress)
-    build_s = time.perf_counter() - start
+    # the streaming build `rise index-ann` runs (rise_core.ann.build_ann), on the .npy rows
     faiss_path, meta_path = ann.ann_paths(Path(directory) / "pool")
+    tmp, scratch = ann._tmp_paths(faiss_path)
+    d = sum(dims.values())
+    template, n_train = ann.train_ivf(read, n, d, nlist, train_per_list, 0, progress=progress)
+    n_shards = ann.write_ivf(template, read, n, tmp, scratch, progress=progress)
+    build_s = time.perf_counter() - start
     meta = ann.AnnMeta(index_uuid="synthetic", config_fingerprint="synthetic", n_rows=n, dims=dims, nlist=nlist,
                        nprobe=nprobe, train_rows=n_train, seed=0, structure=f"IVF{nlist},SQfp16")
-    t = time.perf_counter()
-    ann.write_ann(ivf, meta, faiss_path, meta_path)
-    queue.put({"build_s": round(build_s, 1), "write_s": round(time.perf_counter() - t, 1),
-               "kmeans_s": round(stages.get("k-means", 0.0), 1), "add_s": round(stages.get("add rows", 0.0), 1),
-               "train_rows": n_train, "ann_mb": round(faiss_path.stat().st_size / 1e6, 1),
+    ann._commit(tmp, meta, faiss_path, meta_path)
+    queue.put({"build_s": round(build_s, 1), "kmeans_s": round(stages.get("k-means", 0.0), 1),
+               "add_s": round(stages.get("add rows", 0.0), 1), "merge_s": round(stages.get("merge shards", 0.0), 1),
+               "shards": n_shards, "train_rows": n_train, "ann_mb": round(faiss_path.stat().st_size / 1e6, 1),
                "build_peak_rss_mb": peak_rss_mb(), "build_peak_anon_mb": round(peak_anon[0], 0),
                "build_rss_before_mb": rss0})
 
@@ -209,7 +216,7 @@ def exact_truth(pool: dict[str, np.ndarray], queries: list[dict[str, np.ndarray]
 
 
 def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: list[int], repeats: int,
-                duckdb_path: str | None, queue: Any) -> None:
+                duckdb_path: str | None, exact_rank_max: int, queue: Any) -> None:
     _one_thread()
     import torch
 
@@ -298,18 +305,27 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
 
         index = RiseIndex.open(duckdb_path)
 
-        def rank_times(search: str) -> dict[str, Any]:
+        def rank_times(search: str, where: str | None = None, options: ScoreOptions = default) -> dict[str, Any]:
+            """`rank` over the first max(n_exact, 20) queries: p50 / p95 (median of `repeats` runs each), the first
+            call (the exact path loads the feature matrix, a filter runs its SQL once), and the rows returned."""
             start = time.perf_counter()
-            rank(index, qfms[0], default, k, search=search)  # the exact path loads the feature matrix
+            rank(index, qfms[0], options, k, where=where, search=search)
             first = time.perf_counter() - start
-            times = []
+            times, rows, paths = [], [], set()
             for qfm in qfms[:max(n_exact, 20)]:
-                sec, df = timed(lambda qfm=qfm: rank(index, qfm, default, k, search=search))
+                sec, df = timed(lambda qfm=qfm: rank(index, qfm, options, k, where=where, search=search))
                 times.append(sec)
+                rows.append({int(i[1:]) for i in df["id"]})  # ids are "s<row>"
+                paths.add(df.attrs["search"]["path"])
             return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
-                    "path": df.attrs["search"]["path"], "first_call_s": round(first, 2), "rss_after_mb": rss_mb()}
+                    "path": "/".join(sorted(paths)), "nprobe_used": df.attrs["search"].get("nprobe"),
+                    "first_call_s": round(first, 2), "rss_after_mb": rss_mb(), "rows": rows}
 
-        out["rank_duckdb"] = {"ann": rank_times("ann")}
+        # the metadata value is stored as sample meta: `value < 100` keeps 25% of the rows, `value < 4` 1%
+        out["rank_duckdb"] = {"ann": rank_times("ann"), "ann_filter_25%": rank_times("ann", "value < 100"),
+                              "ann_filter_1%": rank_times("ann", "value < 4"),
+                              # HS weighted 0: 8x the default nprobe (rise_core.ann.probe_factor)
+                              "ann_backdoor": rank_times("ann", options=ScoreOptions.preset("backdoor"))}
 
     t = time.perf_counter()
     lam = {"rh": default.lambda_rh, "gh": default.lambda_gh, "hs": default.lambda_hs}
@@ -318,6 +334,10 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
     truths = {"": truth, "lambdas_gh1_hs0.5": exact_truth(pool, queries, {"rh": 0.0, "gh": 1.0, "hs": 0.5}, None, k),
               "25%": exact_truth(pool, queries, lam, filters["25%"], k),
               "1%": exact_truth(pool, queries, lam, filters["1%"], k)}
+    if "rank_duckdb" in out:
+        backdoor = ScoreOptions.preset("backdoor")
+        truths["backdoor"] = exact_truth(pool, queries, {"rh": backdoor.lambda_rh, "gh": backdoor.lambda_gh,
+                                                         "hs": backdoor.lambda_hs}, None, k)
     for name, res in runs.items():
         key = next((t for t in ("lambdas_gh1_hs0.5", "25%", "1%") if t in name), "")
         rows = res.pop("rows")
@@ -325,6 +345,11 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
                               4)
     out["sweep"] = {p: runs.pop(str(p)) for p in map(str, nprobes)}
     out.update(runs)
+    for name, res in out.get("rank_duckdb", {}).items():
+        key = next((t for t in ("25%", "1%", "backdoor") if t in name), "")
+        rows = res.pop("rows")
+        res["recall"] = round(float(np.mean([len(r & set(truths[key][i].tolist())) / k for i, r in enumerate(rows)])),
+                              4)
 
     # the exact scan `rank` runs, on the memory-mapped fp16 features
     fm = FeatureMatrix(*(torch.from_numpy(pool[c]) for c in ("rh", "gh")), torch.ones(n), torch.ones(n),
@@ -340,8 +365,10 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
     out["rss_after_exact_mb"] = rss_mb()
     out["peak_rss_mb"] = peak_rss_mb()
 
-    if index is not None:
+    if index is not None and n <= exact_rank_max:
         out["rank_duckdb"]["exact"] = rank_times("exact")  # loads the whole feature matrix first, as `rank` does
+        out["rank_duckdb"]["exact"].pop("rows")
+    if index is not None:
         index.close()
     queue.put(out)
 
@@ -349,21 +376,35 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
 # -- the optional end-to-end index and the HNSW comparison ---------------------------------------------------------
 
 
-def build_from_index_child(path: str, queue: Any) -> None:
+def build_from_index_child(path: str, nlist: int, nprobe: int, train_per_list: int, queue: Any) -> None:
     """`rise index-ann`'s build, reading the rows from the DuckDB index (1 thread)."""
     _one_thread()
     from rise_core import ann
     from rise_core.store import RiseIndex
 
+    stages: dict[str, float] = {}
+    last = [time.perf_counter()]
+    peak_anon = [0.0]
+
+    def progress(stage: str, done: int, total: int) -> None:
+        peak_anon[0] = max(peak_anon[0], _status_mb("RssAnon"))  # once per block of rows
+        now = time.perf_counter()
+        stages[stage] = stages.get(stage, 0.0) + now - last[0]
+        last[0] = now
+
     start = time.perf_counter()
     with RiseIndex.open(path) as index:
-        meta = ann.build_ann(index, threads=1)
+        meta = ann.build_ann(index, nlist=nlist, nprobe=nprobe, train_per_list=train_per_list, threads=1,
+                             progress=progress)
     queue.put({"duckdb_ann_build_s": round(time.perf_counter() - start, 1), "duckdb_ann_build_peak_rss_mb":
-               peak_rss_mb(), "duckdb_ann_nlist": meta.nlist})
+               peak_rss_mb(), "duckdb_ann_build_peak_anon_mb": round(peak_anon[0], 0), "duckdb_ann_nlist": meta.nlist,
+               "duckdb_ann_stages_s": {k: round(v, 1) for k, v in stages.items()}, "duckdb_ann_shards":
+               meta.extra.get("shards"), "duckdb_ann_train_rows": meta.train_rows})
 
 
-def write_duckdb(directory: Path, dims_k: tuple[int, int, int], chunk: int = 10_000) -> tuple[Path, float]:
-    """A real RISE index holding the pool's features, and its ANN files (copied from the synthetic build)."""
+def write_duckdb(directory: Path, dims_k: tuple[int, int, int], chunk: int = 10_000, copy_ann: bool = True
+                 ) -> tuple[Path, float]:
+    """A real RISE index holding the pool's features, and (copy_ann) its ANN files copied from the synthetic build."""
     import torch
 
     from rise_core import ann
@@ -394,6 +435,8 @@ def write_duckdb(directory: Path, dims_k: tuple[int, int, int], chunk: int = 10_
     index.set_status("complete")
     m = index.manifest
     index.close()
+    if not copy_ann:
+        return path, time.perf_counter() - start
     faiss_src, meta_src = ann.ann_paths(directory / "pool")
     faiss_dst, meta_dst = ann.ann_paths(path)
     shutil.copy(faiss_src, faiss_dst)
@@ -439,29 +482,45 @@ def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Nam
     directory = root / f"pool-{n}-{'x'.join(map(str, dims_k))}"
     res: dict[str, Any] = {"n": n, "dims": list(dims_k), "values_per_sample": sum(dims.values()),
                            "features_mb": round(n * sum(dims.values()) * 2 / 1e6, 1)}
-    res["generate_s"] = round(generate(directory, n, dims), 1)
+    if args.reuse and (directory / "meta.npy").exists():  # a pool kept by an earlier run (--dir D --keep)
+        res["generate_s"] = None
+    else:
+        res["generate_s"] = round(generate(directory, n, dims), 1)
     nlist = args.nlist or ann.default_nlist(n)
     nprobe = args.nprobe or ann.default_nprobe(nlist)
     res.update(nlist=nlist, nprobe=nprobe)
-    print(f"  [{n} x {res['values_per_sample']}] generated in {res['generate_s']} s; building IVF{nlist},SQfp16",
-          flush=True)
-    res.update(_child(build_child, str(directory), nlist, nprobe, args.train_per_list))
-    print(f"  built in {res['build_s']} s; querying", flush=True)
+    from_duckdb = n <= args.duckdb_max and args.build_from_duckdb
+    print(f"  [{n} x {res['values_per_sample']}] generated in {res['generate_s']} s", flush=True)
+    if not from_duckdb:
+        print(f"  building IVF{nlist},SQfp16 from the .npy features", flush=True)
+        res.update(_child(build_child, str(directory), nlist, nprobe, args.train_per_list))
+        print(f"  built in {res['build_s']} s", flush=True)
     duckdb_path = None
     if n <= args.duckdb_max:
-        path, write_s = write_duckdb(directory, dims_k)
-        duckdb_path, res["duckdb_write_s"] = str(path), round(write_s, 1)
+        if args.reuse and from_duckdb and (directory / "pool.duckdb").exists():
+            path, write_s = directory / "pool.duckdb", None
+        else:
+            path, write_s = write_duckdb(directory, dims_k, copy_ann=not from_duckdb)
+        duckdb_path, res["duckdb_write_s"] = str(path), None if write_s is None else round(write_s, 1)
         res["duckdb_mb"] = round(path.stat().st_size / 1e6, 1)
-        if args.build_from_duckdb:  # replace the copied ANN files by `rise index-ann`'s own build
-            res.update(_child(build_from_index_child, duckdb_path))
-            # one ANN file for both measurements (two would compete for the page cache): the synthetic name becomes a
-            # hard link to the index's (the same rows, seed and parameters, so the same size)
-            pool_faiss, _ = ann.ann_paths(directory / "pool")
-            pool_faiss.unlink()
+        print(f"  wrote the DuckDB index in {res['duckdb_write_s']} s", flush=True)
+        if from_duckdb:  # `rise index-ann`'s own build, reading the DuckDB index
+            res.update(_child(build_from_index_child, duckdb_path, nlist, nprobe, args.train_per_list))
+            res.update(build_s=res["duckdb_ann_build_s"], build_peak_rss_mb=res["duckdb_ann_build_peak_rss_mb"],
+                       kmeans_s=res["duckdb_ann_stages_s"].get("k-means", 0.0),
+                       add_s=res["duckdb_ann_stages_s"].get("add rows", 0.0), train_rows=res["duckdb_ann_train_rows"],
+                       ann_mb=round(ann.ann_paths(path)[0].stat().st_size / 1e6, 1))
+            print(f"  built from DuckDB in {res['build_s']} s, peak RSS {res['build_peak_rss_mb']} MB", flush=True)
+            # the query child reads the synthetic name: a hard link to the index's ANN files (one copy in the page
+            # cache); its sidecar says the same rows, cells and nprobe
+            pool_faiss, pool_meta = ann.ann_paths(directory / "pool")
+            pool_faiss.unlink(missing_ok=True)
             os.link(ann.ann_paths(path)[0], pool_faiss)
+            shutil.copy(ann.ann_paths(path)[1], pool_meta)
+    print("  querying", flush=True)
     nprobes = sorted({max(1, nprobe // 2), nprobe, min(nlist, 2 * nprobe), min(nlist, 4 * nprobe)})
     res.update(_child(query_child, str(directory), args.queries, args.exact_queries, args.k, nprobes, args.repeats,
-                      duckdb_path))
+                      duckdb_path, args.exact_rank_max))
     if args.compare_hnsw:
         res.update(_child(compare_hnsw, directory, min(n, args.compare_hnsw)))
     if not args.keep:
@@ -470,15 +529,16 @@ def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Nam
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = ("| pool | values/sample | nlist | build (k-means + add) | ANN file | RSS open / after queries "
-            "| exact p50 / p95 | nprobe | ANN p50 / p95 | recall@10 | 25% filter (in scan) | 1% filter (exact) |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| pool | values/sample | nlist | build (k-means + add) | build peak RSS | ANN file "
+            "| RSS open / after queries | exact p50 / p95 | nprobe | ANN p50 / p95 | recall@10 | 25% filter (in scan) "
+            "| 1% filter (exact) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in results:
         for p, s in r["sweep"].items():
             lines.append(
                 f"| {r['n']:,} ({'x'.join(map(str, r['dims']))}) | {r['values_per_sample']} | {r['nlist']} | "
-                f"{r['build_s']} s ({r['kmeans_s']} + {r['add_s']}) | {r['ann_mb'] / 1e3:.2f} GB | "
+                f"{r['build_s']} s ({r['kmeans_s']} + {r['add_s']}) | {r['build_peak_rss_mb'] / 1e3:.2f} GB | "
+                f"{r['ann_mb'] / 1e3:.2f} GB | "
                 f"{r['rss_after_open_mb']['total']:.0f} / {r['rss_after_ann_queries_mb']['total']:.0f} MB | "
                 f"{r['exact']['p50_ms']:.0f} / {r['exact']['p95_ms']:.0f} ms | "
                 f"{p}{'*' if int(p) == r['nprobe'] else ''}"
@@ -486,7 +546,20 @@ def table(results: list[dict[str, Any]]) -> str:
                 + (f"{r['filter_25%']['p50_ms']:.1f} ms, {r['filter_25%']['recall']:.3f} | "
                    f"{r['filter_1%']['p50_ms']:.1f} ms, {r['filter_1%']['recall']:.3f} |" if int(p) == r["nprobe"]
                    else " | |"))
-    return head + "\n".join(lines) + "\n"
+    text = head + "\n".join(lines) + "\n"
+    e2e = [r for r in results if "rank_duckdb" in r]
+    if e2e:
+        text += ("\nEnd to end through DuckDB (`attribution.rank`, hits' rows included), p50 / p95, recall@10:\n\n"
+                 "| pool | ANN | ANN, 25% filter | ANN, 1% filter | ANN, backdoor weights | exact |\n"
+                 "|---|---|---|---|---|---|\n")
+        for r in e2e:
+            cells = []
+            for name in ("ann", "ann_filter_25%", "ann_filter_1%", "ann_backdoor", "exact"):
+                x = r["rank_duckdb"].get(name)
+                cells.append("" if x is None else f"{x['p50_ms']:.1f} / {x['p95_ms']:.1f} ms" +
+                             (f", {x['recall']:.3f}" if "recall" in x else ""))
+            text += f"| {r['n']:,} ({'x'.join(map(str, r['dims']))}) | " + " | ".join(cells) + " |\n"
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -503,12 +576,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (their median counts)")
     parser.add_argument("--duckdb-max", type=int, default=100_000,
                         help="pools up to this size are also timed end to end through a DuckDB index")
+    parser.add_argument("--exact-rank-max", type=int, default=250_000,
+                        help="time the exact `rank` through DuckDB only up to this pool size: it loads every feature "
+                             "into memory (twice over while it reads them: 15 GB at 1M rows of the default dims)")
     parser.add_argument("--build-from-duckdb", action="store_true",
                         help="with --duckdb-max: also time `rise index-ann`'s build reading the DuckDB index")
     parser.add_argument("--compare-hnsw", type=int, default=0, metavar="ROWS",
                         help="also time an HNSW32,SQfp16 build over this many rows")
     parser.add_argument("--dir", default=None, help="where to write the pools (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="with --dir: keep the generated pools there")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --dir D --keep: use the pools an earlier run kept in D (the .npy features and, "
+                             "with --build-from-duckdb, the DuckDB index) instead of writing them again")
     parser.add_argument("--out", default="results/ann", help="where to write ann_scale.jsonl and ann_scale.md")
     args = parser.parse_args(argv)
 

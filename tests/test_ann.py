@@ -381,3 +381,44 @@ def test_cli_query_says_which_search_ran(pool, monkeypatch, capsys):
     assert len(captured.out.strip().splitlines()) == 1 + 3
     assert captured.err.strip().splitlines()[-1] == (
         "search: exact scan of 400 rows (the filter keeps 10 of 400 rows: all of them are scored)")
+
+
+HS_SHARE = 1.0 / 3.4  # HS's share of the default weights (1.4, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(("lambdas", "factor", "why"), [
+    ((1.4, 1.0, 1.0), 1.0, ""),  # the default weights: the default cells
+    ((2.8, 2.0, 2.0), 1.0, ""),  # scaled alike: the same
+    ((0.0, 1.0, 0.5), 1.0, ""),  # more on HS than the default (RH left out): the cells follow HS, no more needed
+    ((0.0, 0.0, 1.0), 1.0, ""),
+    ((1.4, 1.0, 0.5), HS_SHARE / (0.5 / 2.9), "HS has 0.59 of its default share of the weights"),
+    ((1.4, 1.0, 0.0), 8.0, "the weights leave out HS"),  # the backdoor preset
+    ((0.0, 1.0, 0.0), 8.0, "the weights leave out HS"),
+    ((1.4, 1.0, 0.05), 8.0, "HS has 0.069 of its default share of the weights"),  # 14x, capped
+])
+def test_probe_factor_follows_the_share_of_hs(lambdas, factor, why):
+    options = ScoreOptions(lambda_rh=lambdas[0], lambda_gh=lambdas[1], lambda_hs=lambdas[2])
+    got, note = ann.probe_factor(options, {"rh": 16, "gh": 24, "hs": HIDDEN})
+    assert got == pytest.approx(factor) and note == (f"{got:.2g}x the cells: {why}" if why else "")
+    # an index without HS: the cells follow RH and GH, whatever their weights
+    assert ann.probe_factor(ScoreOptions(lambda_rh=0.0), {"rh": 16, "gh": 24}) == (1.0, "")
+
+
+def test_weights_leaning_away_from_a_channel_scan_more_cells(tmp_path):
+    """A query that weighs HS 0 (the backdoor preset) scans MAX_PROBE_FACTOR times the default cells, and says so;
+    the default weights scan the default cells. An explicit nprobe is used as given."""
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "wide.duckdb", n=600, seed=8)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=64, nprobe=2, threads=1)
+        q = query(6)
+        handle = ann.load_ann(index)
+        _, _, plain = ann.top_rows(handle, q, ScoreOptions.preset("default"), 5)
+        _, _, backdoor = ann.top_rows(handle, q, ScoreOptions.preset("backdoor"), 5)
+        _, _, given = ann.top_rows(handle, q, ScoreOptions.preset("backdoor"), 5, nprobe=3)
+    assert (plain["nprobe"], plain["probes_note"]) == (2, "")
+    assert (backdoor["nprobe"], backdoor["probes_note"]) == (16, "8x the cells: the weights leave out HS")
+    assert ann.search_summary(backdoor).startswith(
+        "approximate search over 600 rows (IVF64,SQfp16, nprobe 16: 8x the cells: the weights leave out HS), exact "
+        "rescoring of ")
+    assert (given["nprobe"], given["probes_note"]) == (3, "")

@@ -19,7 +19,10 @@ EXAMPLES = """examples:
   rise index-ann --index pool.duckdb --status
 
 Files: <index>.ann.faiss (the features again, as fp16 codes in k-means cells) and <index>.ann.json (sidecar). Queries
-use it automatically for pools of at least 50,000 samples under sample_norm 'channel'; hits are rescored exactly."""
+use it automatically for pools of at least 50,000 samples under sample_norm 'channel'; hits are rescored exactly.
+
+Memory: the build streams the samples and adds them a shard at a time, merged on disk: it holds about 2 GB whatever
+the pool's size, and the disk needs room for the ANN file twice while it runs. Queries memory-map the file."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-per-list", type=int, default=None, metavar="N",
                    help="k-means training samples per cell (default 64)")
     p.add_argument("--seed", type=int, default=0, help="seed of the k-means training subset and initialisation")
+    p.add_argument("--shard-rows", type=int, default=None, metavar="N",
+                   help="samples added in memory before they are written out (default: 512 MiB of codes, about "
+                        "73,000 samples at the default dims); the result does not depend on it")
     p.add_argument("--threads", type=int, default=None, help="faiss threads for the build (default: all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the sidecar (or status) as JSON")
@@ -76,6 +82,8 @@ def _cmd_index_ann(args: argparse.Namespace) -> int:
     from ..store import RiseIndex
 
     building = not (args.status or args.update or args.set_nprobe is not None)
+    if args.shard_rows is not None and args.shard_rows < 1:
+        args._parser_error(f"--shard-rows must be at least 1, got {args.shard_rows}")
     if not building and (args.nlist is not None or args.nprobe is not None or args.train_per_list is not None):
         args._parser_error("--nlist, --nprobe and --train-per-list set up a new build; leave out --status, "
                            "--update and --set-nprobe")
@@ -98,12 +106,13 @@ def _cmd_index_ann(args: argparse.Namespace) -> int:
         progress, close = _progress(args.quiet)
         try:
             if args.update:
-                meta, added = ann.update_ann(index, threads=args.threads, progress=progress)
+                meta, added = ann.update_ann(index, threads=args.threads, shard_rows=args.shard_rows,
+                                             progress=progress)
                 summary = (f"added {added:,} rows" if added else "already up to date") + f"; {meta.n_rows:,} rows"
             else:
                 meta = ann.build_ann(index, nlist=args.nlist, nprobe=args.nprobe,
                                      train_per_list=args.train_per_list or ann.TRAIN_PER_LIST, seed=args.seed,
-                                     threads=args.threads, progress=progress)
+                                     threads=args.threads, shard_rows=args.shard_rows, progress=progress)
                 summary = (f"built {meta.structure} over {meta.n_rows:,} rows in {meta.build_seconds:.1f} s "
                            f"(k-means on {meta.train_rows:,} rows; queries scan {meta.nprobe} cells)")
         finally:
