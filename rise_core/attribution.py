@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
@@ -24,7 +24,7 @@ from .config import ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
-from .feedback import FeedbackConfig, apply_feedback, unit_row_scores
+from .feedback import FeedbackConfig, FeedbackResult, Marks, apply_feedback, unit_row_scores
 from .models import LoadedModel
 from .samples import Sample, encode_sample
 from .scoring import (
@@ -267,6 +267,23 @@ def channel_choice(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpti
     return dataclasses.replace(choice, options=choice.options.applied_to(index.config).options)
 
 
+def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
+                    config: FeedbackConfig | None = None) -> Callable[[Marks], FeedbackResult]:
+    """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
+    chosen, e.g. by `channel_choice`): each weighted channel's raw scores and marked-row similarities, with starting
+    weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`."""
+    q = query_vectors(query_fm, options)
+    scales = channel_scales(fm, options)
+    raw, rows_fn, base = {}, {}, {}
+    for c, lam in weights(options).items():
+        if lam == 0 or c not in q:
+            continue
+        raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
+        rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
+        base[c] = lam * float(raw[c].std())
+    return lambda marks: apply_feedback(raw, rows_fn, marks, base, config)
+
+
 def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
                        options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
                        config: FeedbackConfig | None = None) -> pd.DataFrame:
@@ -280,22 +297,13 @@ def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[st
     applied = (options or ScoreOptions()).applied_to(index.config)
     choice = channel_choice(index, query_fm, applied.options)
     fm, allowed = _matrix_and_mask(index, where)
-    ids = index.samples()["id"].astype(str).tolist()
-    row_of = {sid: i for i, sid in enumerate(ids)}
-    unknown = [m for m in marks if str(m) not in row_of]
-    if unknown:
-        raise InputDataError(f"marked examples {unknown[:5]} are not in {index.path.name}")
-    row_marks = {row_of[str(sid)]: bool(v) for sid, v in marks.items()}
-    q = query_vectors(query_fm, choice.options)
-    scales = channel_scales(fm, choice.options)
-    raw, rows_fn, base = {}, {}, {}
-    for c, lam in weights(choice.options).items():
-        if lam == 0 or c not in q:
-            continue
-        raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
-        rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
-        base[c] = lam * float(raw[c].std())  # lambda in z units: the same ranking as the fixed weights
-    result = apply_feedback(raw, rows_fn, row_marks, base, config)
+    row_marks = {}
+    for sid, relevant in marks.items():
+        try:
+            row_marks[index.row_of(str(sid))] = bool(relevant)
+        except InputDataError:
+            raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
+    result = feedback_ranker(fm, query_fm, choice.options, config)(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]

@@ -9,15 +9,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .attribution import feedback_ranker
 from .baselines import BM25Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError
 from .evaluation import Task
-from .feedback import FeedbackConfig, Marks, apply_feedback, simulate_analyst, unit_row_scores
+from .feedback import FeedbackConfig, Marks, apply_feedback, simulate_analyst
 from .methods import BM25, HIDDEN_COSINE, RISE, canonical
 from .metrics import EvalResult
 from .readout_cache import HiddenCosineScorer, ReadoutCache, RiseScorer
-from .scoring import channel_choice, channel_scales, matvec, query_vectors, weights
+from .scoring import channel_choice
 
 FEEDBACK_METHODS = (RISE, HIDDEN_COSINE, BM25)
 K = 10
@@ -31,16 +32,8 @@ def _rise_rankers(task: Task, cache: ReadoutCache, config: RiseConfig, options: 
     rankers = []
     for q in range(len(queries)):
         one = queries.select([q])
-        chosen = channel_choice(pool, one, options).options
-        qv, scales = query_vectors(one, chosen), channel_scales(pool, chosen)
-        raw, rows, base = {}, {}, {}
-        for c, lam in weights(chosen).items():
-            if lam != 0 and c in qv:
-                raw[c] = (scales[c] * matvec(getattr(pool, c), qv[c])).double().numpy()
-                rows[c] = unit_row_scores(getattr(pool, c), scales[c])
-                base[c] = lam * float(raw[c].std())
-        rankers.append(lambda marks, raw=raw, rows=rows, base=base:
-                       apply_feedback(raw, rows, marks, base, feedback).total)
+        rank = feedback_ranker(pool, one, channel_choice(pool, one, options).options, feedback)
+        rankers.append(lambda marks, rank=rank: rank(marks).total)
     return rankers
 
 
