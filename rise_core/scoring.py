@@ -170,10 +170,10 @@ def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOption
 def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
     """(Q, N) score matrix, one row per query (for evaluation); with weighting='auto', each query its own weights."""
     options = options or ScoreOptions()
-    if options.weighting == "auto":
-        return torch.cat([score_each_query(pool, queries.select([q]), channel_choice(pool, queries.select([q]),
-                                                                                    options).options)
-                          for q in range(len(queries))]) if len(queries) else torch.zeros(0, len(pool))
+    if options.weighting == "auto":  # each query scored with its own weights
+        rows = [queries.select([q]) for q in range(len(queries))]
+        return torch.cat([score_each_query(pool, one, channel_choice(pool, one, options).options) for one in rows]
+                         ) if rows else torch.zeros(0, len(pool))
     options = applied_options(pool, options)
     q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
     out = torch.zeros(len(queries), len(pool))

@@ -102,6 +102,7 @@ class RiseIndex:
         self._fm: FeatureMatrix | None = None
         self._fm_uuid = ""
         self._masks: dict[str, tuple[tuple[str, int], torch.Tensor]] = {}
+        self._reference_loss: tuple[tuple[str, int] | None, float] = (None, float("nan"))  # ((uuid, n), median)
         self._closed = False
 
     # -- opening, creating, connections -------------------------------------------------------------------------
@@ -575,7 +576,7 @@ class RiseIndex:
         per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool."""
         m = self._state()
         key = (m.index_uuid, m.n_samples)
-        if getattr(self, "_reference_loss", (None, None))[0] != key:
+        if self._reference_loss[0] != key:
             with self._cursor("read the pool's losses from") as cur:
                 (value,) = cur.execute("SELECT median(loss) FROM rise_features WHERE row < $1 AND loss IS NOT NULL "
                                        "AND isfinite(loss)", [m.n_samples]).fetchone()
