@@ -83,7 +83,11 @@ class CounterfactualConfig:
     ks: tuple[int, ...] = (10, 25)
     """how many top-ranked rows each arm removes (0: one retrain on the whole pool, the reproduction check)."""
     methods: tuple[str, ...] = (RISE, "BM25")
-    """ranking methods of the registry (`rise_core.methods`), by display name or alias."""
+    """ranking methods of the registry (`rise_core.methods`), by display name or alias; the first is the one checked,
+    the others are its controls."""
+    control_ks: tuple[int, ...] | None = None
+    """the ks of the controls (the methods after the first, and the random draws); None: every k. A cheaper check:
+    the first method's curve at several k, each control at the one k the headline compares."""
     n_random_seeds: int = 3
     """random arms per k (the control): seeds random_seed, random_seed + 1, ..."""
     random_seed: int = 0
@@ -112,6 +116,15 @@ class CounterfactualConfig:
         if not ks or ks[0] < 0:
             raise ConfigError(f"ks must be one or more numbers >= 0, got {self.ks!r}")
         object.__setattr__(self, "ks", ks)
+        if self.control_ks is not None:
+            try:
+                control = tuple(sorted({int(k) for k in self.control_ks}))
+            except (TypeError, ValueError):
+                raise ConfigError(f"control_ks must be whole numbers, got {self.control_ks!r}") from None
+            if not control or not set(control) <= set(ks) - {0}:
+                raise ConfigError(f"control_ks must be some of the ks above 0 ({', '.join(map(str, ks))}), "
+                                  f"got {self.control_ks!r}")
+            object.__setattr__(self, "control_ks", control)
         names = []
         for name in self.methods:
             found = canonical(str(name))
@@ -136,6 +149,12 @@ class CounterfactualConfig:
     def seeds(self) -> tuple[int, ...]:
         return tuple(self.random_seed + i for i in range(self.n_random_seeds))
 
+    def ks_of(self, method: str) -> tuple[int, ...]:
+        """The ks (above 0) at which `method` (a ranking method of the check, or RANDOM) removes rows."""
+        checked = bool(self.methods) and method == self.methods[0]
+        ks = self.ks if checked or self.control_ks is None else self.control_ks
+        return tuple(k for k in ks if k > 0)
+
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
@@ -147,8 +166,8 @@ class CounterfactualConfig:
             d["generation"] = GenerationSettings(**d["generation"])
         if isinstance(d.get("options"), dict):
             d["options"] = ScoreOptions(**d["options"])
-        for name in ("ks", "methods", "heldout_prompts"):
-            if name in d:
+        for name in ("ks", "methods", "heldout_prompts", "control_ks"):
+            if d.get(name) is not None:
                 d[name] = tuple(d[name])
         return cls(**d)
 
@@ -501,12 +520,12 @@ def make_plan(pool: Sequence[Sample], rankings: Mapping[str, Sequence[str]], con
         stem = _slug(method)
         while any(f"{stem}-k{k}" in taken for k in config.ks):
             stem += "-"
-        for k in (k for k in config.ks if k > 0):
+        for k in config.ks_of(method):
             arms.append(Arm(f"{stem}-k{k}", method, k, None, tuple(head[:k])))
             taken.add(arms[-1].arm_id)
     for seed in config.seeds:
         order = np.random.default_rng(seed).permutation(n)
-        for k in (k for k in config.ks if k > 0):
+        for k in config.ks_of(RANDOM):
             arms.append(Arm(f"random-s{seed}-k{k}", RANDOM, k, seed, tuple(ids[i] for i in order[:k])))
     if 0 in config.ks:
         arms.append(Arm("full-k0", FULL, 0))

@@ -143,6 +143,23 @@ def test_random_arms_are_seeded_and_nested_and_method_arms_are_the_top_k():
         make_plan(pool, {"BM25": ids[:2]}, config, {}, {})
 
 
+def test_control_ks_retrain_the_controls_only_at_those_ks():
+    pool = [Sample(prompt=f"p{i}", completion=f"c{i}", id=f"s{i:02d}") for i in range(20)]
+    ids = [s.id for s in pool]
+    config = quick(ks=(3, 6), control_ks=(6,), methods=("RISE", "BM25"), n_random_seeds=1, random_seed=0)
+    plan = make_plan(pool, {"RISE": ids, "BM25": ids[::-1]}, config, {"pool_hash": pool_hash(pool)}, {})
+    # the first method at every k; the other method and the random draw only at 6
+    assert [a.arm_id for a in plan.arms] == ["original", "rise-k3", "rise-k6", "bm25-k6", "random-s0-k6"]
+    assert plan.arm("bm25-k6").removed == tuple(ids[::-1][:6])
+    assert CounterfactualConfig.from_dict(config.to_dict()) == config
+    assert [a.arm_id for a in make_plan(pool, {"RISE": ids}, quick(ks=(3, 6), methods=("RISE",), n_random_seeds=1),
+                                        {}, {}).arms] == ["original", "rise-k3", "rise-k6", "random-s0-k3",
+                                                          "random-s0-k6"]  # None: every k
+    for bad in ((4,), (0,), ()):
+        with pytest.raises(ConfigError, match="control_ks must be some of the ks above 0"):
+            quick(ks=(0, 3, 6), control_ks=bad)
+
+
 def test_config_is_checked():
     assert quick(ks=(25, 10, 10)).ks == (10, 25) and quick(methods=("rise", "bm25")).methods == ("RISE", "BM25")
     with pytest.raises(ConfigError, match=r"unknown methods \['Nope'\]; choose from \["):

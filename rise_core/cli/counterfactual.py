@@ -85,7 +85,11 @@ def add_check_options(p: argparse.ArgumentParser, evaluate: bool = False) -> Any
     if evaluate:
         return g
     g.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated ranking methods (default "
-                   f"{DEFAULT_METHODS}); 'random' is accepted and stands for --random-seeds")
+                   f"{DEFAULT_METHODS}); the first is the one checked, the others and 'random' (which stands for "
+                   "--random-seeds) are its controls")
+    g.add_argument("--control-ks", default=None, help="comma-separated ks (some of --ks) at which the controls are "
+                   "retrained; default: every k. E.g. --ks 25,50 --control-ks 50: the first method at both, its "
+                   "controls only where the headline compares them")
     g.add_argument("--where", default=None, help="rank only the rows matching this condition (random draws stay over "
                    "the whole pool)")
     g.add_argument("--heldout-prompts", default=None, metavar="FILE", help="JSONL prompts not in the pool (default: "
@@ -189,8 +193,9 @@ def _cmd_counterfactual(args: argparse.Namespace) -> int:
     if heldout_path is None:
         raise InputDataError("give held-out prompts (--heldout-prompts FILE, JSONL with a 'prompt' per line): prompts "
                              "not in the pool, answered with and without the trigger by every retrained model")
+    control_ks = parse_numbers(args.control_ks, int, "--control-ks") if args.control_ks else None
     config = CounterfactualConfig(
-        ks=ks, methods=methods, n_random_seeds=seeds, random_seed=args.random_seed, aggregate=args.aggregate,
+        ks=ks, control_ks=control_ks, methods=methods, n_random_seeds=seeds, random_seed=args.random_seed, aggregate=args.aggregate,
         heldout_prompts=tuple(read_prompts(heldout_path)), template=args.trigger_template,
         generation=GenerationSettings(max_new_tokens=args.max_new_tokens), options=options, where=args.where,
         regenerate_queries=args.regenerate)
