@@ -23,6 +23,7 @@ from .engine import RiseExtractor, readout_forward
 from .errors import InputDataError
 from .models import LoadedModel
 from .samples import EncodedSample, collate
+from .vocab_pass import release_workspace
 
 
 def _rss_bytes(field: str) -> int:
@@ -117,6 +118,7 @@ def run_bench(lm: LoadedModel, config: RiseConfig, batch_size: int = 8, repeats:
         extractor.features_from_encoded(encoded)
 
     m_fwd = peak_memory(bare_forward, lm.device)
+    release_workspace()  # the peak counts the vocabulary pass's buffer, which later calls reuse
     m_rise = peak_memory(rise_features, lm.device)
     t_fwd, t_rise = interleaved_times([bare_forward, rise_features], lm.device, repeats)
     tokens = batch_size * seq_len

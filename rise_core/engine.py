@@ -3,7 +3,8 @@
 Two stages, so sweeps and diagnostics can reuse one forward pass:
 1. `readout_forward`: one forward pass; for each counted position keep h_t, the top-K_max candidates of z_t/tau
    with the target forced in, and a few full-vocabulary scalars (logsumexp, sum of p^2) -- logits are formed only at
-   counted positions and in chunks, so peak memory does not grow with batch x seq x V.
+   counted positions, in chunks of positions and cache-sized vocabulary blocks (`vocab_pass`), so peak memory does
+   not grow with batch x seq x V.
 2. `sketch_readout`: support selection, sparse residual, g_t = W^T r_t, CountSketch and per-token normalisation;
    `aggregate` sums each sample's tokens (outer composition: one batched matmul, phi_RH[b] = R_hat_b^T H_hat_b;
    tensor composition: products of the factors' spectra, summed per sample, one inverse FFT).
@@ -25,6 +26,7 @@ from .errors import InputDataError
 from .models import LoadedModel
 from .samples import EncodedSample, Sample, collate, encode_sample
 from .sketch import SketchSet, tensor_product
+from .vocab_pass import vocab_pass
 
 logger = logging.getLogger(__name__)
 
@@ -142,28 +144,19 @@ def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: R
     lse = torch.empty(n, dtype=cdt, device=dev)
     p_sq = torch.empty(n, dtype=cdt, device=dev)
     nll = torch.empty(n, dtype=cdt, device=dev)
+    weight, bias = lm.readout_weight, lm.readout_bias
     for start in range(0, n, LOGITS_CHUNK):
         sl = slice(start, min(n, start + LOGITS_CHUNK))
-        z = lm.logits(hidden[sl]).to(cdt)  # (n_c, V), a fresh tensor: modified in place below
         y = targets[sl]
-        if config.tau != 1.0:
-            nll[sl] = torch.logsumexp(z, dim=1) - z.gather(1, y[:, None])[:, 0]
-            z.div_(config.tau)
-        z_y = z.gather(1, y[:, None])[:, 0]
-        vals, idx = torch.topk(z, c, dim=1)  # sorted descending; vals[:, 0] is the row max
+        vp = vocab_pass(hidden[sl], weight, bias, y, c, config.tau, cdt)
+        vals, idx, z_y = vp.values, vp.ids, vp.target_logit
         missing = ~(idx == y[:, None]).any(dim=1)
         # y_t outside the top-K_max: it takes the last slot (its logit is <= every other candidate's)
         idx[missing, -1] = y[missing]
         vals[missing, -1] = z_y[missing]
         cand_idx[sl], cand_logit[sl] = idx, vals
-        # one pass of exp over the vocabulary, in place: lse = max + log(sum exp(z - max)); sum p^2 from the same
-        row_max = vals[:, :1].clone()
-        total = z.sub_(row_max).exp_().sum(dim=1)
-        lse[sl] = row_max[:, 0] + total.log()
-        p_sq[sl] = z.square_().sum(dim=1) / total.square()
-        if config.tau == 1.0:
-            nll[sl] = lse[sl] - z_y
-        del z
+        lse[sl], p_sq[sl] = vp.lse, vp.p_sq_sum
+        nll[sl] = vp.lse_untempered - z_y * config.tau if config.tau != 1.0 else vp.lse - z_y
     target_slot = (cand_idx == targets[:, None]).to(torch.int8).argmax(dim=1)
     return Readout(sample_index=sample_index, position=position, hidden=hidden.to(cdt), targets=targets,
                    cand_idx=cand_idx, cand_logit=cand_logit, target_slot=target_slot, lse=lse, p_sq_sum=p_sq, nll=nll,
