@@ -7,6 +7,7 @@ import streamlit as st
 
 from explorer import compare_ui, resources, ui, widgets
 from rise_core.compare import compare_methods
+from rise_core.methods import COMPARE_METHODS, PEER_METHODS
 
 ui.page("compare")
 path = widgets.index_picker()
@@ -23,6 +24,11 @@ with right:
     k = int(st.number_input("k (top examples compared)", 1, 200, key="top_k", persist_state="session"))
     embed = st.checkbox("MiniLM embeddings", value=True, key="cmp_embed",
                         help="Embeds every pool text once (all-MiniLM-L6-v2 on the CPU), then reuses the embeddings.")
+    peers = [name for name in PEER_METHODS
+             if st.checkbox(name, value=False, key=f"cmp_peer_{name}",
+                            help=f"{name} builds its own gradient index over the pool the first time: a forward and "
+                            f"a backward pass per sample, about 2.5 times as long as building this index took "
+                            f"({len(index)} samples). It is kept while this server runs (docs/BERGSON.md).")]
 if st.button("Compare", type="primary", key="compare"):
     st.session_state["cmp_query"] = widgets.query_sample()
 
@@ -35,5 +41,5 @@ with ui.friendly("compare the rankings"):
     results = compare_methods(index, [query], resources.query_features(index, lm, [query]), options,
                               bm25=resources.bm25_for(path),
                               embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
-                              forward=resources.forward_for(path), lm=lm)
+                              forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers])
     compare_ui.show_comparison(results, index.samples(), k)

@@ -447,9 +447,9 @@ register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of th
 register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",),
                       description="RISE's ranking and BM25's fused per query by reciprocal rank, equally weighted."))
 
-# optional peers: always registered (without their package they say what to install), offered by `rise evaluate` and
-# the Evaluate page only where installed, and never run by the Compare page unasked (Bergson builds its own gradient
-# index over the pool first: a backward pass per sample); imported here, at the end: they build their entries from
+# optional peers: always registered (without their package they say what to install), offered by `rise evaluate`,
+# the Evaluate page and the Compare page only where installed, and on Compare never run unasked (Bergson builds its
+# own gradient index over the pool first: a backward pass per sample); imported here, at the end: they build their entries from
 # this module's names
 from . import bergson_method  # noqa: E402
 

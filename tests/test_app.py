@@ -330,6 +330,21 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     assert len([f for f in frames(at) if "text" in f.columns]) == 6  # with Grad-Sketch
 
 
+def test_compare_runs_bergson_only_when_asked(app_env):
+    pytest.importorskip("bergson")
+    from rise_core import bergson_method
+
+    bergson_method._BUILT.clear()  # an index another test built in this process
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.checkbox(key="cmp_embed").uncheck().run()
+    at.button(key="compare").click().run()
+    assert "Bergson" not in agreement(at).index and not bergson_method._BUILT  # not run unasked
+    at.checkbox(key="cmp_peer_Bergson").check().run()
+    assert_clean(at)
+    assert "Bergson" in agreement(at).index and len(bergson_method._BUILT) == 1
+    bergson_method._BUILT.clear()
+
+
 def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     import rise_core.baselines as baselines
     from explorer import resources
