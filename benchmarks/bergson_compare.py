@@ -102,7 +102,7 @@ def run_rise(lm: LoadedModel, task: Task, config: RiseConfig, batch_size: int, w
         seconds, cpu = [], []
         for q, query in enumerate(task.queries):
             t0, c0 = time.perf_counter(), time.process_time()
-            row = rise_scores(index, query_features(index, lm, [query]), options)[0]
+            row = rise_scores(index, query_features(index, lm, [query], truncate=True), options)[0]  # as Bergson's
             seconds.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
             scores[q, columns] = row
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     setting = {"model": lm.model_id, "dtype": str(lm.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
                "batch_size": args.batch_size, "seq_len": args.seq_len, "counted": config.counted_positions}
     print(f"setting: {setting}", file=sys.stderr, flush=True)
-    rows = []
+    rows, md = [], ""
     work_root = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bergson-compare-"))
     try:
         warm_up(lm, [t.strip() for t in args.tasks.split(",") if t.strip()][0], config, args.batch_size,
@@ -238,17 +238,22 @@ def main(argv: list[str] | None = None) -> int:
                       f"{result['features_B']:.0f} B/sample, query {1000 * result['query_s']:.0f} ms, "
                       f"auPRC@{K} {result[f'auPRC@{K}']:.3f}", file=sys.stderr, flush=True)
             shutil.rmtree(work, ignore_errors=True)
+            md = write_tables(rows, setting, out)  # after every task, so a stopped run keeps what it measured
     finally:
         if not args.work:
             shutil.rmtree(work_root, ignore_errors=True)
+    print(md)
+    return 0
+
+
+def write_tables(rows: list[dict[str, Any]], setting: dict[str, Any], out: Path) -> str:
+    """bergson_compare.csv (one row per task and method) and .md (the per-task summary, then every row)."""
     table = pd.DataFrame(rows)
     table.to_csv(out / "bergson_compare.csv", index=False)
-    wide = summary(table)
-    md = [f"Setting: {setting}", "", wide.round(3).to_markdown(index=False), "",
-          table.drop(columns=list(setting)).round(4).to_markdown(index=False)]
-    (out / "bergson_compare.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
-    return 0
+    md = "\n".join([f"Setting: {setting}", "", summary(table).round(3).to_markdown(index=False), "",
+                     table.drop(columns=list(setting)).round(4).to_markdown(index=False)])
+    (out / "bergson_compare.md").write_text(md + "\n")
+    return md
 
 
 if __name__ == "__main__":

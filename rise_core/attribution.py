@@ -45,9 +45,10 @@ logger = logging.getLogger(__name__)
 
 
 def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample | str | dict] | Sample | str,
-                   batch_size: int = 8) -> FeatureMatrix:
+                   batch_size: int = 8, truncate: bool = False) -> FeatureMatrix:
     """Features (float32) of one query or a query set, with the index's sketches; refuses a query longer than the
-    index's seq_len (its tokens past seq_len would silently not count) or one with no counted token."""
+    index's seq_len (its tokens past seq_len would silently not count; `truncate=True` counts its first seq_len
+    tokens, as the build did for the pool's long samples) or one with no counted token."""
     if isinstance(queries, (str, Sample, dict)):
         queries = [queries]
     samples = [Sample.coerce(q) for q in queries]
@@ -58,7 +59,7 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample |
     encoded = extractor.encode(samples)
     for i, (sample, enc) in enumerate(zip(samples, encoded, strict=True)):
         which = "the query" if len(samples) == 1 else f"query {i + 1}"
-        if enc.truncated:
+        if enc.truncated and not truncate:
             n = len(encode_sample(sample, lm.tokenizer, 10**9, cfg.counted_positions).input_ids)
             raise InputDataError(
                 f"{which} has {n} tokens; this index counts at most seq_len={cfg.seq_len} tokens per sample. "

@@ -327,6 +327,12 @@ def test_query_longer_than_seq_len_and_truncated_pool_rows(tmp_path, tiny_llama)
         with pytest.raises(InputDataError, match=r"query 2 has"):
             query_features(index, tiny_llama, ["the cat", rows[1]["text"]])
         assert len(query_features(index, tiny_llama, ["the cat sat ."])) == 1
+        # truncate=True counts the query's first seq_len tokens, as the build did for the pool's long row
+        cut, stored = query_features(index, tiny_llama, rows[1]["text"], truncate=True), index.feature_matrix()
+        row = index.row_of("long")
+        for channel in ("rh", "gh"):  # unit rows stored in float16: 2^-11 relative rounding per value
+            torch.testing.assert_close(getattr(cut, channel)[0], getattr(stored, channel)[row].float(),
+                                       rtol=0, atol=2e-3)
 
 
 def test_bad_pool_leaves_index_intact(built, tiny_llama, tmp_path):
