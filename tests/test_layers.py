@@ -15,7 +15,7 @@ PACKAGE = ROOT / "rise_core"
 # One entry per line of the diagram in docs/ARCHITECTURE.md, lowest layer first; a subpackage (store, diagnostics, cli) is one
 # line holding all its modules. A module on a line may import from its own line and the lines before it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "config", "samples", "sketch"),
+    ("errors", "units", "config", "samples", "sketch", "vocab_pass"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
