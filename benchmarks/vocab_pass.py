@@ -18,32 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from rise_core import engine
-from rise_core.bench import bench_token_rows, run_bench
+from rise_core.bench import bench_token_rows, interleaved_times, run_bench
 from rise_core.config import PRESETS, RiseConfig
 from rise_core.engine import LOGITS_CHUNK
 from rise_core.models import load_model
 from rise_core.samples import EncodedSample, collate
 from rise_core.vocab_pass import GROUP, VOCAB_BLOCK, dense_vocab_pass, vocab_pass
-
-
-def _interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 @torch.no_grad()
@@ -69,7 +55,7 @@ def vocab_pass_times(lm: Any, batch_size: int, seq_len: int, repeats: int) -> di
         for group in (4, 8, 16, 32):
             if block == VOCAB_BLOCK or group == GROUP:
                 variants[f"blocked {block}/{group}"] = chunked(vocab_pass, block=block, group=group)
-    times = _interleaved(variants, repeats)
+    times = dict(zip(variants, interleaved_times(list(variants.values()), hidden.device, repeats), strict=True))
     head = times["head matmul (bare forward)"]
     return {"positions": int(hidden.shape[0]), "vocab": int(weight.shape[0]), "c": c,
             "seconds": {k: round(v, 4) for k, v in times.items()},

@@ -76,6 +76,14 @@ ORIGINAL_IDENTITY = ("adapter_digest", "base_fingerprint", "pool_hash", "recipe"
 # --- configuration --------------------------------------------------------------------------------------------------
 
 
+def _whole_numbers(values: Any, name: str) -> tuple[int, ...]:
+    """The distinct whole numbers of `values`, ascending; a ConfigError naming `name` otherwise."""
+    try:
+        return tuple(sorted({int(k) for k in values}))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be whole numbers, got {values!r}") from None
+
+
 @dataclass(frozen=True)
 class CounterfactualConfig:
     """What a leave-k-out check removes, retrains and measures; saved in the run's plan and compared on resume."""
@@ -109,18 +117,12 @@ class CounterfactualConfig:
     """replace each query's completion with the model's own answer to its prompt (the retrospective setting)."""
 
     def __post_init__(self) -> None:
-        try:
-            ks = tuple(sorted({int(k) for k in self.ks}))
-        except (TypeError, ValueError):
-            raise ConfigError(f"ks must be whole numbers, got {self.ks!r}") from None
+        ks = _whole_numbers(self.ks, "ks")
         if not ks or ks[0] < 0:
             raise ConfigError(f"ks must be one or more numbers >= 0, got {self.ks!r}")
         object.__setattr__(self, "ks", ks)
         if self.control_ks is not None:
-            try:
-                control = tuple(sorted({int(k) for k in self.control_ks}))
-            except (TypeError, ValueError):
-                raise ConfigError(f"control_ks must be whole numbers, got {self.control_ks!r}") from None
+            control = _whole_numbers(self.control_ks, "control_ks")
             if not control or not set(control) <= set(ks) - {0}:
                 raise ConfigError(f"control_ks must be some of the ks above 0 ({', '.join(map(str, ks))}), "
                                   f"got {self.control_ks!r}")
