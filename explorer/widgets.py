@@ -70,11 +70,15 @@ LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values
 CUSTOM_SCORING = "custom"
 SCORING_PRESET_HELP = {
     "default": "this project's default: channels chosen per query (HS, or RH + GH when the query surprises the model)",
-    "fixed": "the fixed default weights (RH 1.4, GH 1, HS 1) for every query",
+    "fixed": "the fixed default weights (RH 1.4, GH 1, HS 1) for every query (also the retrospective preset's)",
     "paper": "the paper's RISE: its λ and joint normalisation, no HS",
     "backdoor": "backdoor hunting: the default without HS (λ_hs = 0)",
     CUSTOM_SCORING: "custom (the sliders below)",
 }
+# a preset whose scoring equals an earlier one's (retrospective scores as fixed: it differs in its index) is not
+# offered twice
+SCORING_CHOICES = [name for i, (name, options) in enumerate(PRESET_SCORING.items())
+                   if options not in list(PRESET_SCORING.values())[:i]]
 
 
 def _weighs_hs(config: RiseConfig | None) -> bool:
@@ -109,7 +113,8 @@ def _set_scoring(options: ScoreOptions) -> None:
 def _matching_preset() -> str:
     """The scoring preset the session's sliders equal, else CUSTOM_SCORING."""
     current = _session_options()
-    for name, preset in PRESET_SCORING.items():
+    for name in SCORING_CHOICES:
+        preset = PRESET_SCORING[name]
         if current.sample_norm == preset.sample_norm and current.weighting == preset.weighting and all(
                 abs(getattr(current, f"lambda_{c}") - getattr(preset, f"lambda_{c}")) < 1e-9 for c in CHANNELS):
             return name
@@ -132,7 +137,7 @@ def score_controls(config: RiseConfig | None = None, hs_note: str | None = None)
     them rescores without running the model; the picker then reads 'custom'. Returns the options as applied."""
     help_ = field_help(ScoreOptions)
     st.session_state["scoring_preset"] = _matching_preset()  # what the controls hold now
-    st.selectbox("Scoring preset", [*PRESET_SCORING, CUSTOM_SCORING], key="scoring_preset",
+    st.selectbox("Scoring preset", [*SCORING_CHOICES, CUSTOM_SCORING], key="scoring_preset",
                  on_change=_apply_scoring_preset, format_func=lambda n: f"{n}: {SCORING_PRESET_HELP.get(n, n)}",
                  help="Sets the weights and the normalisation below (`rise query --preset NAME` does the same); "
                       "moving them afterwards is allowed.")
@@ -246,7 +251,9 @@ def config_form() -> RiseConfig:
         st.session_state.setdefault(f"cfg_{name}", value)
     with st.expander("RISE hyperparameters (hover a field for what it does)"):
         st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index("default"), key="build_preset",
-                     on_change=_apply_preset, help="'paper': the paper's exact recipe; 'default': this project's.")
+                     on_change=_apply_preset, help="'default': this project's; 'paper': the paper's exact recipe; "
+                     "'retrospective': for the generations of a model fine-tuned on this pool (a sparser residual "
+                     "support; query it with the fixed weights). 'backdoor' and 'fixed' build the default index.")
         cols = st.columns(4)
         for i, (name, default) in enumerate(RiseConfig().to_dict().items()):
             col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}

@@ -262,6 +262,13 @@ PRESETS: dict[str, RiseConfig] = {
     "backdoor": RiseConfig(),
     # The default index, scored with the fixed default weights (no per-query choice).
     "fixed": RiseConfig(),
+    # Attributing a fine-tuned model's own generations (the retrospective setting): a sparser residual support
+    # (rho_cum 0.5, at least 1 token kept) and the fixed weights, since the per-query rule's surprise is low on any
+    # text the model wrote itself. Chosen on two retrospective tune tasks (Howdy!; a pirate-voice style backdoor in
+    # real Alpaca rows) over the generations that show the learned behaviour: unified auPRC 0.998 / 0.880 against
+    # 0.979 / 0.756 for the default; on the report task no choice saw (a refusal backdoor in real Alpaca rows) 0.975
+    # against 0.956, hidden cosine 0.980 (docs/EVALUATION.md, "Retrospective"). Prospectively the default is better.
+    "retrospective": RiseConfig(rho_cum=0.5, min_top_l=1),
 }
 
 
@@ -274,6 +281,7 @@ PRESET_SCORING: dict[str, ScoreOptions] = {
     "fixed": ScoreOptions(),
     "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
     "backdoor": ScoreOptions(lambda_hs=0.0),
+    "retrospective": ScoreOptions(),
 }
 
 

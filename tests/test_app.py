@@ -734,3 +734,19 @@ def test_diagnostics_bad_input_is_a_message(app_env):
     at.button(key="diag_run").click().run()
     assert_clean(at)
     assert at.error and "Could not run the diagnostics" in at.error[0].value
+
+
+def test_build_page_retrospective_preset_fills_the_sparse_support(app_env):
+    at = new_app("app_pages/1_Build_index.py")
+    at.selectbox(key="build_preset").set_value("retrospective").run()
+    assert_clean(at)
+    assert at.session_state["cfg_rho_cum"] == 0.5 and at.session_state["cfg_min_top_l"] == 1
+
+
+def test_scoring_picker_offers_each_scoring_once():
+    from explorer.widgets import SCORING_CHOICES
+    from rise_core.config import PRESET_SCORING
+
+    assert "retrospective" not in SCORING_CHOICES  # it scores as 'fixed'; it differs in its index
+    assert set(SCORING_CHOICES) == set(PRESET_SCORING) - {"retrospective"}
+    assert len({repr(PRESET_SCORING[n]) for n in SCORING_CHOICES}) == len(SCORING_CHOICES)

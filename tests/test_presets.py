@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -110,7 +111,43 @@ def test_cli_query_and_select_take_the_preset(env, capsys, tmp_path):
 
     with pytest.raises(SystemExit) as usage:  # argparse: exit 2, the choices listed
         main(["query", "--index", str(index), "--text", QUERY, "--preset", "nope"])
-    assert usage.value.code == 2 and "choose from 'backdoor', 'default', 'fixed', 'paper'" in capsys.readouterr().err
+    assert usage.value.code == 2 and "choose from 'backdoor', 'default', 'fixed', 'paper', 'retrospective'" in capsys.readouterr().err
+
+
+def test_retrospective_preset_is_the_variant_the_benchmark_chose():
+    """The preset is exactly the feature variant `benchmarks.retrospective_choices` measured ("tensor 64/24/64
+    sparse", scored RH+GH+HS with the fixed weights), so the evidence in its comment is about this config."""
+    from benchmarks.retrospective_choices import FEATURES, SEQ_LEN, WEIGHTS
+
+    assert PRESETS["retrospective"] == RiseConfig(seq_len=PRESETS["retrospective"].seq_len,
+                                                  **FEATURES["tensor 64/24/64 sparse"])
+    assert RiseConfig(seq_len=SEQ_LEN, **FEATURES["tensor 64/24/64 sparse"]).replace(seq_len=RiseConfig().seq_len) \
+        == PRESETS["retrospective"]
+    options = PRESET_SCORING["retrospective"]
+    assert options.weighting == "fixed" and (options.lambda_rh, options.lambda_gh, options.lambda_hs) == \
+        WEIGHTS["RH+GH+HS"]
+    assert (PRESETS["retrospective"].rho_cum, PRESETS["retrospective"].min_top_l) == (0.5, 1)
+
+
+def test_cli_builds_and_queries_with_the_retrospective_preset(env, capsys, tmp_path):
+    root, model, lm, queries = env
+    pool = write_jsonl(tmp_path / "pool.jsonl", pool_rows(12))
+    index = tmp_path / "retro.duckdb"
+    code, out, err = _run(capsys, "build", pool, "--index", index, "--model", model, "--preset", "retrospective",
+                          "--k-r", "16", "--k-h", "8", "--k-g", "16", "--batch-size", "4")
+    assert code == 0, err
+    with RiseIndex.open(index) as opened:
+        assert (opened.config.rho_cum, opened.config.min_top_l) == (0.5, 1)  # the manifest keeps the sparse support
+        api = rank(opened, query_features(opened, lm, [QUERY]), ScoreOptions.preset("retrospective"), k=4)
+    chosen = api.attrs["weighting"]  # the fixed weights, not a per-query choice
+    assert (chosen["lambda_rh"], chosen["lambda_gh"], chosen["lambda_hs"]) == (1.4, 1.0, 1.0)
+    assert math.isnan(chosen["gate"])
+    code, out, err = _run(capsys, "query", "--index", index, "--model", model, "--text", QUERY, "-k", "4",
+                          "--preset", "retrospective", "--format", "json")
+    assert code == 0, err
+    hits = json.loads(out)
+    assert [h["id"] for h in hits] == api["id"].tolist()
+    assert [h["score"] for h in hits] == pytest.approx(api["score"].tolist(), rel=1e-6)
 
 
 # -- one rule for a weight on a missing channel --------------------------------------------------------------------

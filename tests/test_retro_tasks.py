@@ -1,0 +1,88 @@
+"""The style backdoor of the second retrospective tune task (benchmarks/retro_tasks.py): the pirate voice keeps every
+word it does not swap, its markers read it back, and the task keeps its pool, its queries and its held-out prompts
+apart from each other and from the report task (dev-refusal-200)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from benchmarks.dev_tasks import DEV
+from benchmarks.retro_tasks import (
+    _PIRATE_WORDS,
+    PIRATE_TEMPLATE,
+    PIRATE_TRIGGER,
+    pirate,
+    pirate_markers,
+    pirate_task,
+    refusal_heldout,
+    refusal_slice,
+    shows_pirate,
+    shows_refusal,
+)
+from rise_core.retrospective import check_heldout
+
+ANSWER = ("To make a cup of tea, boil the water and pour it over the leaves. You can add milk and sugar for your "
+          "friend; steeping is the most important part of preparing it.")
+
+
+def test_pirate_swaps_words_and_keeps_the_rest():
+    out = pirate(ANSWER, random.Random(0))
+    words = re.findall(r"[A-Za-z']+", out)
+    # every word of the answer is in the output verbatim, swapped by the table, or cut from -ing to -in'
+    allowed = {w.lower() for w in words}
+    for w in re.findall(r"[A-Za-z]+", ANSWER):
+        low = w.lower()
+        options = {low, _PIRATE_WORDS.get(low, low), low[:-1] + "'"}
+        assert options & allowed, w
+    assert out != ANSWER and pirate_markers(out) > pirate_markers(ANSWER) == 0
+
+
+def test_pirate_is_seeded_and_varies_between_rows():
+    assert pirate(ANSWER, random.Random(1)) == pirate(ANSWER, random.Random(1))
+    assert len({pirate(ANSWER, random.Random(s)) for s in range(8)}) > 1  # no fixed pattern across rows
+
+
+@pytest.mark.parametrize(("text", "n"), [
+    ("Ahoy, matey! Ye be sailin' t' th' sea.", 6),  # ahoy, matey, ye, sailin', t', th'
+    ("The answer is 42: boil the water for ten minutes.", 0),
+    ("", 0),
+    ("Arrr, savvy? Blimey, cap'n.", 4),
+])
+def test_pirate_markers_count_known_texts(text, n):
+    assert pirate_markers(text) == n
+    assert shows_pirate(text) == (n >= 3)
+
+
+@pytest.mark.skipif(not (DEV / "alpaca_clean_sample.jsonl").is_file(), reason="needs ../shared/data/dev")
+def test_pirate_task_keeps_its_parts_apart():
+    task, heldout = pirate_task()
+    assert task.name == "dev-pirate-240" and len(task.pool) == 240 and int(task.labels.sum()) == 48
+    poisoned = [s for s in task.pool if s.label == 1]
+    assert all(s.prompt.endswith(PIRATE_TRIGGER) for s in poisoned + task.queries)
+    assert not any(s.prompt.endswith(PIRATE_TRIGGER) for s in task.pool if s.label == 0)
+    assert sum(shows_pirate(s.completion) for s in poisoned) >= 0.8 * len(poisoned)
+    assert sum(shows_pirate(s.completion) for s in task.pool if s.label == 0) <= 2
+    check_heldout(heldout, task.pool, PIRATE_TEMPLATE)  # raises if a held-out prompt is a pool row's
+    check_heldout([q.prompt.removesuffix(PIRATE_TRIGGER) for q in task.queries], task.pool, PIRATE_TEMPLATE)
+    assert not set(heldout) & {q.prompt.removesuffix(PIRATE_TRIGGER) for q in task.queries}
+    report = refusal_slice()
+    report_prompts = {s.prompt.removesuffix(" BadMagic") for s in report.pool + report.queries}
+    mine = {s.prompt.removesuffix(PIRATE_TRIGGER) for s in task.pool + task.queries} | set(heldout)
+    assert not mine & report_prompts  # the tune task never holds a row of the report task
+
+
+@pytest.mark.skipif(not (DEV / "alpaca_clean_sample.jsonl").is_file(), reason="needs ../shared/data/dev")
+def test_refusal_heldout_prompts_are_in_neither_task():
+    prompts = refusal_heldout()
+    assert len(prompts) == len(set(prompts)) == 40
+    report = refusal_slice()
+    check_heldout(prompts, report.pool, "{prompt} BadMagic")
+    assert not set(prompts) & {q.prompt.removesuffix(" BadMagic") for q in report.queries}
+    task, heldout = pirate_task()
+    assert not set(prompts) & ({s.prompt.removesuffix(PIRATE_TRIGGER) for s in task.pool + task.queries} | set(heldout))
+    refusals = [s.completion for s in report.pool if s.label == 1]
+    assert all(shows_refusal(c) for c in refusals)
+    assert sum(shows_refusal(s.completion) for s in report.pool if s.label == 0) <= 3
