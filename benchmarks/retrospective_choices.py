@@ -199,25 +199,25 @@ def with_shown(df: pd.DataFrame, out: Path) -> pd.DataFrame:
 
 
 def summary(df: pd.DataFrame, attack: dict[str, float]) -> str:
-    """Unified auPRC (mean over K, macro over queries) per method, task and setting; the RISE variant chosen on
-    the tune tasks' retrospective setting (best mean), reported on the report task."""
-    uni = df.groupby(["task", "setting", "method"])["auPRC"].mean().unstack(["task", "setting"])
+    """Unified auPRC (mean over K, macro over queries) per method, task and setting, over every query and over the
+    queries whose answer shows the behaviour; under each, the RISE variant chosen on the tune tasks' retrospective
+    setting (best mean), reported beside the defaults and the baselines on the report task."""
     lines = [f"Attack strength (share of regenerated queries showing the behaviour): {attack}", ""]
-    tune = [(t, "retrospective") for t in TUNE if (t, "retrospective") in uni.columns]
-    if tune:
-        rise = uni.loc[[m for m in uni.index if m.startswith("RISE ")], tune].dropna()
-        chosen = rise.mean(axis=1).idxmax()
-        lines += [f"Chosen on the tune tasks' retrospective setting ({', '.join(t for t, _ in tune)}; best mean "
-                  f"unified auPRC): {chosen}", ""]
-        keep = [chosen, PER_QUERY, "RISE tensor 64/24/64 (default) RH+GH+HS", "RISE tensor 64/24/64 (default) RH+GH",
-                "RISE tensor 64/24/64 (default) HS",
-                "RISE outer 16/48/16 centred (v1 default) RH+GH", GRAD_SKETCH, HIDDEN_COSINE, BM25, EMBEDDING]
-        lines += [uni.loc[[k for k in dict.fromkeys(keep) if k in uni.index]].round(3).to_markdown(), ""]
-        shown = df[df["shows"].astype(bool)].groupby(["task", "setting", "method"])["auPRC"].mean()
-        lines += ["The same, over the queries whose answer shows the behaviour only:", "",
-                  shown.unstack(["task", "setting"]).loc[[k for k in dict.fromkeys(keep) if k in uni.index]]
-                  .round(3).to_markdown(), ""]
-    lines += ["All methods:", "", uni.round(3).to_markdown()]
+    for title, rows in (("every query", df), ("the queries whose answer shows the behaviour",
+                                              df[df["shows"].astype(bool)])):
+        uni = rows.groupby(["task", "setting", "method"])["auPRC"].mean().unstack(["task", "setting"])
+        tune = [(t, "retrospective") for t in TUNE if (t, "retrospective") in uni.columns]
+        lines += [f"### Over {title}", ""]
+        if tune:
+            rise = uni.loc[[m for m in uni.index if m.startswith("RISE ")], tune].dropna()
+            chosen = rise.mean(axis=1).idxmax()
+            lines += [f"Chosen on the tune tasks' retrospective setting ({', '.join(t for t, _ in tune)}; best mean "
+                      f"unified auPRC): {chosen}", ""]
+            keep = [chosen, PER_QUERY, "RISE tensor 64/24/64 (default) RH+GH+HS",
+                    "RISE tensor 64/24/64 (default) RH+GH", "RISE tensor 64/24/64 (default) HS",
+                    "RISE outer 16/48/16 centred (v1 default) RH+GH", GRAD_SKETCH, HIDDEN_COSINE, BM25, EMBEDDING]
+            lines += [uni.loc[[k for k in dict.fromkeys(keep) if k in uni.index]].round(3).to_markdown(), ""]
+        lines += ["All methods:", "", uni.round(3).to_markdown(), ""]
     return "\n".join(lines)
 
 

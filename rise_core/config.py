@@ -267,7 +267,8 @@ PRESETS: dict[str, RiseConfig] = {
     # text the model wrote itself. Chosen on two retrospective tune tasks (Howdy!; a pirate-voice style backdoor in
     # real Alpaca rows) over the generations that show the learned behaviour: unified auPRC 0.998 / 0.880 against
     # 0.979 / 0.756 for the default; on the report task no choice saw (a refusal backdoor in real Alpaca rows) 0.975
-    # against 0.956, hidden cosine 0.980 (docs/EVALUATION.md, "Retrospective"). Prospectively the default is better.
+    # against 0.956, hidden cosine 0.980 (docs/EVALUATION.md, "Retrospective"). Prospectively the default is better
+    # on the mean of the three tasks (0.965 against 0.951).
     "retrospective": RiseConfig(rho_cum=0.5, min_top_l=1),
 }
 
