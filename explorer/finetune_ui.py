@@ -16,6 +16,7 @@ from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
 from .resources import finetune_jobs
 from .ui import friendly
+from .widgets import use_build_preset
 
 
 def default_adapter_name(model_id: str, pool_name: str) -> str:
@@ -28,7 +29,8 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
     defaults = FinetuneConfig()
     with st.expander("Fine-tune the model on this pool first (LoRA): for retrospective attribution"):
         st.caption("Trains a LoRA adapter on the pool in the format the index reads it (prompt, newline, "
-                   "completion; loss on the completion). Then build the index with the adapter as the model: "
+                   "completion; loss on the completion). Then build the index with the adapter as the model (and "
+                   "the 'retrospective' preset, which the button below sets): "
                    "the model's own generations can be attributed to what it learned. On a CPU this takes minutes "
                    "per thousand samples.")
         c1, c2, c3, c4 = st.columns(4)
@@ -71,8 +73,14 @@ def _show(key: str) -> None:
         if job.steps:
             st.plotly_chart(loss_chart(job), key="ft_loss_done")
         if job.status == "done":
-            st.button("Use this adapter as the model above", key="ft_use",
-                      on_click=lambda: st.session_state.update(build_model=str(job.out_dir)))
+            st.button("Use this adapter as the model above", key="ft_use", on_click=_use_adapter, args=(job.out_dir,),
+                      help="Sets the model to the adapter and the hyperparameters to the 'retrospective' preset, "
+                           "chosen for attributing a fine-tuned model's own generations (docs/EVALUATION.md).")
+
+
+def _use_adapter(out_dir: Path) -> None:
+    st.session_state["build_model"] = str(out_dir)
+    use_build_preset("retrospective")
 
 
 @st.fragment(run_every=1.0)

@@ -244,6 +244,13 @@ def _apply_preset() -> None:
         st.session_state[f"cfg_{name}"] = value
 
 
+def use_build_preset(name: str) -> None:
+    """Set the Build form's preset picker and hyperparameters to preset `name` (e.g. 'retrospective' once the model
+    is a fine-tune on the pool)."""
+    st.session_state["build_preset"] = name
+    _apply_preset()
+
+
 def config_form() -> RiseConfig:
     """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
     helps, choices = field_help(RiseConfig), field_choices(RiseConfig)

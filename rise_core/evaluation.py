@@ -9,7 +9,7 @@ shared forward time is charged to each LM method's build and query times.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,10 +96,15 @@ class EvalReport:
     meta: dict = field(default_factory=dict)
     # rows: every other method; how far its ranking agrees with RISE's (top-k overlap, Spearman, Kendall), per query
     agreement: pd.DataFrame | None = None
+    # the same table over a subset of the queries, by name (e.g. "shows the behaviour"); with its query count
+    subsets: dict[str, pd.DataFrame] = field(default_factory=dict)
+    subset_sizes: dict[str, int] = field(default_factory=dict)
 
-    def wide(self, metric: str = "auPRC") -> pd.DataFrame:
-        """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC."""
-        wide = self.table.pivot(index="method", columns="K", values=metric)
+    def wide(self, metric: str = "auPRC", subset: str | None = None) -> pd.DataFrame:
+        """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC; over the queries of
+        `subset` when given."""
+        table = self.table if subset is None else self.subsets[subset]
+        wide = table.pivot(index="method", columns="K", values=metric)
         wide.columns = [f"{metric}@{k}" for k in wide.columns]
         if metric == "auPRC":
             wide["unified"] = wide.mean(axis=1)
@@ -109,9 +114,12 @@ class EvalReport:
         header = [f"Setting: {self.meta['setting']}" + (f"; attack strength: {self.meta['attack']}"
                                                         if self.meta.get("attack") else ""), ""] \
             if self.meta.get("setting") else []
-        parts = [f"### {self.task}", "", *header, self.wide("auPRC").round(3).to_markdown(), "",
-                 self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
-                 self.costs.round(4).to_markdown()]
+        parts = [f"### {self.task}", "", *header, self.wide("auPRC").round(3).to_markdown(), ""]
+        for name in self.subsets:
+            parts += [f"auPRC over the {self.subset_sizes[name]} of {self.meta.get('n_queries', '?')} queries whose "
+                      f"answer {name}:", "", self.wide("auPRC", name).round(3).to_markdown(), ""]
+        parts += [self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
+                  self.costs.round(4).to_markdown()]
         if self.agreement is not None and len(self.agreement):
             parts += ["", f"Agreement with {AGREEMENT_REFERENCE} (mean over queries)", "",
                       self.agreement.round(3).to_markdown()]
@@ -121,11 +129,21 @@ class EvalReport:
 def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, config: RiseConfig | None = None,
              options: ScoreOptions | None = None, cache: ReadoutCache | None = None, batch_size: int = 8,
              progress: Callable[[str], None] | None = None,
-             forward_progress: Callable[[int], None] | None = None) -> EvalReport:
+             forward_progress: Callable[[int], None] | None = None,
+             query_subsets: Mapping[str, np.ndarray] | None = None) -> EvalReport:
     """Run `methods` on `task` and tabulate the paper's metrics (LM methods need `lm` or a `cache`).
 
-    `progress` gets one line per stage; `forward_progress` the number of samples of each forward batch."""
+    `progress` gets one line per stage; `forward_progress` the number of samples of each forward batch.
+    `query_subsets` (name -> boolean mask over the queries) adds the same table over each subset's queries, e.g. the
+    regenerated answers that show the behaviour; an empty subset is left out."""
     config, options = config or RiseConfig(), options or ScoreOptions()
+    masks = {}
+    for name, mask in (query_subsets or {}).items():
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (len(task.queries),):
+            raise InputDataError(f"query subset {name!r} has {mask.size} entries for {len(task.queries)} queries")
+        if mask.any():
+            masks[name] = mask
     chosen = [m for m in resolve(methods) if m.applies(config)]
     lm_methods = [m.name for m in chosen if m.needs_lm]
     if lm_methods and cache is None:
@@ -138,6 +156,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
         cache.add(task.pool + task.queries, batch_size=batch_size, progress=forward_progress)
     tables, costs, scores = [], [], {}
+    subset_tables: dict[str, list[pd.DataFrame]] = {name: [] for name in masks}
     for method in chosen:
         name = method.name
         if progress:
@@ -147,6 +166,10 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
         tab = evaluate_rankings(run.scores, task.labels, task.ks)
         tab.insert(0, "method", name)
         tables.append(tab)
+        for subset, mask in masks.items():
+            sub = evaluate_rankings(np.asarray(run.scores)[mask], task.labels, task.ks)
+            sub.insert(0, "method", name)
+            subset_tables[subset].append(sub)
         costs.append({"method": name, "index_MB": run.index_bytes / 2**20, "build_s": run.build_seconds,
                       "query_s": run.query_seconds})
     table = pd.concat(tables, ignore_index=True)
@@ -155,7 +178,9 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
     agreement = (agreement_table(scores, AGREEMENT_REFERENCE, AGREEMENT_K)
                  if AGREEMENT_REFERENCE in scores and len(scores) > 1 else None)
     return EvalReport(task=task.name, table=table, costs=pd.DataFrame(costs).set_index("method"), meta=meta,
-                      agreement=agreement)
+                      agreement=agreement,
+                      subsets={n: pd.concat(t, ignore_index=True) for n, t in subset_tables.items()},
+                      subset_sizes={n: int(m.sum()) for n, m in masks.items()})
 
 
 SWEEP_GRID = {

@@ -475,6 +475,8 @@ def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tm
     assert loss["x"][-1] == manifest["steps"] and len(loss["y"]) == manifest["steps"]
     at.button(key="ft_use").click().run()
     assert at.text_input(key="build_model").value == str(out)
+    assert at.selectbox(key="build_preset").value == "retrospective"  # the preset for its own generations
+    assert at.session_state["cfg_rho_cum"] == 0.5 and at.session_state["cfg_min_top_l"] == 1
 
 
 def test_build_page_confines_typed_paths(build_dir, tmp_path):

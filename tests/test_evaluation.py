@@ -143,6 +143,27 @@ def test_evaluate_reports_agreement_with_rise(tiny_llama):
     assert "Agreement with RISE" in report.markdown()
 
 
+def test_query_subset_table_is_the_table_of_those_queries_alone(tiny_llama):
+    """A subset's table equals evaluating a task that holds only that subset's queries (known answer: the same
+    rankings, fewer queries); an empty subset is left out and a mask of the wrong length is refused."""
+    task, config = _tiny_task(), RiseConfig(k_r=16, k_h=4, k_g=16)
+    task = Task(task.name, task.pool, task.labels,
+                [*task.queries, Sample(prompt="what ?", completion="the bank lost money .", id="q2")], task.ks)
+    mask = np.zeros(len(task.queries), bool)
+    mask[0] = True
+    methods = ["RISE", "BM25"]
+    report = evaluate(task, tiny_llama, methods=methods, config=config,
+                      query_subsets={"shows the behaviour": mask, "none": np.zeros(len(task.queries), bool)})
+    alone = evaluate(Task(task.name, task.pool, task.labels, [task.queries[0]], task.ks), tiny_llama,
+                     methods=methods, config=config)
+    assert list(report.subsets) == ["shows the behaviour"] and report.subset_sizes == {"shows the behaviour": 1}
+    pd.testing.assert_frame_equal(report.subsets["shows the behaviour"], alone.table)
+    assert not report.table.equals(alone.table)  # the second query moves the full table: the subset is not a copy
+    assert "auPRC over the 1 of" in report.markdown()
+    with pytest.raises(Exception, match="entries for"):
+        evaluate(task, tiny_llama, methods=["BM25"], config=config, query_subsets={"x": [True]})
+
+
 def test_sweep_covers_grid(tiny_llama):
     task = _tiny_task()
     cache = ReadoutCache(tiny_llama)

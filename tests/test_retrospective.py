@@ -182,6 +182,33 @@ def test_cli_evaluate_retrospective_with_a_suffix_trigger(tuned_env, tmp_path, c
     assert not (out / "howdy_pool_methods.csv").exists()
 
 
+class FirstOnly:
+    """Shows the behaviour in the first text of every call only: 1 of the 2 regenerated queries."""
+
+    def shows(self, texts):
+        return np.arange(len(texts)) == 0
+
+
+def test_cli_evaluate_retrospective_tables_the_answers_that_show_the_behaviour(tuned_env, tmp_path, capsys,
+                                                                               monkeypatch):
+    monkeypatch.setattr(BehaviourClassifier, "fit", classmethod(lambda cls, pool, encode=None, k=15: FirstOnly()))
+    data = Path(tuned_env["RISE_DATA_DIR"])
+    out = tmp_path / "out"
+    rc = cli_main(["evaluate", "--pool", str(data / "howdy_pool.jsonl"), "--queries", str(data / "howdy_queries.jsonl"),
+                   "--model", tuned_env["RISE_MODEL"], "--retrospective", "--max-new-tokens", "8",
+                   "--methods", "RISE,BM25", "--device", "cpu", "--k-r", "16", "--k-h", "8", "--k-g", "16",
+                   "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    gens = [json.loads(line) for line in (out / "howdy_pool_retrospective_generations.jsonl").read_text().splitlines()]
+    assert [g["shows"] for g in gens if g["kind"] == "query"] == [True, False]
+    md = (out / "howdy_pool_retrospective_methods.md").read_text()
+    assert "auPRC over the 1 of 2 queries whose answer shows the behaviour" in md
+    shown = __import__("pandas").read_csv(out / "howdy_pool_retrospective_methods_shown.csv")
+    full = __import__("pandas").read_csv(out / "howdy_pool_retrospective_methods.csv")
+    assert set(shown["method"]) == {"RISE", "BM25"} and list(shown.columns) == list(full.columns)
+    assert shown["auPRC"].between(0, 1).all()
+
+
 def test_cli_evaluate_refuses_pool_prompts_and_a_template_without_prompt(tuned_env, tmp_path, capsys):
     data = Path(tuned_env["RISE_DATA_DIR"])
     heldout = tmp_path / "heldout.jsonl"  # the second and third are the pool's own prompt ("what is the story ?")

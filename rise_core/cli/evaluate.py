@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..bundled import data_dir
@@ -39,6 +40,9 @@ from .options import (
     load_model_from_args,
     score_options_from_args,
 )
+
+SHOWN = "shows the behaviour"
+"""the query subset of a retrospective run: regenerated answers the behaviour classifier says show it."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -173,14 +177,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if needs_lm:
             cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
                                  grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
+        subsets = {}
+        if attack is not None:  # the regenerated answers that show the behaviour: the ones it is about
+            subsets[SHOWN] = np.array([s["shows"] for s in attack.samples if s["kind"] == "query"], dtype=bool)
         with _bar(len(task.pool) + len(task.queries), "forward pass") as bar:
             report = evaluate(task, lm, methods, config, options, cache=cache, batch_size=args.batch_size,
                               progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True),
-                              forward_progress=bar.update)
+                              forward_progress=bar.update, query_subsets=subsets)
         report.meta.update(setting=setting, attack=attack.summary() if attack else None,
                            attack_rates=attack.to_dict() if attack else None)
         stem = f"{task.name}_retrospective" if args.retrospective else task.name
         report.table.to_csv(out / f"{stem}_methods.csv", index=False)
+        if SHOWN in report.subsets:
+            report.subsets[SHOWN].to_csv(out / f"{stem}_methods_shown.csv", index=False)
         if report.agreement is not None:
             report.agreement.to_csv(out / f"{stem}_agreement.csv")
         (out / f"{stem}_methods.md").write_text(report.markdown() + "\n")
