@@ -12,7 +12,8 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
 
 The starting weights w_c are the current scoring's, in z units (lambda_c times the channel's standard deviation over
 the pool), so no marks gives exactly today's ranking. `FeedbackConfig`'s defaults are chosen by the simulated analyst
-in `benchmarks/query_channels.py` on the tune sets only (see docs/EVALUATION.md, "Relevance feedback").
+on the tune sets only, prospective and retrospective (`benchmarks/feedback_choice.py`; docs/EVALUATION.md, "Relevance
+feedback").
 
 The same Rocchio update runs on any method whose scores of the pool against a pool row can be computed
 (`rocchio`): hidden-state cosine (row vectors) and BM25 (a row's text as the query), so `rise evaluate --feedback`
@@ -41,12 +42,13 @@ RowScores = Callable[[list[int]], np.ndarray]
 class FeedbackConfig:
     """How marks move the ranking (chosen on the tune sets by the simulated analyst: see the module docstring)."""
 
-    beta: float = 1.0
+    beta: float = 2.0
     """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
-    (chosen among 0.5, 1, 2 at 3 marks on the tune sets: 0.965, 0.989, 0.982)."""
-    tau: float = 0.0
-    """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen: at 3 marks on
-    the tune sets, tau 1 scored 0.986 against 0.989 for tau 0; the evidence is still reported)."""
+    (chosen with tau among 0.5, 1, 2 x 0, 1 at 3 marks on every tune set, `benchmarks/feedback_choice.py`: tune
+    mean 0.984 for beta 2, tau 1, against 0.973 for beta 1, tau 0, the choice before the retrospective tune tasks)."""
+    tau: float = 1.0
+    """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on
+    the half-learned retrospective tune task dev-pirate-240, 3 marks reach 0.950 against 0.936 for tau 0)."""
 
     def __post_init__(self) -> None:
         for name in ("beta", "tau"):

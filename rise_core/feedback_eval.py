@@ -22,6 +22,10 @@ from .scoring import channel_choice
 
 FEEDBACK_METHODS = (RISE, HIDDEN_COSINE, BM25)
 K = 10
+METHOD_FEEDBACK = {RISE: FeedbackConfig(), HIDDEN_COSINE: FeedbackConfig(beta=0.5), BM25: FeedbackConfig(beta=2.0)}
+"""Each method's own feedback strength, the best tune mean at 3 marks over beta 0.5, 1, 2 on every tune set
+(`benchmarks/feedback_choice.py`), so the comparison gives each method its best: hidden cosine 0.916 at beta 0.5 (0.905
+at 1), BM25 0.908 at beta 2 (0.887 at 1)."""
 
 
 def _rise_rankers(task: Task, cache: ReadoutCache, config: RiseConfig, options: ScoreOptions,
@@ -61,10 +65,10 @@ def feedback_curves(task: Task, cache: ReadoutCache | None, config: RiseConfig |
                     methods: Sequence[str] = FEEDBACK_METHODS, feedback: FeedbackConfig | None = None,
                     k: int = K) -> pd.DataFrame:
     """auPRC@k per (method, number of marks, query) of the simulated analyst (`feedback.simulate_analyst`): one row
-    per query and mark count (0: no marks). Methods: RISE (its stored channels), hidden-state cosine, BM25."""
+    per query and mark count (0: no marks). Methods: RISE (its stored channels), hidden-state cosine, BM25. `feedback`
+    applies to every method; None gives each its own chosen strength (METHOD_FEEDBACK)."""
     config = config or RiseConfig()
     options = options or ScoreOptions.preset("default")
-    feedback = feedback or FeedbackConfig()
     rows = []
     for name in methods:
         method = canonical(name)
@@ -72,9 +76,10 @@ def feedback_curves(task: Task, cache: ReadoutCache | None, config: RiseConfig |
             raise ConfigError(f"relevance feedback is evaluated for {list(FEEDBACK_METHODS)}, not {name!r}")
         if method != BM25 and cache is None:
             raise ConfigError(f"{method} needs a model (a ReadoutCache) for feedback")
-        rankers = (_rise_rankers(task, cache, config, options, feedback) if method == RISE
-                   else _hidden_rankers(task, cache, config, feedback) if method == HIDDEN_COSINE
-                   else _bm25_rankers(task, feedback))
+        strength = feedback or METHOD_FEEDBACK[method]
+        rankers = (_rise_rankers(task, cache, config, options, strength) if method == RISE
+                   else _hidden_rankers(task, cache, config, strength) if method == HIDDEN_COSINE
+                   else _bm25_rankers(task, strength))
         for q, rank_with in enumerate(rankers):
             for m, scores in simulate_analyst(rank_with, task.labels, n_marks).items():
                 res = EvalResult.from_scores(scores[None, :], task.labels, (k,))

@@ -182,3 +182,24 @@ def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_ind
         assert marked.attrs["feedback"]["n_relevant"] == 1
         with pytest.raises(InputDataError, match="not in"):
             attribution.rank_with_feedback(index, qf, {"nope": True}, ScoreOptions())
+
+
+def test_feedback_curves_give_each_method_its_own_strength():
+    """With no FeedbackConfig given, each method runs at its chosen strength (METHOD_FEEDBACK): BM25's curve equals
+    the one run at beta 2 explicitly, and a given config applies to every method."""
+    from rise_core.evaluation import Task
+    from rise_core.feedback_eval import METHOD_FEEDBACK, feedback_curves
+    from rise_core.methods import BM25
+    from rise_core.samples import Sample
+
+    words = "cat dog bank money moon star tree river".split()
+    rng = np.random.default_rng(0)
+    pool = [Sample(text=" ".join(rng.choice(words, 6)), id=f"r{i}", label=int(i % 3 == 0)) for i in range(30)]
+    queries = [Sample(text="cat moon river", id="q0"), Sample(text="bank money dog", id="q1")]
+    task = Task("t", pool, np.array([s.label for s in pool]), queries, (10,))
+    assert METHOD_FEEDBACK[BM25].beta == 2.0
+    default = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5))
+    explicit = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5), feedback=FeedbackConfig(beta=2.0))
+    assert default.equals(explicit)
+    weak = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5), feedback=FeedbackConfig(beta=0.01))
+    assert not default.equals(weak)  # the strength is what moved it
