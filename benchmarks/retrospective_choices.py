@@ -96,13 +96,13 @@ def queries_for(task: Task, lm, setting: str, out: Path) -> list[Sample]:
     return queries
 
 
-def behaviour_shown(name: str, task: Task, queries: list[Sample]) -> np.ndarray:
+def behaviour_shown(name: str, task: Task, queries: list[Sample], votes: np.ndarray | None = None) -> np.ndarray:
     """Per regenerated query, whether its answer shows the behaviour: read off the text where the task has such a
-    criterion (READING), else the embedding classifier's vote."""
+    criterion (READING), else the embedding classifier's vote (`votes` when already taken)."""
     texts = [q.completion or "" for q in queries]
     if name in READING:
         return np.array([READING[name](t) for t in texts])
-    return BehaviourClassifier.fit(task.pool).shows(texts)
+    return BehaviourClassifier.fit(task.pool).shows(texts) if votes is None else votes
 
 
 def per_query(scores: np.ndarray, task: Task) -> pd.DataFrame:
@@ -140,9 +140,9 @@ def main() -> int:
             t = Task(task.name, task.pool, task.labels, queries, task.ks)
             shown = np.ones(len(queries), bool)  # the given completions are the behaviour's own
             if setting == "retrospective":
-                clf = BehaviourClassifier.fit(task.pool)
-                attack[name] = float(clf.shows([q.completion for q in queries]).mean())
-                shown = behaviour_shown(name, task, queries)
+                votes = BehaviourClassifier.fit(task.pool).shows([q.completion for q in queries])
+                attack[name] = float(votes.mean())
+                shown = behaviour_shown(name, task, queries, votes)
                 if name in READING:
                     attack[f"{name} (read off the text)"] = float(shown.mean())
             cache = ReadoutCache(lm, seq_len=SEQ_LEN, grad_sketch_dim=GRAD_DIM)
