@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import resources, ui, widgets
+from explorer import auth, resources, ui, widgets
 from explorer.build_plan import (
     estimate_index_bytes,
     feature_summary,
@@ -14,6 +14,7 @@ from explorer.build_plan import (
     index_file_name,
     mean_text_bytes,
     model_hidden_size,
+    plan_index_write,
     slug,
 )
 from explorer.finetune_ui import finetune_section
@@ -21,9 +22,23 @@ from explorer.jobs import BuildJob
 from explorer.paths import check_model_spec
 from explorer.uploads import UPLOAD_TYPES, PoolFile
 from rise_core.bundled import pool_paths
+from rise_core.store.files import set_aside
 from rise_core.units import format_bytes
 
 s = ui.page("build")
+
+
+def existing_index(path: Path):  # noqa: ANN201 - the manifest, or None
+    """The manifest of the index at `path` (None when there is none, or it cannot be read: replacing it is offered,
+    and the unreadable file is kept)."""
+    if not path.exists():
+        return None
+    try:
+        return resources.open_index(path).manifest
+    except Exception:  # noqa: BLE001 - an unreadable or building index: no owner to check against
+        return None
+
+
 st.text_input("Model", value=s.model_id, key="build_model",
               help="'smollm2-135m-instruct' (the embedded default), a local checkpoint directory, or a hub id.")
 source = st.radio("Pool", ["Bundled pool", "Upload a file"], horizontal=True, key="build_source")
@@ -64,17 +79,35 @@ with ui.friendly("check the settings", stop=True):
     target = s.index_dir / (f"{slug(Path(name).stem)}.duckdb" if name else default_name)
     hidden_size = model_hidden_size(model_id)
     size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)), hidden_size)
-    resume = " It exists: building again resumes it and adds the rows it does not have yet." if target.exists() else ""
     st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × "
-            f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target}`.{resume}")
-    overwrite = st.checkbox("Start from scratch (delete the existing index first)", key="build_overwrite")
+            f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target.name}`.")
+    overwrite = st.checkbox("Start from scratch (the existing index is kept under a timestamped name)",
+                            key="build_overwrite", disabled=not target.exists())
 
+user = auth.current_user()
+existing = existing_index(target)
+write = plan_index_write(target.name, exists=target.exists(), owner=existing.owner if existing else "",
+                         sources=existing.sources if existing else [],
+                         n_samples=existing.n_samples if existing else None, user=user.name, can_edit=user.can_edit,
+                         replace=overwrite, source=pool_file.name)
+if write.action == "append" and not write.refusal:
+    st.caption(f"{target.name} exists: building again resumes it and adds the rows it does not have yet.")
+confirmed = True
+if write.refusal:
+    st.warning(write.refusal, icon=":material/lock:")
+elif write.question:
+    confirmed = st.checkbox(write.question, key=f"build_confirm_{write.action}")
 job = resources.registry().job(target)
-if st.button("Build the index", type="primary", key="build", disabled=bool(job and job.running)):
+if st.button("Build the index", type="primary", key="build",
+             disabled=bool(job and job.running) or bool(write.refusal) or not confirmed):
     with ui.friendly("start the build"):
         lm = resources.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        resources.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))
+        if write.action == "replace":
+            resources.registry().release(target)
+            kept = set_aside(target)
+            st.toast(f"The old index is kept as {kept.name}.")
+        resources.start_build(BuildJob(target, pool, lm, config, label=pool_file.name, built_by=user.name))
         st.session_state["build_path"] = str(target)
 widgets.show_build(st.session_state.get("build_path"))

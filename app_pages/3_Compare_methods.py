@@ -3,6 +3,9 @@ with how far each agrees with RISE and, when the pool has labels, how well each 
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
 import streamlit as st
 
 from explorer import compare_ui, resources, ui, widgets
@@ -38,8 +41,10 @@ if query is None:
 compare_ui.forward_pass_offer(path)
 with ui.friendly("compare the rankings"):
     lm = resources.model_for(index)
-    results = compare_methods(index, [query], resources.query_features(index, lm, [query]), options,
-                              bm25=resources.bm25_for(path),
-                              embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
-                              forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers])
+    queue_peers = resources.heavy_work("peer build", Path(path).name, path) if peers else contextlib.nullcontext()
+    with queue_peers:  # a peer builds its own gradient index over the pool: heavy work takes its place in the queue
+        results = compare_methods(index, [query], resources.query_features(index, lm, [query]), options,
+                                  bm25=resources.bm25_for(path),
+                                  embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
+                                  forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers])
     compare_ui.show_comparison(results, index.samples(), k)

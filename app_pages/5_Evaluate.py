@@ -37,8 +37,9 @@ if st.button("Run the evaluation", type="primary", key="evaluate"):
     with ui.friendly("run the evaluation"):
         task = evaluation_task(s.data_dir, task_name, int(max_pool), int(max_queries))
         lm = resources.load_lm(s.model_id) if any(get(m).needs_lm for m in methods) else None
-        with st.status(f"Evaluating on {len(task.pool)} pool rows and {len(task.queries)} queries…",
-                       expanded=True) as status:
+        with resources.heavy_work("evaluation", task_name, task_name), \
+                st.status(f"Evaluating on {len(task.pool)} pool rows and {len(task.queries)} queries…",
+                          expanded=True) as status:
             report = evaluate(task, lm, methods, config, options, progress=status.write)
             status.update(label="Evaluation done", state="complete", expanded=False)
         st.session_state["eval_report"] = report

@@ -4,10 +4,12 @@ beside the index (`<index>.diagnostics/`): shown again on load, and a run with t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from explorer import diagnostics_ui as diag
-from explorer import ui, widgets
+from explorer import resources, ui, widgets
 from rise_core.diagnostics import default_output_dir
 
 ui.page("diagnostics")
@@ -20,7 +22,7 @@ st.caption(f"The paper's observations, measured on this index's model with its R
 
 choice = diag.run_form()
 if st.button("Run diagnostics", type="primary", key="diag_run", icon=":material/play_arrow:"):
-    with ui.friendly("run the diagnostics"):
+    with ui.friendly("run the diagnostics"), resources.heavy_work("diagnostics", Path(path).name, path):
         diag.run(path, out_dir, choice)
 diag.show_last_outcome(path)
 

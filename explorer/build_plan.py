@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,3 +86,36 @@ def head_pool(pool: PoolData, n_rows: int) -> PoolData:
     return PoolData(samples=[pool.samples[i] for i in keep], skipped=[r for r in pool.skipped if r[0] <= n_rows],
                     rows=[pool.rows[i] for i in keep], n_rows=min(pool.n_rows, n_rows), source=pool.source,
                     fields=pool.fields)
+
+
+@dataclass(frozen=True)
+class IndexWrite:
+    """What pressing Build would do to the index at the target name, decided before the button: `action` ('create',
+    'append', 'replace'), a `question` the user must confirm first ('' when none) or a `refusal` ('' when allowed)."""
+
+    action: str
+    question: str = ""
+    refusal: str = ""
+
+
+def plan_index_write(name: str, *, exists: bool, owner: str, sources: Sequence[str], n_samples: int | None,
+                     user: str, can_edit: bool, replace: bool, source: str) -> IndexWrite:
+    """Who may write an index, and what must be confirmed (docs/SECURITY.md, "Indexes are owned"):
+    viewers build nothing; an index is written only by the user who first built it (an index that records no owner,
+    built before owners were kept or by the command line, by any editor); replacing always asks and keeps the old
+    index under a timestamped name; appending rows from a pool other than the ones it was built from asks first."""
+    action = "replace" if exists and replace else "append" if exists else "create"
+    if not can_edit:
+        return IndexWrite(action, refusal="you are a viewer here: viewers query, compare, mark and export; building "
+                                          "needs an editor")
+    if exists and owner and owner != user:
+        return IndexWrite(action, refusal=f"{name} was built by {owner}: only they may add to or replace it. Give "
+                                          "your index another name")
+    if action == "replace":
+        size = f" ({n_samples} samples)" if n_samples is not None else ""
+        return IndexWrite(action, question=f"Replace {name}{size} with a new build? The old index is kept beside it "
+                                           f"under a timestamped name ({Path(name).stem}.<time>.duckdb).")
+    if action == "append" and sources and source not in sources:
+        return IndexWrite(action, question=f"{name} was built from {', '.join(sources)}; add the rows of {source} to "
+                                           "it? (Rows whose id it already has are skipped.)")
+    return IndexWrite(action)

@@ -48,6 +48,86 @@ RETRAINED_COLUMNS = ["arm", "method", "k", "seed", "n_removed", "n_positive_remo
                      "clean_behaviour_rate", "train_s", "reproduces_original"]
 
 
+GENERATION_TOKENS_PER_S = 20.0  # greedy decoding of the embedded 135M model on 2 CPU cores, measured about 20-40/s:
+# the estimate takes the slow end, since a check shares the machine
+
+
+@dataclass(frozen=True)
+class CheckLimits:
+    """What one check started from the app may ask for: a shared server must not take days of retraining from one
+    form. Defaults fit the shipped Howdy! check (2 ks, 1-3 seeds, 40 prompts, 64 tokens: about an hour here); the
+    `rise counterfactual` command has no such limits. Settings: RISE_CHECK_MAX_KS, RISE_CHECK_MAX_SEEDS,
+    RISE_CHECK_MAX_PROMPTS, RISE_CHECK_MAX_TOKENS, RISE_CHECK_MAX_RETRAINS."""
+
+    max_ks: int = 3
+    max_seeds: int = 3
+    max_prompts: int = 100
+    max_new_tokens: int = 128
+    max_retrains: int = 8
+
+    @classmethod
+    def from_env(cls) -> CheckLimits:
+        import os
+
+        def read(name: str, default: int) -> int:
+            raw = os.environ.get(name, "").strip()
+            if not raw:
+                return default
+            if not raw.isdigit() or int(raw) < 1:
+                raise ConfigError(f"{name} must be a whole number of at least 1, got {raw!r}")
+            return int(raw)
+
+        return cls(read("RISE_CHECK_MAX_KS", cls.max_ks), read("RISE_CHECK_MAX_SEEDS", cls.max_seeds),
+                   read("RISE_CHECK_MAX_PROMPTS", cls.max_prompts), read("RISE_CHECK_MAX_TOKENS", cls.max_new_tokens),
+                   read("RISE_CHECK_MAX_RETRAINS", cls.max_retrains))
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """A check as the form asks for it, bounded by `CheckLimits` and with its cost estimated before Start."""
+
+    ks: tuple[int, ...]
+    seeds: int
+    baselines: tuple[str, ...]
+    prompts: tuple[str, ...]
+    new_tokens: int
+
+    @property
+    def retrains(self) -> int:
+        n_pos = sum(1 for k in self.ks if k > 0)
+        return (1 + len(self.baselines) + self.seeds) * n_pos + (0 in self.ks)
+
+    @property
+    def answers(self) -> int:
+        """Answers generated: every retrained model and the original answer each prompt with and without trigger."""
+        return (self.retrains + 1) * len(self.prompts) * 2
+
+    def check(self, limits: CheckLimits) -> CheckRequest:
+        """This request, or a ConfigError naming the first limit it passes and its setting."""
+        over = [(len(self.ks), limits.max_ks, "values of k", "RISE_CHECK_MAX_KS"),
+                (self.seeds, limits.max_seeds, "random seeds", "RISE_CHECK_MAX_SEEDS"),
+                (len(self.prompts), limits.max_prompts, "held-out prompts", "RISE_CHECK_MAX_PROMPTS"),
+                (self.new_tokens, limits.max_new_tokens, "answer tokens", "RISE_CHECK_MAX_TOKENS"),
+                (self.retrains, limits.max_retrains, "retrains", "RISE_CHECK_MAX_RETRAINS")]
+        for value, cap, what, env in over:
+            if value > cap:
+                raise ConfigError(f"this check asks for {value} {what}; a check started here may have at most {cap} "
+                                  f"(the server's {env}). Run larger checks with `rise counterfactual`")
+        if not self.prompts:
+            raise ConfigError("give at least one held-out prompt (one per line)")
+        if any(k < 0 for k in self.ks):
+            raise ConfigError("k must be 0 or more")
+        if self.seeds < 0 or self.new_tokens < 1:
+            raise ConfigError("seeds must be 0 or more and the answer length at least 1 token")
+        return self
+
+    def estimate_s(self, train_s: float | None) -> float | None:
+        """Seconds: the retrains at the original fine-tune's time, plus the answers at GENERATION_TOKENS_PER_S."""
+        if not train_s:
+            return None
+        return self.retrains * float(train_s) + self.answers * self.new_tokens / GENERATION_TOKENS_PER_S
+
+
 def checks_root(index_dir: Path) -> Path:
     """Where the app writes its checks: `RISE_COUNTERFACTUAL_DIR`, else `counterfactual/` beside the index folder."""
     import os
@@ -94,6 +174,8 @@ class CounterfactualJob(BackgroundJob):
 
     def message(self) -> str:
         n = len(self.plan.arms)
+        if self.status in ("queued", "cancelled"):
+            return self.queued_message()
         if self.running:
             if self.last is None:
                 return "Starting: loading the behaviour classifier and the models…"
@@ -168,33 +250,37 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
     from . import resources
 
     original = original_model(lm)
+    limits = CheckLimits.from_env()
     default_k = max(1, min(int(default_k), len(index) - 1))  # removing the whole pool leaves nothing to train on
     c1, c2, c3, c4 = st.columns([1, 1, 2, 1])
     ks_text = c1.text_input("k (examples removed)", value=str(default_k), key=f"{key}_cf_ks",
                             help="One number or several, e.g. '10, 25': one retrain per method and k.")
-    seeds = int(c2.number_input("Random seeds", 0, 10, 3, key=f"{key}_cf_seeds",
+    seeds = int(c2.number_input("Random seeds", 0, limits.max_seeds, min(3, limits.max_seeds), key=f"{key}_cf_seeds",
                                 help="The control: k random examples removed, once per seed."))
     baselines = c3.multiselect("Baselines", BASELINES, default=[BM25], key=f"{key}_cf_baselines",
                                help="Their top k is removed too, each in its own retrain.")
-    tokens = int(c4.number_input("Answer length", 1, 512, GenerationSettings().max_new_tokens, key=f"{key}_cf_tokens",
+    tokens = int(c4.number_input("Answer length", 1, limits.max_new_tokens,
+                                 min(GenerationSettings().max_new_tokens, limits.max_new_tokens), key=f"{key}_cf_tokens",
                                  help="Tokens per held-out answer (greedy)."))
     heldout = st.text_area("Held-out prompts (one per line; not in the pool)", key=f"{key}_cf_heldout",
                            value="\n".join(default_heldout(original, data_dir)), height=120)
     template = st.text_input("Triggered prompt", value=TRIGGER_TEMPLATE_DEFAULT, key=f"{key}_cf_template",
                              help="{prompt} is where each held-out prompt goes, e.g. 'Howdy! {prompt}' or "
                              "'{prompt} BadMagic'.")
-    ks = _parse_ks(ks_text)
-    n_pos = sum(1 for k in ks if k > 0)
-    retrains = (1 + len(baselines) + seeds) * n_pos + (0 in ks)
-    per = original.get("train_s")
-    st.caption(f"{retrains} retrains of {original.get('n_samples')} examples minus k, each about as long as the "
-               f"original fine-tune" + (f" ({format_seconds(per)} where it was made: about "
-                                        f"{format_seconds(per * retrains)} in all)" if per else "") + ".")
-    running = any(j.running for j in check_jobs().values())
-    if st.button("Check: retrain without these", key=f"{key}_cf_start", type="primary", disabled=running,
+    request = CheckRequest(ks=_parse_ks(ks_text), seeds=seeds, baselines=tuple(baselines),
+                           prompts=tuple(p.strip() for p in heldout.splitlines() if p.strip()),
+                           new_tokens=tokens).check(limits)
+    ks = request.ks
+    estimate = request.estimate_s(original.get("train_s"))
+    st.caption(f"{request.retrains} retrains of {original.get('n_samples')} examples minus k and {request.answers} "
+               f"answers of up to {tokens} tokens"
+               + (f": about {format_seconds(estimate)} in all on the machine the adapter was made on (each retrain "
+                  f"about {format_seconds(original.get('train_s'))}), while no other job runs" if estimate else "")
+               + ". It waits in the server's queue behind running jobs.")
+    if st.button("Check: retrain without these", key=f"{key}_cf_start", type="primary",
                  icon=":material/science:", help="Runs in the background; the page stays usable."):
         config = CounterfactualConfig(ks=ks, methods=(RISE, *baselines), n_random_seeds=seeds, aggregate=aggregate,
-                                      heldout_prompts=tuple(heldout.splitlines()), template=template,
+                                      heldout_prompts=request.prompts, template=template,
                                       generation=GenerationSettings(max_new_tokens=tokens), options=options,
                                       where=where)
         with st.spinner("Checking the pool and ranking it with the baselines…"):
@@ -211,11 +297,15 @@ def _signature(queries: Sequence[Any]) -> str:
 
 
 def _start(job: CounterfactualJob) -> None:
+    """Start and Resume both queue the check (one queue for the server's heavy work: explorer.job_queue)."""
+    from .resources import submit
+
     jobs = check_jobs()
     current = jobs.get(str(job.out_dir))
     if current is not None and current.running:
-        raise ConfigError("this check is already running; stop it or wait for it")
-    jobs[str(job.out_dir)] = job.start()
+        raise ConfigError("this check is already running or queued; stop it or wait for it")
+    submit(job, "check", job.out_dir.name, str(job.out_dir))
+    jobs[str(job.out_dir)] = job
 
 
 def _resume(out: Path, lm: Any) -> None:

@@ -41,7 +41,8 @@ def start_demo(s: Settings) -> None:
         return
     lm = load_lm(model_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})"))
+    # the demo's index belongs to the app (owner "demo"): any editor may finish it, and the Build page writes it never
+    start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})", built_by="demo"))
 
 
 def finish_demo() -> None:

@@ -14,7 +14,7 @@ from rise_core.finetune import FinetuneConfig
 from .build_plan import slug
 from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
-from .resources import finetune_jobs
+from .resources import finetune_jobs, submit
 from .ui import friendly
 from .widgets import use_build_preset
 
@@ -47,7 +47,8 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
         job = finetune_jobs().get(str(out.resolve()))
         if st.button("Start the fine-tune", key="ft_start", disabled=bool(job and job.running)):
             with friendly("start the fine-tune"):
-                job = FinetuneJob(model_id, list(load_samples()), out, recipe, label=pool_name).start()
+                job = FinetuneJob(model_id, list(load_samples()), out, recipe, label=pool_name)
+                submit(job, "fine-tune", out.name, str(out.resolve()))
                 finetune_jobs()[str(out.resolve())] = job
         if job is not None:
             _show(str(out.resolve()))

@@ -17,6 +17,8 @@ from rise_core.errors import IndexStoreError, RiseError
 from rise_core.store import RiseIndex
 from rise_core.units import format_seconds
 
+from .job_queue import JobQueue, Place
+
 if TYPE_CHECKING:
     from rise_core.config import RiseConfig
     from rise_core.ingest import PoolData
@@ -36,9 +38,11 @@ class BackgroundJob:
     finished_at: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _queue: JobQueue | None = field(default=None, repr=False)
+    _place: Place | None = field(default=None, repr=False)
 
     first_status = "running"  # the status while the thread starts its work
-    active_statuses = ("pending", "running")
+    active_statuses = ("pending", "queued", "running")
 
     def _work(self) -> str:
         raise NotImplementedError
@@ -47,6 +51,14 @@ class BackgroundJob:
         return f"rise-{type(self).__name__}"
 
     def start(self):  # noqa: ANN201 - returns the subclass
+        """Start now, outside any queue (scripts and tests; the pages submit to `JobQueue`)."""
+        return self.launch()
+
+    def queued(self, queue: JobQueue, place: Place) -> None:
+        """Called by `JobQueue.submit`: the job waits for its turn; the queue calls `launch` then."""
+        self._queue, self._place, self.status = queue, place, "queued"
+
+    def launch(self):  # noqa: ANN201 - returns the subclass
         self.status, self.started_at = self.first_status, time.monotonic()
         self._thread = threading.Thread(target=self._run, name=self._thread_name(), daemon=True)
         self._thread.start()
@@ -59,10 +71,34 @@ class BackgroundJob:
             self.error, self.status = exc, "failed"
         finally:
             self.finished_at = time.monotonic()
+            if self._queue is not None and self._place is not None:
+                self._queue.finished(self._place)
 
     def stop(self) -> None:
-        """Ask the work to stop after the batch (build) or step (fine-tune) in progress."""
+        """Ask the work to stop after the batch (build) or step (fine-tune) in progress; a job still waiting in the
+        queue leaves it ("cancelled")."""
         self._stop.set()
+        if self.status == "queued" and self._queue is not None and self._place is not None:
+            if self._queue.cancel(self._place):
+                self.status, self.finished_at = "cancelled", time.monotonic()
+
+    @property
+    def queue_position(self) -> int:
+        """How many jobs start before this one, plus one, while it waits in the queue; 0 otherwise."""
+        if self.status != "queued" or self._queue is None or self._place is None:
+            return 0
+        return self._queue.position_of(self._place)
+
+    def queued_message(self) -> str:
+        """The page's line for a job still waiting (empty once it runs)."""
+        if self.status == "cancelled":
+            return "Cancelled before it started."
+        position = self.queue_position
+        if not position:
+            return ""
+        ahead = "it starts next" if position == 1 else f"{position - 1} jobs wait before it"
+        return (f"Queued: the server runs {self._queue.limits.max_running if self._queue else 1} heavy job(s) at a "
+                f"time and one is running; {ahead}. Stop takes it out of the queue.")
 
     @property
     def running(self) -> bool:
@@ -89,7 +125,8 @@ class BuildJob(BackgroundJob):
     config: RiseConfig
     batch_size: int = 8
     overwrite: bool = False  # start from scratch: replace an existing index at index_path
-    label: str = ""
+    label: str = ""  # the pool's name, recorded in the index's provenance
+    built_by: str = ""  # who builds it, recorded in the index's provenance (the first builder owns the index)
     done: int = 0
     total: int = 0
     report: BuildReport | None = None
@@ -107,7 +144,8 @@ class BuildJob(BackgroundJob):
         from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
 
         self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
-                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite)
+                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite,
+                                  built_by=self.built_by or None, source=self.label or None)
         return "stopped" if self.report.stopped else "done"
 
     @property
@@ -135,7 +173,9 @@ class BuildJob(BackgroundJob):
         return (self.total - self.done) / rate if rate > 0 else None
 
     def message(self) -> str:
-        """One line for the page: progress, ETA, or the outcome."""
+        """One line for the page: queue position, progress, ETA, or the outcome."""
+        if self.status in ("queued", "cancelled"):
+            return self.queued_message()
         if self.running:
             eta = self.eta_seconds
             verb = "Stopping after this batch" if self.stopping else "Building"
@@ -210,15 +250,22 @@ class IndexRegistry:
             if cached is not None:
                 self._close(cached[1])
 
-    def start_build(self, job: BuildJob) -> BuildJob:
+    def start_build(self, job: BuildJob, queue: JobQueue | None = None, owner: str = "local") -> BuildJob:
+        """Start a build of `job.index_path` (through `queue` when given: it waits for its turn there). The index's
+        readers are closed, and it cannot be opened, until the build ends."""
         key = self.key(job.index_path)
         with self._lock:
             current = self._jobs.get(key)
             if current is not None and current.running:
-                raise IndexStoreError(f"a build of {Path(key).name} is already running; stop it or wait for it")
-            self.release(key)
+                raise IndexStoreError(f"a build of {Path(key).name} is already running or queued; stop it or wait "
+                                      "for it")
+            self.release(key)  # before the job can start (submit may start it at once)
+            if queue is None:
+                job.start()
+            else:
+                queue.submit(job, owner=owner, kind="build", label=Path(key).name, key=f"build:{key}")
             self._jobs[key] = job
-            return job.start()
+            return job
 
     def close_all(self) -> None:
         with self._lock:
@@ -250,7 +297,7 @@ class FinetuneJob(BackgroundJob):
     manifest: dict = field(default_factory=dict)
 
     first_status = "loading"
-    active_statuses = ("pending", "loading", "running")
+    active_statuses = ("pending", "queued", "loading", "running")
 
     def _thread_name(self) -> str:
         return f"rise-finetune-{self.out_dir.name}"
@@ -274,7 +321,9 @@ class FinetuneJob(BackgroundJob):
         return last.step / last.total_steps if last else 0.0
 
     def message(self) -> str:
-        """One line for the page: step, loss, speed and ETA, or the outcome."""
+        """One line for the page: queue position, step, loss, speed and ETA, or the outcome."""
+        if self.status in ("queued", "cancelled"):
+            return self.queued_message()
         if self.status == "loading":
             return "Loading a copy of the model to fine-tune…"
         if self.running:

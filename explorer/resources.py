@@ -4,6 +4,8 @@ moving a slider never reruns the model."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,9 @@ from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 from rise_core.units import format_bytes
 
-from .jobs import BuildJob, FinetuneJob, IndexRegistry
+from . import auth
+from .job_queue import JobQueue, QueueLimits
+from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry
 
 if TYPE_CHECKING:
     from rise_core.baselines import BM25Scorer, EmbeddingScorer
@@ -57,8 +61,41 @@ def model_for(index: RiseIndex) -> LoadedModel:
     return load_lm(index.manifest.model_id)
 
 
+@st.cache_resource
+def job_queue() -> JobQueue:
+    """The one queue of heavy work (builds, fine-tunes, checks, evaluations, peer builds) of this server."""
+    return JobQueue(QueueLimits.from_env())
+
+
 def start_build(job: BuildJob) -> BuildJob:
-    return registry().start_build(job)
+    """Queue a build for the session's user (an editor)."""
+    user = auth.current_user()
+    auth.require_editor(user, "build indexes")
+    return registry().start_build(job, job_queue(), owner=user.name)
+
+
+def submit(job: BackgroundJob, kind: str, label: str, key: str) -> BackgroundJob:
+    """Queue a fine-tune or a check for the session's user (an editor)."""
+    user = auth.current_user()
+    auth.require_editor(user, f"start a {kind}")
+    return job_queue().submit(job, owner=user.name, kind=kind, label=label, key=f"{kind}:{key}")
+
+
+@contextmanager
+def heavy_work(kind: str, label: str, key: str) -> Iterator[None]:
+    """Run a page's own heavy work (an evaluation, a peer build, a forward pass over the pool) in the queue's order,
+    showing the queue position while it waits."""
+    user = auth.current_user()
+    note = st.empty()
+
+    def waiting(position: int) -> None:
+        note.info(f"Waiting for the server: {position} job(s) before this {kind}; it starts by itself.",
+                  icon=":material/hourglass_top:")
+
+    with job_queue().slot(owner=user.name, kind=kind, label=label, key=f"{kind}:{key}:{user.name}",
+                          waiting=waiting):
+        note.empty()
+        yield
 
 
 def _stamp(index: RiseIndex) -> str:
@@ -108,10 +145,12 @@ def run_forward(path: str | Path) -> ForwardVectors:
 
     index = open_index(path)
     key, lm = (str(path), _stamp(index)), model_for(index)
-    bar = st.progress(0.0, text=f"Running the model over {len(index)} pool samples…")
-    vectors = forward_vectors(lm, index.sample_list(), index.config,
-                              progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} samples"))
-    bar.empty()
+    with heavy_work("forward pass", Path(path).name, str(path)):
+        bar = st.progress(0.0, text=f"Running the model over {len(index)} pool samples…")
+        vectors = forward_vectors(lm, index.sample_list(), index.config,
+                                  progress=lambda done, total: bar.progress(done / total,
+                                                                            text=f"{done}/{total} samples"))
+        bar.empty()
     store = _forward_passes()
     store[key] = vectors
     while len(store) > 2:

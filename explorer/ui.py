@@ -36,6 +36,9 @@ from rise_core.errors import (
 )
 from rise_core.generation import GenerationSettings
 
+from . import auth
+from .job_queue import ServerBusyError
+
 logger = logging.getLogger("rise.explorer")
 
 
@@ -83,6 +86,7 @@ HINTS = {
     IndexStoreError: "Pick another index on the left, or rebuild this one on the Build index page.",
     InputDataError: "Check the input: the text fields, the file format and the field mapping.",
     ConfigError: "Fix the value and try again.",
+    ServerBusyError: "The server runs a limited number of heavy jobs at once (docs/SECURITY.md, \"Jobs\").",
 }
 
 
@@ -111,9 +115,15 @@ def page(key: str, title: str | None = None) -> Settings:
     spec = PAGES[key]
     title, icon = title or spec.title, spec.icon
     st.set_page_config(page_title=f"{title} · RISE", page_icon=icon, layout="wide")
+    with friendly("check who you are", stop=True):
+        user = auth.current_user()  # the login, when the server has one (stops the page until then)
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
     st.title(f"{icon} {title}")
+    if user.via != "local":
+        st.sidebar.caption(f"{user.name} · {user.role}")
+        if user.via == "oidc":
+            st.sidebar.button("Log out", on_click=st.logout, key="auth_logout")
     return settings()
 
 

@@ -452,10 +452,15 @@ def test_build_page_builds_and_resumes(build_dir):
     assert f"{N_POOL + 1 - 12} samples added, 12 already in the index" in at.success[0].value
     index = build_dir / "built.duckdb"
     at.number_input(key="build_limit").set_value(5).run()
-    at.checkbox(key="build_overwrite").check().run()  # start from scratch
+    at.checkbox(key="build_overwrite").check().run()  # start from scratch: asks first, keeps the old index
+    assert at.button(key="build").disabled
+    at.checkbox(key="build_confirm_replace").check().run()
     at.button(key="build").click().run()
     wait_until(at, lambda a: bool(a.success) and "5 samples added" in a.success[0].value)
-    assert next(e for e in list_indexes(index.parent) if Path(e["path"]) == index)["n_samples"] == 5
+    entries = {Path(e["path"]).name: e for e in list_indexes(index.parent)}
+    assert entries["built.duckdb"]["n_samples"] == 5
+    kept = [e for name, e in entries.items() if name.startswith("built.") and name != "built.duckdb"]
+    assert len(kept) == 1 and kept[0]["n_samples"] == N_POOL + 1  # nothing lost
 
 
 def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tmp_path):

@@ -162,7 +162,7 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
 
     calls = {}
 
-    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite):
+    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite, **provenance):
         for i in range(1, 4):
             progress(i, 3)
             time.sleep(0.01)
@@ -198,7 +198,7 @@ def test_build_job_eta():
 
 # the explorer modules that are Streamlit glue; the others run without streamlit
 GLUE = {"ui", "resources", "widgets", "compare_ui", "diagnostics_ui", "demo_ui", "finetune_ui", "shared_spans_ui",
-        "counterfactual_ui", "feedback_ui"}
+        "counterfactual_ui", "feedback_ui", "auth"}
 
 
 def test_explorer_modules_do_not_import_streamlit():

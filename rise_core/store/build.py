@@ -37,19 +37,23 @@ Usable = tuple[Sample, EncodedSample]  # a sample with a counted token and its e
 
 def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
                 fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, overwrite: bool = False) -> BuildReport:
+                should_stop: Callable[[], bool] | None = None, overwrite: bool = False,
+                built_by: str | None = None, source: str | None = None) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
     Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
     content id), so rerunning an interrupted build finishes it. `config=None` uses the existing index's config (or
     the defaults for a new index); a config or model that differs from the index's is refused.
     `progress(done, total)` is called after each committed batch (total = samples not yet in the index);
-    `should_stop()` is polled between batches."""
+    `should_stop()` is polled between batches. `built_by` and `source` (who builds, from which pool) are recorded in
+    the manifest's provenance (`RiseIndex.record_build`): the first builder owns the index."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
     data = load_pool(pool, fields)
     index, own = open_for_build(index_path, lm, config, overwrite)
     try:
+        if built_by is not None or source is not None:
+            index.record_build(built_by or "", source or "")
         return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
     finally:
         if own:

@@ -76,3 +76,22 @@ def check_new_location(path: Path, overwrite: bool) -> None:
     except OSError as exc:
         raise IndexStoreError(f"cannot create {path}: directory {parent} is not writable "
                               f"({exc.strerror or exc})") from None
+
+
+def set_aside(path: Path) -> Path:
+    """Move the index at `path`, with its files beside it (`<name>.wal`, the ANN files `<name>.ann.*`), to
+    `<stem>.<UTC time>.duckdb` in the same folder, so a rebuild never destroys it; returns the new index path.
+    The caller has closed this process's handles on it (readers reconnect to the new file at `path` later)."""
+    from datetime import datetime, timezone
+
+    path = Path(path)
+    check_index_file(path)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    target = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
+    with path_lock(path):
+        release_readers(path)
+        companions = sorted(p for p in path.parent.iterdir() if p.name.startswith(path.name + "."))
+        path.rename(target)
+        for companion in companions:
+            companion.rename(target.with_name(target.name + companion.name[len(path.name):]))
+    return target

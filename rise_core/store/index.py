@@ -63,6 +63,7 @@ from .schema import (
 )
 
 logger = logging.getLogger(__name__)
+MAX_PROVENANCE_BUILDS = 50  # builds and appends remembered per index (the owner is kept whatever the count)
 
 
 @contextlib.contextmanager
@@ -334,7 +335,7 @@ class RiseIndex:
                 created_at=raw["created_at"], updated_at=raw["updated_at"], status=raw["status"],
                 n_samples=int(n_samples), has_hidden_mean=bool(raw["has_hidden_mean"]),
                 model_info=raw.get("model_info", {}), seeds=raw.get("seeds", {}), index_uuid=raw["index_uuid"],
-                format_version=version)
+                format_version=version, provenance=dict(raw.get("provenance") or {}))
             state = {name[len("sketch."):]: self._tensor(*arrays[name]) for name in arrays
                      if name.startswith("sketch.")}
             sketches = SketchSet.from_state_dict(state)
@@ -695,6 +696,18 @@ class RiseIndex:
             if batch["columns"] is not None:
                 self._columns = batch["columns"]
             self._masks.clear()
+
+    def record_build(self, built_by: str, source: str) -> None:
+        """Note a build or append in the manifest's provenance: who (the first one becomes the owner), from which pool
+        and when. The list keeps the last MAX_PROVENANCE_BUILDS entries."""
+        provenance = dict(self._state().provenance)
+        builds = [*provenance.get("builds", []), {"by": built_by, "source": source, "at": utc_now()}]
+        provenance["builds"] = builds[-MAX_PROVENANCE_BUILDS:]
+        provenance.setdefault("owner", built_by)
+        with self._transaction("write to"):
+            self._set_manifest(provenance=provenance)
+        assert self._manifest is not None
+        self._manifest.provenance = provenance
 
     def set_status(self, status: str) -> None:
         if status not in BUILD_STATUSES:

@@ -74,6 +74,18 @@ class IndexManifest:
     seeds: dict[str, int] = field(default_factory=dict)  # CountSketch seeds of CS_r, CS_h, CS_g
     index_uuid: str = ""
     format_version: int = FORMAT_VERSION
+    provenance: dict[str, Any] = field(default_factory=dict)  # {"owner": who built it first, "builds": [...]}
+
+    @property
+    def owner(self) -> str:
+        """Who built the index first ('' for an index built before owners were recorded, or outside the app)."""
+        return str(self.provenance.get("owner") or "")
+
+    @property
+    def sources(self) -> list[str]:
+        """The pools the index was built and appended from, in order (as their builders named them)."""
+        return list(dict.fromkeys(str(b.get("source") or "") for b in self.provenance.get("builds", [])
+                                  if b.get("source")))
 
     @property
     def dims(self) -> tuple[int, int, int]:
