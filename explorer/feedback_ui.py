@@ -14,6 +14,8 @@ import streamlit as st
 from rise_core import attribution
 
 MARK_CHOICES = ("", "yes", "no")
+MAX_MARKS = 50  # marks per query: 3-5 find the rest (docs/EVALUATION.md); more only lets a client grow the session
+MAX_MARKED_QUERIES = 16  # queries whose marks a session keeps (the oldest go first)
 
 
 def _query_key(query: Any) -> str:
@@ -22,7 +24,40 @@ def _query_key(query: Any) -> str:
 
 def session_marks(query: Any) -> dict[str, bool]:
     """This query's marks in the session: {sample id: True (relevant) / False (not)}."""
-    return st.session_state.setdefault("feedback_marks", {}).setdefault(_query_key(query), {})
+    by_query = st.session_state.setdefault("feedback_marks", {})
+    key = _query_key(query)
+    if key not in by_query:
+        while len(by_query) >= MAX_MARKED_QUERIES:
+            by_query.pop(next(iter(by_query)))
+        by_query[key] = {}
+    return by_query[key]
+
+
+def shown_ids(query: Any) -> set[str]:
+    """The ids this session's page has shown for the query: the only rows that may be marked."""
+    by_query = st.session_state.setdefault("feedback_shown_ids", {})
+    if _query_key(query) not in by_query:
+        while len(by_query) >= MAX_MARKED_QUERIES:
+            by_query.pop(next(iter(by_query)))
+    return by_query.setdefault(_query_key(query), set())
+
+
+def apply_marks(marks: dict[str, bool], edited_ids: Any, edited_marks: Any, shown: set[str]) -> list[str]:
+    """Update `marks` from the editor's rows, keeping only rows the page showed and at most MAX_MARKS; returns the
+    ids refused (a crafted client can send rows that were never shown)."""
+    refused = []
+    for sid, mark in zip(edited_ids, edited_marks, strict=True):
+        sid = str(sid)
+        if sid not in shown:
+            refused.append(sid)
+        elif mark in ("yes", "no"):
+            if sid in marks or len(marks) < MAX_MARKS:
+                marks[sid] = mark == "yes"
+            else:
+                refused.append(sid)
+        else:
+            marks.pop(sid, None)
+    return refused
 
 
 def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
@@ -30,17 +65,16 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     """Mark the hits shown, then rank again with the marks (Rocchio per channel + channel re-weighting)."""
     st.subheader("Is this it? Mark hits and find the rest")
     marks = session_marks(query)
+    shown = shown_ids(query)
+    shown.update(str(i) for i in hits["id"])
     table = pd.DataFrame({"id": hits["id"].astype(str), "mark": [
         "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in hits["id"]],
         "text": hits.get("completion", hits.get("text", pd.Series([""] * len(hits)))).astype(str).str.slice(0, 160)})
     edited = st.data_editor(table, key="feedback_editor", hide_index=True, disabled=["id", "text"], column_config={
         "mark": st.column_config.SelectboxColumn("Mark", options=list(MARK_CHOICES),
                                                  help="yes: this is what I am looking for; no: it is not")})
-    for sid, mark in zip(edited["id"], edited["mark"], strict=True):
-        if mark in ("yes", "no"):
-            marks[str(sid)] = mark == "yes"
-        else:
-            marks.pop(str(sid), None)
+    if apply_marks(marks, edited["id"], edited["mark"], shown):
+        st.warning(f"Some marks were not kept: only rows shown here can be marked, at most {MAX_MARKS} per query.")
     c1, c2, c3 = st.columns(3)
     rerank = c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
     if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
@@ -58,5 +92,6 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks: "
                + ", ".join(f"{c.upper()} {w:.2f} (evidence {fb['evidence'][c]:+.2f})"
                            for c, w in fb["weights"].items()))
-    shown = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "completion", "text") if c in ranked]
-    st.dataframe(ranked[shown], hide_index=True, key="feedback_table")
+    shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
+    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "completion", "text") if c in ranked]
+    st.dataframe(ranked[columns], hide_index=True, key="feedback_table")

@@ -1,0 +1,228 @@
+"""A team sharing one server (docs/SECURITY.md): who is who (roles), who may write an index (owners; replacing keeps
+the old index; appending another pool asks), bounded counterfactual checks, and marks only on rows the page showed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from explorer_env import INDEX_NAME, N_POOL, build_explorer_env
+
+from explorer.auth import EDITOR, VIEWER, AccessDeniedError, AccessSettings, User, is_loopback
+from explorer.build_plan import plan_index_write
+from explorer.counterfactual_ui import CheckLimits, CheckRequest
+from rise_core.errors import ConfigError
+from rise_core.store import list_indexes
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = 90
+ALICE_TOKEN, BOB_TOKEN, VIV_TOKEN = "alice-token-0123456789", "bob-token-0123456789ab", "viv-token-0123456789abc"
+USERS = {"users": {"alice": {"token": ALICE_TOKEN, "role": "editor"}, "bob": {"token": BOB_TOKEN, "role": "editor"},
+                   "viv": {"token": VIV_TOKEN, "role": "viewer"}}}
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+# --- who is who ---------------------------------------------------------------------------------------------------
+
+
+def test_loopback_addresses():
+    assert all(is_loopback(a) for a in ("127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"))
+    assert not any(is_loopback(a) for a in ("0.0.0.0", "192.168.1.4", "::", "example.org", "", None))
+
+
+def test_access_modes_follow_what_is_configured():
+    assert AccessSettings.resolve({}, {}, "127.0.0.1").mode == "local"
+    assert AccessSettings.resolve({}, {}, "0.0.0.0").mode == "closed"  # served beyond loopback with no login
+    assert AccessSettings.resolve({}, {}, None).mode == "closed"  # Streamlit's own default listens everywhere
+    anon = AccessSettings.resolve({}, {"RISE_ANONYMOUS_ROLE": "viewer"}, "0.0.0.0")
+    assert (anon.mode, anon.anonymous_role) == ("anonymous", VIEWER)
+    with pytest.raises(AccessDeniedError, match="RISE_ANONYMOUS_ROLE"):
+        AccessSettings.resolve({}, {"RISE_ANONYMOUS_ROLE": "admin"}, "0.0.0.0")
+    tokens = AccessSettings.resolve({"rise": USERS}, {}, "0.0.0.0")
+    assert tokens.mode == "token"
+    assert tokens.token_user(ALICE_TOKEN) == User("alice", EDITOR, "token")
+    assert tokens.token_user(VIV_TOKEN) == User("viv", VIEWER, "token")
+    assert tokens.token_user("alice-token") is None and tokens.token_user("") is None
+    with pytest.raises(AccessDeniedError, match="at least 16"):
+        AccessSettings.resolve({"rise": {"users": {"x": {"token": "short", "role": "editor"}}}}, {}, "0.0.0.0")
+    oidc = AccessSettings.resolve({"auth": {"redirect_uri": "x"}, "rise": {"editors": ["Ann@Lab.org"]}},
+                                  {"RISE_EDITORS": "bo@lab.org"}, "0.0.0.0")
+    assert oidc.mode == "oidc"
+    assert oidc.oidc_user("ann@lab.org").role == EDITOR and oidc.oidc_user("BO@lab.org").role == EDITOR
+    assert oidc.oidc_user("eve@lab.org").role == VIEWER
+
+
+# --- who may write an index ---------------------------------------------------------------------------------------
+
+
+def plan(**kw):
+    args = dict(exists=True, owner="alice", sources=["howdy"], n_samples=10, user="alice", can_edit=True,
+                replace=False, source="howdy")
+    args.update(kw)
+    return plan_index_write("i.duckdb", **args)
+
+
+def test_who_may_write_an_index():
+    assert plan(exists=False, owner="", sources=[]).action == "create" and not plan(exists=False).refusal
+    assert plan() == plan_index_write("i.duckdb", exists=True, owner="alice", sources=["howdy"], n_samples=10,
+                                      user="alice", can_edit=True, replace=False, source="howdy")
+    assert (plan().action, plan().question, plan().refusal) == ("append", "", "")
+    assert "viewer" in plan(can_edit=False).refusal and "viewer" in plan(exists=False, can_edit=False).refusal
+    assert "built by alice" in plan(user="bob").refusal and "built by alice" in plan(user="bob", replace=True).refusal
+    assert plan(owner="", user="bob").refusal == ""  # an index that records no owner: any editor
+    replace = plan(replace=True)
+    assert replace.action == "replace" and "kept" in replace.question and "10 samples" in replace.question
+    other = plan(source="tweets")
+    assert other.action == "append" and "built from howdy" in other.question and "tweets" in other.question
+
+
+def test_builds_record_their_owner_and_sources_and_set_aside_keeps_every_file(tiny_llama, tmp_path):
+    from rise_core.config import RiseConfig
+    from rise_core.store import RiseIndex, build_index
+    from rise_core.store.files import set_aside
+
+    path = tmp_path / "i.duckdb"
+    rows = [{"id": f"r{i}", "text": "the cat sat on the mat ."} for i in range(3)]
+    config = RiseConfig(k_r=8, k_h=4, k_g=8)
+    build_index(path, rows, tiny_llama, config, built_by="alice", source="cats")
+    build_index(path, [{"id": "x", "text": "the dog ran ."}], tiny_llama, config, built_by="bob", source="dogs")
+    build_index(path, [{"id": "y", "text": "a dog ."}], tiny_llama, config)  # the command line: nothing recorded
+    with RiseIndex.open(path) as index:
+        m = index.manifest
+        assert m.owner == "alice" and m.sources == ["cats", "dogs"]
+        assert [b["by"] for b in m.provenance["builds"]] == ["alice", "bob"]
+        n = len(index)
+    companion = path.with_name(path.name + ".ann.json")
+    companion.write_text("{}")
+    kept = set_aside(path)
+    assert not path.exists() and kept.exists() and kept.name.startswith("i.") and kept.suffix == ".duckdb"
+    assert kept.with_name(kept.name + ".ann.json").read_text() == "{}"
+    with RiseIndex.open(kept) as index:
+        assert len(index) == n and index.manifest.owner == "alice"
+
+
+# --- the pages, with two users logged in by token -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def token_env(tmp_path_factory):
+    env = build_explorer_env(tmp_path_factory.mktemp("shared"))
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        mp.syspath_prepend(str(ROOT))
+        yield env
+
+
+def login(token: str, page: str | None = "app_pages/1_Build_index.py") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.secrets["rise"] = USERS
+    at.run()
+    assert at.text_input(key="_auth_token") is not None and not at.title  # nothing but the login
+    at.text_input(key="_auth_token").input(token).run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def wait_for(at: AppTest, done, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not done(at):
+        assert time.monotonic() < end, "timed out waiting for the app"
+        time.sleep(0.3)
+        at.run()
+
+
+def test_a_wrong_token_shows_nothing_but_the_login(token_env):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.secrets["rise"] = USERS
+    at.run()
+    at.text_input(key="_auth_token").input("not-a-token-at-all").run()
+    assert [e.value for e in at.error] == ["That token is not known here."]
+    assert not at.title and not at.dataframe
+
+
+def test_a_viewer_queries_but_cannot_build(token_env):
+    at = login(VIV_TOKEN)
+    assert any("viewer" in w.value for w in at.warning)
+    assert at.button(key="build").disabled
+    at.switch_page("app_pages/2_Attribute.py").run()
+    assert not at.exception and at.title  # a viewer reads indexes
+
+
+def test_nobody_writes_another_users_index_and_replacing_keeps_the_old_one(token_env):
+    index_dir = Path(token_env["RISE_INDEX_DIR"])
+    alice = login(ALICE_TOKEN)
+    alice.text_input(key="build_name").input("alices").run()
+    for name, value in (("k_r", 8), ("k_h", 4), ("k_g", 8)):
+        alice.number_input(key=f"cfg_{name}").set_value(value).run()
+    alice.number_input(key="build_limit").set_value(6).run()
+    alice.button(key="build").click().run()
+    wait_for(alice, lambda a: bool(a.success))
+    assert "6 samples added" in alice.success[0].value
+
+    bob = login(BOB_TOKEN)
+    bob.text_input(key="build_name").input("alices").run()
+    assert any("built by alice" in w.value for w in bob.warning) and bob.button(key="build").disabled
+    bob.checkbox(key="build_overwrite").check().run()
+    assert bob.button(key="build").disabled  # replacing is refused too
+    assert next(e for e in list_indexes(index_dir) if Path(e["path"]).name == "alices.duckdb")["n_samples"] == 6
+
+    alice.checkbox(key="build_overwrite").check().run()
+    assert alice.button(key="build").disabled  # the owner is asked first
+    alice.checkbox(key="build_confirm_replace").check().run()
+    alice.number_input(key="build_limit").set_value(3).run()
+    alice.button(key="build").click().run()
+    wait_for(alice, lambda a: bool(a.success) and "3 samples added" in a.success[0].value)
+    sizes = {Path(e["path"]).name: e["n_samples"] for e in list_indexes(index_dir)}
+    kept = [n for n in sizes if n.startswith("alices.") and n != "alices.duckdb"]
+    assert sizes["alices.duckdb"] == 3 and len(kept) == 1 and sizes[kept[0]] == 6
+    assert INDEX_NAME in sizes and sizes[INDEX_NAME] == N_POOL + 1  # the prebuilt index untouched
+
+
+# --- bounded checks -----------------------------------------------------------------------------------------------
+
+
+def test_a_check_from_the_app_is_bounded_and_estimated(monkeypatch):
+    ok = CheckRequest(ks=(25, 50), seeds=1, baselines=("BM25",), prompts=("a",) * 40, new_tokens=64)
+    assert ok.check(CheckLimits()) is ok
+    assert ok.retrains == (1 + 1 + 1) * 2 and ok.answers == (6 + 1) * 40 * 2
+    assert ok.estimate_s(600.0) == pytest.approx(6 * 600.0 + 560 * 64 / 20.0)
+    assert ok.estimate_s(None) is None
+    attack = CheckRequest(ks=tuple(range(1, 18)), seeds=10, baselines=("BM25", "MiniLM"), prompts=("p",) * 3000,
+                          new_tokens=512)  # the form an attacker sent: 205 arms
+    with pytest.raises(ConfigError, match="17 values of k.*at most 3.*RISE_CHECK_MAX_KS"):
+        attack.check(CheckLimits())
+    for request, match in ((CheckRequest((5,), 10, (), ("p",), 8), "10 random seeds.*RISE_CHECK_MAX_SEEDS"),
+                           (CheckRequest((5,), 1, (), ("p",) * 101, 8), "101 held-out prompts"),
+                           (CheckRequest((5,), 1, (), ("p",), 129), "129 answer tokens.*RISE_CHECK_MAX_TOKENS"),
+                           (CheckRequest((5, 10, 20), 3, ("BM25", "MiniLM"), ("p",), 8), "18 retrains"),
+                           (CheckRequest((5,), 1, (), (), 8), "at least one held-out prompt")):
+        with pytest.raises(ConfigError, match=match):
+            request.check(CheckLimits())
+    monkeypatch.setenv("RISE_CHECK_MAX_KS", "20")
+    assert CheckLimits.from_env().max_ks == 20
+    monkeypatch.setenv("RISE_CHECK_MAX_KS", "-1")
+    with pytest.raises(ConfigError, match="RISE_CHECK_MAX_KS"):
+        CheckLimits.from_env()
+
+
+# --- marks --------------------------------------------------------------------------------------------------------
+
+
+def test_marks_only_for_rows_the_page_showed_and_capped():
+    from explorer.feedback_ui import MAX_MARKS, apply_marks
+
+    marks: dict[str, bool] = {}
+    shown = {"a", "b", "c"}
+    refused = apply_marks(marks, ["a", "b", "zz", "c"], ["yes", "no", "yes", ""], shown)
+    assert marks == {"a": True, "b": False} and refused == ["zz"]  # a row never shown is not marked
+    apply_marks(marks, ["a"], [""], shown)
+    assert marks == {"b": False}
+    many = {f"r{i}" for i in range(MAX_MARKS + 10)}
+    marks = {}
+    refused = apply_marks(marks, sorted(many), ["yes"] * len(many), many)
+    assert len(marks) == MAX_MARKS and len(refused) == 10
