@@ -1,7 +1,8 @@
 """What people give the explorer: a pool file (uploaded, or bundled), typed queries, typed lines.
 
 The three pages that take a file (Build index, Select data, Diagnostics) read it through `PoolFile`, so a file is
-read one way everywhere: the format from its extension, the rows by `rise_core.ingest`, errors naming the file.
+read one way everywhere: the format from its extension, the rows by `rise_core.ingest`, errors naming the file. An
+upload is held to `rise_core.ingest_limits.PoolLimits` (set by RISE_MAX_* environment variables) before it is read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 from rise_core.errors import InputDataError
 from rise_core.ingest import FORMATS, detect_format, read_pool, read_table
+from rise_core.ingest_limits import PoolLimits, check_pool, check_upload_size
 from rise_core.samples import Sample
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ class UploadedFileLike(Protocol):
 
     name: str
 
-    def getvalue(self) -> bytes: ...
+    def getvalue(self) -> bytes: ...  # Streamlit's also has `size` (bytes), read first when present
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,18 @@ class PoolFile:
     file_name: str = ""  # how errors name an upload
 
     @classmethod
-    def from_upload(cls, upload: UploadedFileLike) -> PoolFile:
-        """An uploaded file; InputDataError when its extension names no supported format."""
-        return cls(name=Path(upload.name).stem, fmt=detect_format(upload.name), source=upload.getvalue(),
-                   file_name=upload.name)
+    def from_upload(cls, upload: UploadedFileLike, limits: PoolLimits | None = None) -> PoolFile:
+        """An uploaded file, checked against `limits` (default: `PoolLimits.from_env()`) before anything reads it in
+        full; InputDataError when its extension names no supported format or it passes a limit."""
+        limits = limits or PoolLimits.from_env()
+        fmt = detect_format(upload.name)
+        size = getattr(upload, "size", None)
+        if isinstance(size, int):  # refused before the bytes are copied
+            check_upload_size(size, upload.name, limits)
+        data = upload.getvalue()
+        check_upload_size(len(data), upload.name, limits)
+        check_pool(data, fmt, upload.name, limits)
+        return cls(name=Path(upload.name).stem, fmt=fmt, source=data, file_name=upload.name)
 
     @classmethod
     def bundled(cls, name: str, path: Path) -> PoolFile:

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
-exec "$PY" -m streamlit run app.py --server.headless true --server.address "${RISE_APP_ADDRESS:-127.0.0.1}" "$@"
+# RISE_MAX_UPLOAD_MB (default 50) is both Streamlit's upload limit and the app's own check (rise_core/ingest_limits.py).
+exec "$PY" -m streamlit run app.py --server.headless true --server.address "${RISE_APP_ADDRESS:-127.0.0.1}" \
+  --server.maxUploadSize "${RISE_MAX_UPLOAD_MB:-50}" "$@"
