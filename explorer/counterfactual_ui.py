@@ -113,8 +113,6 @@ class CheckRequest:
             if value > cap:
                 raise ConfigError(f"this check asks for {value} {what}; a check started here may have at most {cap} "
                                   f"(the server's {env}). Run larger checks with `rise counterfactual`")
-        if not self.prompts:
-            raise ConfigError("give at least one held-out prompt (one per line)")
         if any(k < 0 for k in self.ks):
             raise ConfigError("k must be 0 or more")
         if self.seeds < 0 or self.new_tokens < 1:
@@ -279,6 +277,8 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                + ". It waits in the server's queue behind running jobs.")
     if st.button("Check: retrain without these", key=f"{key}_cf_start", type="primary",
                  icon=":material/science:", help="Runs in the background; the page stays usable."):
+        if not request.prompts:
+            raise ConfigError("give at least one held-out prompt (one per line)")
         config = CounterfactualConfig(ks=ks, methods=(RISE, *baselines), n_random_seeds=seeds, aggregate=aggregate,
                                       heldout_prompts=request.prompts, template=template,
                                       generation=GenerationSettings(max_new_tokens=tokens), options=options,

@@ -199,8 +199,7 @@ def test_a_check_from_the_app_is_bounded_and_estimated(monkeypatch):
     for request, match in ((CheckRequest((5,), 10, (), ("p",), 8), "10 random seeds.*RISE_CHECK_MAX_SEEDS"),
                            (CheckRequest((5,), 1, (), ("p",) * 101, 8), "101 held-out prompts"),
                            (CheckRequest((5,), 1, (), ("p",), 129), "129 answer tokens.*RISE_CHECK_MAX_TOKENS"),
-                           (CheckRequest((5, 10, 20), 3, ("BM25", "MiniLM"), ("p",), 8), "18 retrains"),
-                           (CheckRequest((5,), 1, (), (), 8), "at least one held-out prompt")):
+                           (CheckRequest((5, 10, 20), 3, ("BM25", "MiniLM"), ("p",), 8), "18 retrains")):
         with pytest.raises(ConfigError, match=match):
             request.check(CheckLimits())
     monkeypatch.setenv("RISE_CHECK_MAX_KS", "20")
