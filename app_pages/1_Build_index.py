@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import resources, ui, widgets
+from explorer import plain, resources, ui, widgets
 from explorer.build_plan import (
     estimate_index_bytes,
     feature_summary,
@@ -47,7 +47,7 @@ with ui.friendly("read the pool", stop=True):
     limit = int(st.number_input("Rows to use (0 = all)", 0, None, 0, key="build_limit",
                                 help="Index only the first rows, e.g. to try settings on a small slice first."))
     n_rows = min(len(df), limit) if limit else len(df)
-    st.caption(f"{len(df)} rows, columns: {', '.join(map(str, df.columns))}. Preview:")
+    st.caption(f"{len(df)} rows, columns: {', '.join(map(plain.md, df.columns))}. Preview:")
     st.dataframe(df.head(5), hide_index=True)
 
 with ui.friendly("check the model", stop=True):  # a local path must lie in the app's own folders
@@ -66,7 +66,7 @@ with ui.friendly("check the settings", stop=True):
     size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)), hidden_size)
     resume = " It exists: building again resumes it and adds the rows it does not have yet." if target.exists() else ""
     st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × "
-            f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target}`.{resume}")
+            f"{feature_summary(config, hidden_size)} fp16 features + text) → {plain.code(target)}.{resume}")
     overwrite = st.checkbox("Start from scratch (delete the existing index first)", key="build_overwrite")
 
 job = resources.registry().job(target)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import diagnostics_ui as diag
-from explorer import ui, widgets
+from explorer import plain, ui, widgets
 from rise_core.diagnostics import default_output_dir
 
 ui.page("diagnostics")
@@ -16,7 +16,8 @@ if path is None:
     st.stop()
 out_dir = default_output_dir(path)
 st.caption(f"The paper's observations, measured on this index's model with its RISE config and sketches. Results are "
-           f"cached in `{out_dir.name}/` beside the index: a run with the same inputs loads them instead of computing.")
+           f"cached in {plain.code(out_dir.name + '/')} beside the index: a run with the same inputs loads them "
+           "instead of computing.")
 
 choice = diag.run_form()
 if st.button("Run diagnostics", type="primary", key="diag_run", icon=":material/play_arrow:"):

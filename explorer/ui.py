@@ -36,6 +36,8 @@ from rise_core.errors import (
 )
 from rise_core.generation import GenerationSettings
 
+from .plain import md
+
 logger = logging.getLogger("rise.explorer")
 
 
@@ -126,10 +128,10 @@ def friendly(action: str, stop: bool = False) -> Iterator[None]:
         yield
     except RiseError as exc:
         hint = next((h for cls, h in HINTS.items() if isinstance(exc, cls)), "")
-        st.error(f"**Could not {action}.** {exc}" + (f"\n\n{hint}" if hint else ""), icon=":material/warning:")
+        st.error(f"**Could not {action}.** {md(exc)}" + (f"\n\n{hint}" if hint else ""), icon=":material/warning:")
     except Exception as exc:  # noqa: BLE001 - unexpected: log the traceback for developers, show a message
         logger.exception("unexpected error while trying to %s", action)
-        st.error(f"**Could not {action}:** unexpected {type(exc).__name__}: {exc}\n\n"
+        st.error(f"**Could not {action}:** unexpected {md(type(exc).__name__)}: {md(exc)}\n\n"
                  "This looks like a bug; the details are in the server log. Try again, or reload the page.",
                  icon=":material/bug_report:")
     else:
