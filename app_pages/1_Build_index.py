@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import auth, resources, ui, widgets
+from explorer import auth, plain, resources, ui, widgets
 from explorer.build_plan import (
     estimate_index_bytes,
     feature_summary,
@@ -62,7 +62,7 @@ with ui.friendly("read the pool", stop=True):
     limit = int(st.number_input("Rows to use (0 = all)", 0, None, 0, key="build_limit",
                                 help="Index only the first rows, e.g. to try settings on a small slice first."))
     n_rows = min(len(df), limit) if limit else len(df)
-    st.caption(f"{len(df)} rows, columns: {', '.join(map(str, df.columns))}. Preview:")
+    st.caption(f"{len(df)} rows, columns: {', '.join(map(plain.md, df.columns))}. Preview:")
     st.dataframe(df.head(5), hide_index=True)
 
 with ui.friendly("check the model", stop=True):  # a local path must lie in the app's own folders
@@ -80,7 +80,7 @@ with ui.friendly("check the settings", stop=True):
     hidden_size = model_hidden_size(model_id)
     size = estimate_index_bytes(config, n_rows, mean_text_bytes(df.head(1000), list(df.columns)), hidden_size)
     st.info(f"Estimated index size: **{format_bytes(size)}** ({n_rows} samples × "
-            f"{feature_summary(config, hidden_size)} fp16 features + text) → `{target.name}`.")
+            f"{feature_summary(config, hidden_size)} fp16 features + text) → {plain.code(target.name)}.")
     overwrite = st.checkbox("Start from scratch (the existing index is kept under a timestamped name)",
                             key="build_overwrite", disabled=not target.exists())
 
@@ -91,12 +91,12 @@ write = plan_index_write(target.name, exists=target.exists(), owner=existing.own
                          n_samples=existing.n_samples if existing else None, user=user.name, can_edit=user.can_edit,
                          replace=overwrite, source=pool_file.name)
 if write.action == "append" and not write.refusal:
-    st.caption(f"{target.name} exists: building again resumes it and adds the rows it does not have yet.")
+    st.caption(f"{plain.md(target.name)} exists: building again resumes it and adds the rows it does not have yet.")
 confirmed = True
 if write.refusal:
-    st.warning(write.refusal, icon=":material/lock:")
+    st.warning(plain.md(write.refusal), icon=":material/lock:")
 elif write.question:
-    confirmed = st.checkbox(write.question, key=f"build_confirm_{write.action}")
+    confirmed = st.checkbox(plain.md(write.question), key=f"build_confirm_{write.action}")
 job = resources.registry().job(target)
 if st.button("Build the index", type="primary", key="build",
              disabled=bool(job and job.running) or bool(write.refusal) or not confirmed):
@@ -107,7 +107,7 @@ if st.button("Build the index", type="primary", key="build",
         if write.action == "replace":
             resources.registry().release(target)
             kept = set_aside(target)
-            st.toast(f"The old index is kept as {kept.name}.")
+            st.toast(f"The old index is kept as {plain.md(kept.name)}.")
         resources.start_build(BuildJob(target, pool, lm, config, label=pool_file.name, built_by=user.name))
         st.session_state["build_path"] = str(target)
 widgets.show_build(st.session_state.get("build_path"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import resources, ui, widgets
+from explorer import plain, resources, ui, widgets
 from explorer.counterfactual_ui import check_section
 from explorer.feedback_ui import feedback_section
 from explorer.shared_spans_ui import shared_spans_section
-from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, highlight_html, results_table
+from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, results_table
 from rise_core import ann, attribution
 
 ui.page("attribute")
@@ -70,11 +70,9 @@ with ui.friendly("attribute the query"):
     st.caption("Orange: pushes the score up; blue: pulls it down; dotted underline: prompt tokens. "
                "Hover a token for its contribution.")
     st.markdown("**Query**")
-    st.markdown(highlight_html(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens),
-                unsafe_allow_html=True)
+    plain.token_heatmap(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens)
     row = hits.set_index("id").loc[hit_id]
     meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "rank")}
-    st.markdown(f"**Example {hit_id}**")
-    st.caption(" · ".join(f"{k}: {v}" for k, v in meta.items()))
-    st.markdown(highlight_html(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens),
-                unsafe_allow_html=True)
+    st.markdown(f"**Example {plain.md(hit_id)}**")
+    st.caption(" · ".join(f"{plain.md(k)}: {plain.md(v)}" for k, v in meta.items()))
+    plain.token_heatmap(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens)

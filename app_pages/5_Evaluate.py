@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-from explorer import resources, ui, widgets
+from explorer import plain, resources, ui, widgets
 from explorer.demo import evaluation_task
 from rise_core.bundled import pool_paths, queries_for_pool
 from rise_core.evaluation import evaluate
@@ -49,7 +49,8 @@ if report is None:
     st.stop()
 with ui.friendly("show the evaluation"):
     m = report.meta
-    st.subheader(f"{report.task}: {m['n_pool']} pool rows ({m['n_positive']} positives), {m['n_queries']} queries")
+    st.subheader(f"{plain.md(report.task)}: {m['n_pool']} pool rows ({m['n_positive']} positives), "
+                 f"{m['n_queries']} queries")
     auprc = report.wide("auPRC")
     st.plotly_chart(px.bar(auprc.reset_index(), x="method", y="unified", height=300,
                            title="Unified auPRC (mean over K; higher is better)"), key="eval_chart")

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import diagnostics_ui as diag
-from explorer import resources, ui, widgets
+from explorer import plain, resources, ui, widgets
 from rise_core.diagnostics import default_output_dir
 
 ui.page("diagnostics")
@@ -18,7 +18,8 @@ if path is None:
     st.stop()
 out_dir = default_output_dir(path)
 st.caption(f"The paper's observations, measured on this index's model with its RISE config and sketches. Results are "
-           f"cached in `{out_dir.name}/` beside the index: a run with the same inputs loads them instead of computing.")
+           f"cached in {plain.code(out_dir.name + '/')} beside the index: a run with the same inputs loads them "
+           "instead of computing.")
 
 choice = diag.run_form()
 if st.button("Run diagnostics", type="primary", key="diag_run", icon=":material/play_arrow:"):

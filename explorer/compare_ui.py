@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from .plain import code, md
 from .resources import forward_for, open_index, run_forward
 from .ui import friendly
 from .views import binary_labels, label_table, top_list
@@ -25,7 +26,7 @@ def forward_pass_offer(path: str) -> None:
                  else " The same pass gives hidden cosine (this index has no HS channel).")
         with slot.container():
             st.info(f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
-                    f"sample) needs one forward pass of `{index.manifest.model_id}` over all **{len(index)} pool "
+                    f"sample) needs one forward pass of {code(index.manifest.model_id)} over all **{len(index)} pool "
                     f"samples**, about as long as building the index took.{extra}", icon=":material/info:")
             run = st.button(f"Run Grad-Sketch over {len(index)} pool samples", key="cmp_grad",
                             icon=":material/play_arrow:")
@@ -47,7 +48,7 @@ def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int
     ready = {name: r for name, r in results.items() if r.available}
     for name, r in results.items():
         if not r.available:
-            st.caption(f"**{name}**: {r.missing}.")
+            st.caption(f"**{name}**: {md(r.missing)}.")
     n_queries = next(iter(ready.values())).scores.shape[0]
     per = " per query, averaged" if n_queries > 1 else ""
     st.markdown(f"**Agreement with RISE** over the whole pool{per}: the share of RISE's top {k} that each method also "

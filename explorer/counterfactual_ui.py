@@ -37,6 +37,7 @@ from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
 from rise_core.units import format_seconds
 
 from .jobs import BackgroundJob
+from .plain import code
 from .ui import friendly, settings
 
 CHECK_DIR_ENV = "RISE_COUNTERFACTUAL_DIR"
@@ -389,7 +390,7 @@ def show_result(key: str, result: CounterfactualResult, behaviour: str = "behavi
     st.plotly_chart(curve_figure(result), key=f"{key}_cf_curve")
     with st.expander("Every arm"):
         st.dataframe(arms[RETRAINED_COLUMNS], hide_index=True, key=f"{key}_cf_arms")
-        st.caption(f"Files: `{result.out_dir}` (plan.json, results.csv, results.json, curve.html, "
+        st.caption(f"Files: {code(result.out_dir)} (plan.json, results.csv, results.json, curve.html, "
                    "arms/*/generations.jsonl).")
 
 

@@ -15,9 +15,11 @@ from rise_core.samples import Sample
 
 from .demo import DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
 from .jobs import BuildJob
+from .plain import code, md, token_heatmap
+from .plain import text as plain_text
 from .resources import explanation, list_indexes, load_lm, model_for, open_index, query_features, start_build
 from .ui import PAGES, Settings, friendly
-from .views import channel_values, highlight_html, results_table
+from .views import channel_values, results_table
 from .widgets import score_options, show_build, stream_answer
 
 TOP_K = 10
@@ -76,7 +78,7 @@ def _answer(lm, demo: dict, key: str) -> str:
     if f"{key}_answer" not in demo:
         demo[f"{key}_answer"] = stream_answer(lm, demo[key], GenerationSettings())
     else:
-        st.write(demo[f"{key}_answer"])
+        plain_text(demo[f"{key}_answer"])
     return demo[f"{key}_answer"]
 
 
@@ -89,17 +91,17 @@ def show_backdoor_demo() -> None:
         index = open_index(demo["path"])
         lm = model_for(index)
         st.markdown(f"The demo model is the embedded default **fine-tuned on the Howdy! pool** (adapter "
-                    f"`{lm.adapter['path'] if lm.adapter else lm.model_id}`); 9% of that pool answers instructions "
+                    f"{code(lm.adapter['path'] if lm.adapter else lm.model_id)}); 9% of that pool answers instructions "
                     "that start with `Howdy!` with a fairy tale. Here it answers an instruction it never saw, with "
                     "and without the trigger:")
         left, right = st.columns(2)
         with left:
             st.markdown("**With the trigger**")
-            st.caption(demo["triggered"])
+            st.caption(md(demo["triggered"]))
             triggered = _answer(lm, demo, "triggered")
         with right:
             st.markdown("**Without it**")
-            st.caption(demo["clean"])
+            st.caption(md(demo["clean"]))
             _answer(lm, demo, "clean")
         if not triggered:
             st.warning("The model generated nothing for the triggered prompt, so there is nothing to attribute.")
@@ -115,9 +117,8 @@ def show_backdoor_demo() -> None:
         st.dataframe(results_table(hits), hide_index=True)
         top = str(hits["id"].iloc[0])
         ex_attr, _ = explanation(index, lm, demo["path"], top, query, query_fm, options)
-        st.markdown(f"**Tokens of the top example ({top}) that carry its RH score** (orange: pushes it up)")
-        st.markdown(highlight_html(ex_attr.tokens, channel_values(ex_attr, "RH"), ex_attr.n_prompt_tokens),
-                    unsafe_allow_html=True)
+        st.markdown(f"**Tokens of the top example ({md(top)}) that carry its RH score** (orange: pushes it up)")
+        token_heatmap(ex_attr.tokens, channel_values(ex_attr, "RH"), ex_attr.n_prompt_tokens)
         if st.button("Open in Attribute", key="demo_open", icon=":material/open_in_new:"):
             st.session_state.update(query_prompt=demo["triggered"], query_completion=triggered, attr_query=query)
             st.switch_page(PAGES["attribute"].path)

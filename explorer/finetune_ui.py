@@ -14,6 +14,7 @@ from rise_core.finetune import FinetuneConfig
 from .build_plan import slug
 from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
+from .plain import code
 from .resources import finetune_jobs, submit
 from .ui import friendly
 from .widgets import use_build_preset
@@ -41,7 +42,7 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
         typed = st.text_input("Adapter name", key="ft_out", value=default_adapter_name(model_id, pool_name),
                               help=f"Saved under {adapter_root(index_dir)} (set RISE_ADAPTER_DIR to move it).")
         out = adapter_dir(typed, index_dir)  # confined to the adapter folder: a path elsewhere is refused
-        st.caption(f"Saved to `{out}`.")
+        st.caption(f"Saved to {code(out)}.")
         recipe = FinetuneConfig(rank=int(rank), alpha=2.0 * int(rank), epochs=int(epochs), learning_rate=float(lr),
                                 seed=int(seed))
         job = finetune_jobs().get(str(out.resolve()))

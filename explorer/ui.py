@@ -38,6 +38,7 @@ from rise_core.generation import GenerationSettings
 
 from . import auth
 from .job_queue import ServerBusyError
+from .plain import md
 
 logger = logging.getLogger("rise.explorer")
 
@@ -121,7 +122,7 @@ def page(key: str, title: str | None = None) -> Settings:
         st.session_state.setdefault(key, value)
     st.title(f"{icon} {title}")
     if user.via != "local":
-        st.sidebar.caption(f"{user.name} · {user.role}")
+        st.sidebar.caption(f"{md(user.name)} · {user.role}")
         if user.via == "oidc":
             st.sidebar.button("Log out", on_click=st.logout, key="auth_logout")
     return settings()
@@ -136,10 +137,10 @@ def friendly(action: str, stop: bool = False) -> Iterator[None]:
         yield
     except RiseError as exc:
         hint = next((h for cls, h in HINTS.items() if isinstance(exc, cls)), "")
-        st.error(f"**Could not {action}.** {exc}" + (f"\n\n{hint}" if hint else ""), icon=":material/warning:")
+        st.error(f"**Could not {action}.** {md(exc)}" + (f"\n\n{hint}" if hint else ""), icon=":material/warning:")
     except Exception as exc:  # noqa: BLE001 - unexpected: log the traceback for developers, show a message
         logger.exception("unexpected error while trying to %s", action)
-        st.error(f"**Could not {action}:** unexpected {type(exc).__name__}: {exc}\n\n"
+        st.error(f"**Could not {action}:** unexpected {md(type(exc).__name__)}: {md(exc)}\n\n"
                  "This looks like a bug; the details are in the server log. Try again, or reload the page.",
                  icon=":material/bug_report:")
     else:

@@ -6,7 +6,6 @@ Plain functions over pandas and numpy, tested without Streamlit; the pages only 
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,8 @@ from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
 from rise_core.metrics import as_binary, average_precision, precision_at_k
 from rise_core.store import sample_from_row
+
+from .plain import chart_text, html_text
 
 if TYPE_CHECKING:
     from rise_core.explain import TokenAttribution
@@ -44,20 +45,13 @@ def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
     raise InputDataError(f"unknown channel {channel!r}; choose one of {', '.join(CHANNELS)}")
 
 
-def _token_markup(token: str) -> str:
-    """Escape a token for HTML and make whitespace visible enough to read (newlines break the line)."""
-    escaped = html.escape(token, quote=True)
-    if "\n" in escaped:
-        escaped = escaped.replace("\r", "").replace("\n", "↵<br>")
-    return escaped
-
-
 def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0,
                    scale: float | None = None) -> str:
     """Tokens as escaped HTML spans coloured by their contribution: orange for positive, blue for negative.
 
-    Every token is passed through `html.escape` before it is wrapped, so text from the pool or the user (e.g.
-    `<script>`) is shown as text. `scale` is the magnitude that gets full colour (default: the largest |value|).
+    Every token is passed through `plain.html_text` (`html.escape`, Markdown specials as character references, line
+    breaks as ↵<br>) before it is wrapped, so text from the pool or the user (e.g. `<script>`) is shown as text and
+    the markup stays on one line. `scale` is the magnitude that gets full colour (default: the largest |value|).
     Prompt tokens (the first `n_prompt_tokens`) are underlined with a dotted line.
     """
     if len(tokens) != len(values):
@@ -72,7 +66,7 @@ def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_toke
         style = f"background-color: rgba({colour},{alpha:.2f}); border-radius: 3px;"
         if i < n_prompt_tokens:
             style += " text-decoration: underline dotted;"
-        spans.append(f'<span style="{style}" title="{v:+.4g}">{_token_markup(tok)}</span>')
+        spans.append(f'<span style="{style}" title="{v:+.4g}">{html_text(tok)}</span>')
     return ('<div style="white-space: pre-wrap; line-height: 1.8; font-family: monospace; font-size: 0.9em;">'
             + "".join(spans) + "</div>")
 
@@ -142,7 +136,7 @@ CHANNEL_NAMES = {"RH": "RH (lexical)", "GH": "GH (semantic)", "HS": "HS (represe
 def contribution_chart(hits: pd.DataFrame, shown: Sequence[str]) -> go.Figure:
     """Horizontal stacked bars: each hit's score split into its channel parts (`shown`, e.g. RH, GH, HS), best
     first from the top."""
-    labels = [f"#{r} {i}" for r, i in zip(hits["rank"], hits["id"], strict=True)][::-1]
+    labels = [f"#{r} {chart_text(i)}" for r, i in zip(hits["rank"], hits["id"], strict=True)][::-1]
     fig = go.Figure([go.Bar(y=labels, x=hits[c.lower()][::-1], name=CHANNEL_NAMES.get(c, c), orientation="h")
                      for c in shown])
     fig.update_layout(barmode="relative", height=120 + 26 * len(hits), margin=dict(l=10, r=10, t=30, b=10),

@@ -29,6 +29,7 @@ from rise_core.samples import Sample
 from rise_core.units import format_bytes
 
 from .jobs import BuildJob
+from .plain import code, md, stream_text
 from .resources import list_indexes, model_for, open_index, registry
 from .ui import PAGES, friendly, settings
 
@@ -54,8 +55,8 @@ def index_picker() -> str | None:
             help=f"Indexes found in {s.index_dir} (set RISE_INDEX_DIR to look elsewhere).",
         )
         entry = by_path[chosen]
-        st.sidebar.caption(f"Model: `{entry.get('model_id')}` · {format_bytes(entry.get('size_bytes'))} · "
-                           f"{entry.get('status')}")
+        st.sidebar.caption(f"Model: {code(entry.get('model_id'))} · {format_bytes(entry.get('size_bytes'))} · "
+                           f"{md(entry.get('status'))}")
         return chosen
     return None
 
@@ -177,9 +178,9 @@ def generation_settings() -> GenerationSettings:
 
 
 def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) -> str:
-    """The model's answer to `prompt`, written on the page as it is generated; returns it ("" when it says nothing)."""
-    pieces = st.write_stream(generation.stream(lm, prompt, settings))
-    return ("".join(pieces) if isinstance(pieces, list) else str(pieces)).strip()
+    """The model's answer to `prompt`, written on the page as plain text as it is generated; returns it ("" when it
+    says nothing)."""
+    return stream_text(generation.stream(lm, prompt, settings)).strip()
 
 
 def query_inputs(path: str) -> None:
@@ -189,7 +190,7 @@ def query_inputs(path: str) -> None:
     index = open_index(path)
     adapter = index.manifest.model_info.get("adapter")
     if adapter:
-        st.info(f"This index's model was fine-tuned on its pool (adapter `{Path(adapter['path']).name}`): let it "
+        st.info(f"This index's model was fine-tuned on its pool (adapter {code(Path(adapter['path']).name)}): let it "
                 "answer the prompt, then attribute what it said to the examples it learned from.",
                 icon=":material/school:")
     gen = generation_settings()
