@@ -60,7 +60,9 @@ def refused(data: bytes, fmt: str, limits: PoolLimits | None = None) -> str:
 
 
 def names_limit(message: str, env: str, value: int) -> bool:
-    """The message names the limit's value and the variable that raises it."""
+    """The message names the limit's value and the variable that raises it (a page shows it escaped: explorer.plain's
+    backslashes and word joiners are taken out first)."""
+    message = re.sub(r"\\(.)", r"\1", message).replace("\u2060", "")
     return f"the limit is {value:,}" in message and f"({env})" in message and f"{env}={value * 2}" in message
 
 
