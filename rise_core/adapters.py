@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ModelLoadError
-from .models import LoadedModel, register_adapter_support, verify_readout
+from .models import MODEL_LOAD_LOCK, LoadedModel, register_adapter_support, verify_readout
 
 ADAPTER_SEPARATOR = "@"
 MANIFEST_NAME = "rise_adapter.json"
@@ -128,7 +128,8 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
             f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
             f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
     try:
-        merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
+        with MODEL_LOAD_LOCK:  # peft builds LoRA layers under transformers' process-global loading state
+            merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
     merged.eval()
