@@ -194,8 +194,8 @@ def load_model(
 ) -> LoadedModel:
     """Load a causal LM by hub id or local path; None or the default id gives the embedded SmolLM2-135M-Instruct.
 
-    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, see
-    `rise_core.adapters.split_model_spec`) is merged into the weights, and the model's fingerprint names it."""
+    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, read by
+    `rise_core.adapters.parse_model_spec`) is merged into the weights, and the model's fingerprint names it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import default_model
