@@ -3,7 +3,8 @@
 The app may serve a team on a shared machine, so a text box must not name arbitrary files on the server: an adapter
 is written only under the adapter folder, and a model is the embedded default, a hub id, or a directory under the
 app's own folders (indexes, adapters, bundled data, the model cache) or the ones an operator lists in
-`RISE_MODEL_DIRS`. Anything else is refused with a message that says where things may go.
+`RISE_MODEL_DIRS`. Anything else is refused with a message that says where things may go. A model spec is read by
+`rise_core.adapters.parse_model_spec`, the loader's own reading, so what is checked is what loads.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from rise_core.adapters import ADAPTER_SEPARATOR
+from rise_core.adapters import ModelSpec, parse_model_spec
 from rise_core.default_model import DEFAULT_MODEL_ID
-from rise_core.errors import InputDataError
+from rise_core.errors import InputDataError, ModelLoadError
 
 from .build_plan import slug
 
@@ -32,8 +33,23 @@ def _inside(path: Path, root: Path) -> bool:
     try:
         path.resolve().relative_to(root.resolve())
         return True
-    except ValueError:
+    except (ValueError, OSError):  # outside, or a name the file system cannot take
         return False
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _local(part: str) -> Path:
+    """`part` as a path with `~` expanded; InputDataError for `~user` naming no user here."""
+    try:
+        return Path(part).expanduser()
+    except RuntimeError:
+        raise InputDataError(f"{part!r} names the home folder of a user this machine does not have") from None
 
 
 def adapter_dir(typed: str, index_dir: Path) -> Path:
@@ -64,27 +80,43 @@ def model_roots(index_dir: Path, data_dir: Path) -> list[Path]:
 
 
 def check_model_spec(spec: str, configured: str, index_dir: Path, data_dir: Path) -> str:
-    """`spec` (a model typed into the app) unchanged when it may be loaded here, else an InputDataError.
+    """`spec` (a model typed into the app, stripped) when it may be loaded here, else an InputDataError.
 
-    Allowed: the embedded default, the model the app was started with (`configured`, RISE_MODEL), a hub id that is
-    not a local path, or `BASE@ADAPTER` / a directory under `model_roots`."""
-    spec = spec.strip()
-    if spec in (DEFAULT_MODEL_ID, configured):
-        return spec
+    The spec is read as the loader reads it (`parse_model_spec`) and each part it loads is checked: the base must be
+    the embedded default, the model the app was started with (`configured`, RISE_MODEL), a hub id that is not a
+    local path, or a directory under `model_roots`; an adapter must be a directory under `model_roots` (or the
+    configured model). An adapter directory named alone loads the base its manifest names, which is checked too."""
+    text = spec.strip()
+    if text in (DEFAULT_MODEL_ID, configured):
+        return text
+    checked_model_spec(spec, configured, index_dir, data_dir)  # as typed: control characters are refused, not stripped
+    return text
+
+
+def checked_model_spec(spec: str, configured: str, index_dir: Path, data_dir: Path) -> ModelSpec:
+    """The parts `spec` loads (`parse_model_spec`), each checked as `check_model_spec` says; InputDataError if not."""
+    try:
+        parsed = parse_model_spec(spec)
+    except ModelLoadError as exc:
+        raise InputDataError(str(exc)) from None
     roots = model_roots(index_dir, data_dir)
-    parts = spec.rsplit(ADAPTER_SEPARATOR, 1) if ADAPTER_SEPARATOR in spec else [spec]
-    for part in parts:
-        if part in (DEFAULT_MODEL_ID, configured, ""):
-            continue
-        local = Path(part).expanduser()
-        looks_local = local.is_absolute() or part.startswith((".", "~")) or local.exists()
-        if looks_local:
+
+    def refuse(part: str, what: str) -> InputDataError:
+        return InputDataError(
+            f"the {what} {part!r} is outside the folders this app loads models from "
+            f"({', '.join(str(r) for r in roots)}); give a hub id or a folder under them, or ask whoever runs the "
+            "app to add the folder to RISE_MODEL_DIRS")
+
+    base_what = "base model named in the adapter's manifest" if parsed.base_from_manifest else "model path"
+    if parsed.base not in (DEFAULT_MODEL_ID, configured):
+        local = _local(parsed.base)
+        if local.is_absolute() or parsed.base.startswith((".", "~")) or _exists(local):
             if not any(_inside(local, root) for root in roots):
-                raise InputDataError(
-                    f"the model path {part!r} is outside the folders this app loads models from "
-                    f"({', '.join(str(r) for r in roots)}); give a hub id, or ask whoever runs the app to add the "
-                    "folder to RISE_MODEL_DIRS")
-        elif not HUB_ID.match(part):
-            raise InputDataError(f"{part!r} is neither a hub id (organisation/name) nor a folder this app may load "
-                                 "a model from")
-    return spec
+                raise refuse(parsed.base, base_what)
+        elif not HUB_ID.match(parsed.base):
+            raise InputDataError(f"{parsed.base!r} is neither a hub id (organisation/name) nor a folder this app may "
+                                 "load a model from")
+    if parsed.adapter is not None and parsed.adapter != configured:
+        if not any(_inside(_local(parsed.adapter), root) for root in roots):
+            raise refuse(parsed.adapter, "adapter directory")
+    return parsed

@@ -3,6 +3,8 @@
 An adapter directory is a standard `peft` adapter (`adapter_config.json`, `adapter_model.safetensors`) plus, when
 `rise finetune` made it, the manifest: base model id and fingerprint, pool hash, recipe, losses. A model is named
 `BASE`, `ADAPTER_DIR` (the base read from the manifest) or `BASE@ADAPTER_DIR`, and `load_model` accepts each.
+`parse_model_spec` is the one reading of such a name: the loader and the web app's path check both use it, so the
+parts the app checks are the parts that load.
 
 This module sits above `models` in the layers: `models.load_model` knows no adapter, so this module registers its
 spec parser and merger with it on import (the package's `__init__` imports it, so every `rise_core` user has them).
@@ -12,15 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import ModelLoadError
-from .models import LoadedModel, register_adapter_support, verify_readout
+from .models import MODEL_LOAD_LOCK, LoadedModel, register_adapter_support, verify_readout
 
 ADAPTER_SEPARATOR = "@"
 MANIFEST_NAME = "rise_adapter.json"
 MANIFEST_FORMAT = 1
+MAX_MODEL_SPEC_CHARS = 256  # per part (base, adapter): longer than any model path or hub id in practice
+# control, format (bidi overrides, zero-width), line/paragraph separator and surrogate characters: never in a model name
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def require_peft() -> Any:
@@ -33,7 +40,11 @@ def require_peft() -> Any:
 
 
 def is_adapter_dir(path: str | Path | None) -> bool:
-    return bool(path) and (Path(str(path)).expanduser() / "adapter_config.json").is_file()
+    """Whether `path` is a directory holding `adapter_config.json` (False for a name the file system cannot take)."""
+    try:
+        return bool(path) and (Path(str(path)).expanduser() / "adapter_config.json").is_file()
+    except (OSError, ValueError, RuntimeError):  # too long for the file system, not encodable, `~user` of no user
+        return False
 
 
 def read_manifest(adapter_dir: str | Path) -> dict[str, Any]:
@@ -82,25 +93,76 @@ def model_card(manifest: dict[str, Any]) -> str:
             "or `RISE_MODEL=THIS_DIR`. `rise_adapter.json` is the full manifest.\n")
 
 
-def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str | None, str | None]:
-    """(base, adapter directory) of a model spec: `BASE`, `ADAPTER_DIR` (base from its manifest) or `BASE@ADAPTER_DIR`.
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a model spec loads: `base` (a hub id, a local checkpoint directory or the embedded default's id) and
+    `adapter` (a LoRA adapter directory merged into it, as written in the spec; None for a plain model)."""
 
-    An explicit `adapter` wins over one named in the spec."""
-    base = spec
-    if spec and ADAPTER_SEPARATOR in spec and not Path(spec).expanduser().exists():
+    base: str
+    adapter: str | None = None
+    base_from_manifest: bool = False
+    """the spec named the adapter directory alone and `base` is the one its manifest names."""
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """Everything this spec loads: the base, then the adapter."""
+        return (self.base,) if self.adapter is None else (self.base, self.adapter)
+
+
+def _check_part(part: str, what: str, spec: str) -> str:
+    if not part.strip():
+        raise ModelLoadError(f"the model spec {spec!r} has an empty {what}: name the model as BASE, ADAPTER_DIR "
+                             f"or BASE{ADAPTER_SEPARATOR}ADAPTER_DIR")
+    if len(part) > MAX_MODEL_SPEC_CHARS:
+        raise ModelLoadError(f"the {what} of the model spec is {len(part):,} characters long (at most "
+                             f"{MAX_MODEL_SPEC_CHARS}): {part[:40]!r}...")
+    return part
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """The one reading of a model spec, used by `load_model` and by the app's path check alike.
+
+    `BASE@ADAPTER_DIR` is split at its last `@` (so a path naming an adapter cannot hold one, whatever exists on
+    disk); without `@`, a directory holding `adapter_config.json` is an adapter whose manifest names the base, and
+    anything else is the base. Specs with control characters, an empty part or a part over MAX_MODEL_SPEC_CHARS
+    characters are a ModelLoadError."""
+    if not isinstance(spec, str):
+        raise ModelLoadError(f"a model spec is text, got {type(spec).__name__}")
+    bad = next((c for c in spec if unicodedata.category(c) in _REFUSED_CATEGORIES), None)
+    if bad is not None:
+        raise ModelLoadError(f"the model spec {spec[:60]!r} contains the control character {bad!r}; type the "
+                             "model's hub id or folder only")
+    spec = spec.strip()
+    if ADAPTER_SEPARATOR in spec:
         head, tail = spec.rsplit(ADAPTER_SEPARATOR, 1)
-        if is_adapter_dir(tail):
-            base, adapter = head or None, adapter or tail
-    if spec and is_adapter_dir(spec) and base == spec:
-        adapter = adapter or spec
-        base = None
+        return ModelSpec(_check_part(head.strip(), "base (before @)", spec),
+                         _check_part(tail.strip(), "adapter directory (after @)", spec))
+    _check_part(spec, "name", spec)
+    if is_adapter_dir(spec):
+        return ModelSpec(_manifest_base(spec), spec, base_from_manifest=True)
+    return ModelSpec(spec)
+
+
+def _manifest_base(adapter: str) -> str:
+    base = read_manifest(adapter).get("base_model") or _adapter_config(adapter).get("base_model_name_or_path")
+    if not base:
+        raise ModelLoadError(f"{adapter} does not name its base model; give it: --model BASE --adapter DIR")
+    return str(base)
+
+
+def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str | None, str | None]:
+    """(base, adapter directory) that `load_model` loads for a spec (`parse_model_spec`; None: the embedded
+    default) and an optional explicit `adapter`, which wins over one named in the spec."""
+    base = None
+    if spec is not None:
+        parsed = parse_model_spec(spec)
+        base, adapter = parsed.base, adapter or parsed.adapter
+        if adapter is not None and parsed.base_from_manifest and adapter != parsed.adapter:
+            base = None  # an explicit adapter with a spec that is itself an adapter directory: the former's base
     if adapter is not None:
         if not is_adapter_dir(adapter):
             raise ModelLoadError(f"{adapter} is not a LoRA adapter directory (no adapter_config.json in it)")
-        if base is None:
-            base = read_manifest(adapter).get("base_model") or _adapter_config(adapter).get("base_model_name_or_path")
-            if not base:
-                raise ModelLoadError(f"{adapter} does not name its base model; give it: --model BASE --adapter DIR")
+        base = base or _manifest_base(adapter)
         adapter = str(Path(adapter).expanduser().resolve())
     return base, adapter
 
@@ -128,7 +190,8 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
             f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
             f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
     try:
-        merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
+        with MODEL_LOAD_LOCK:  # peft builds LoRA layers under transformers' process-global loading state
+            merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc
     merged.eval()

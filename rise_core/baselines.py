@@ -151,6 +151,8 @@ class EmbeddingScorer(Scorer):
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        from .models import MODEL_LOAD_LOCK
+
         path = Path(self.model_path) if self.model_path is not None else default_embedding_model_path()
         local = path.is_dir()
         if self.model_path is not None and not local and Path(self.model_path).expanduser().exists():
@@ -160,8 +162,9 @@ class EmbeddingScorer(Scorer):
         bars_were_on = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # no "Loading weights" bar from library code
         try:
-            self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=local)
-            self._model = AutoModel.from_pretrained(str(path), local_files_only=local).to(self.device).eval()
+            with MODEL_LOAD_LOCK:  # from_pretrained is not thread-safe (see MODEL_LOAD_LOCK)
+                self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=local)
+                self._model = AutoModel.from_pretrained(str(path), local_files_only=local).to(self.device).eval()
         except Exception as exc:  # transformers raises OSError, ValueError, KeyError... for a bad checkpoint
             raise ModelLoadError(f"could not load the embedding model from {path}: {exc}") from exc
         finally:

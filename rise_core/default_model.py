@@ -312,11 +312,15 @@ def _load_and_repair(gguf: pathlib.Path, say: Progress) -> tuple[Any, Any, list[
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    say("Reading the tokenizer from the GGUF...")
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    say("Dequantising the GGUF weights to float32...")
+    from .models import MODEL_LOAD_LOCK
+
     dtype_kw = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **{dtype_kw: torch.float32})
+    with MODEL_LOAD_LOCK:  # from_pretrained is not thread-safe (see MODEL_LOAD_LOCK)
+        say("Reading the tokenizer from the GGUF...")
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        say("Dequantising the GGUF weights to float32...")
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                     **{dtype_kw: torch.float32})
     model.eval()
 
     fixes: list[str] = []

@@ -34,6 +34,7 @@ from .adapters import is_adapter_dir as is_adapter_dir
 from .adapters import model_card as model_card
 from .errors import ConfigError, FinetuneError, InputDataError
 from .ingest import content_hash
+from .models import MODEL_LOAD_LOCK
 from .samples import EncodedSample, Sample, collate, encode_sample
 
 CHECKPOINT_DIR = "checkpoint"
@@ -225,7 +226,8 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
                            target_modules=list(config.target_modules) if config.target_modules else None,
                            task_type="CAUSAL_LM")
     try:
-        pmodel = peft.get_peft_model(model, lora)
+        with MODEL_LOAD_LOCK:  # new LoRA layers must not be built while another thread loads a model
+            pmodel = peft.get_peft_model(model, lora)
     except ValueError as exc:
         raise ConfigError(f"LoRA cannot adapt {type(model).__name__}: {exc}; give target_modules explicitly") from exc
     params = [p for p in pmodel.parameters() if p.requires_grad]

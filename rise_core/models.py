@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -19,6 +20,13 @@ import torch
 from .errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
+
+MODEL_LOAD_LOCK = threading.RLock()
+"""Held around every `from_pretrained`, adapter merge and LoRA wrapping in this process. transformers builds a model
+under process-global state (torch's default dtype, the meta device of its empty-weight init, patched initialisers),
+so two loads at once in threads corrupt each other ("Cannot copy out of meta tensor"): two sessions of the app, or a
+fine-tune loading its copy of the model, load one after the other instead. Re-entrant, so a load may call another
+(converting the embedded default, merging an adapter)."""
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64, "fp64": torch.float64}
@@ -186,8 +194,8 @@ def load_model(
 ) -> LoadedModel:
     """Load a causal LM by hub id or local path; None or the default id gives the embedded SmolLM2-135M-Instruct.
 
-    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, see
-    `rise_core.adapters.split_model_spec`) is merged into the weights, and the model's fingerprint names it."""
+    A LoRA adapter (`adapter`, a directory; or a spec `ADAPTER_DIR` / `BASE@ADAPTER_DIR`, read by
+    `rise_core.adapters.parse_model_spec`) is merged into the weights, and the model's fingerprint names it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from . import default_model
@@ -200,16 +208,17 @@ def load_model(
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     model_id = name_or_path or default_model.DEFAULT_MODEL_ID
     path = str(default_model.ensure_default_model(cache_dir)) if model_id == default_model.DEFAULT_MODEL_ID else model_id
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ModelLoadError(
-            f"could not load model {model_id!r}: {exc}. Give a local directory with a Hugging Face checkpoint, "
-            f"a hub id (needs network access), or '{default_model.DEFAULT_MODEL_ID}' for the embedded default."
-        ) from exc
-    lm = wrap_model(model, tokenizer, model_id, dev)
-    return support.apply(lm, adapter) if support is not None and adapter else lm
+    with MODEL_LOAD_LOCK:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ModelLoadError(
+                f"could not load model {model_id!r}: {exc}. Give a local directory with a Hugging Face checkpoint, "
+                f"a hub id (needs network access), or '{default_model.DEFAULT_MODEL_ID}' for the embedded default."
+            ) from exc
+        lm = wrap_model(model, tokenizer, model_id, dev)
+        return support.apply(lm, adapter) if support is not None and adapter else lm
 
 
 def wrap_model(model: Any, tokenizer: Any, model_id: str, device: str | torch.device = "cpu") -> LoadedModel:

@@ -12,19 +12,33 @@ A filter is user text that becomes SQL, and the app may serve a team on a shared
    that was checked.
 2. Every index connection is opened with `LOCKED_CONFIG`: no file system or network access beyond the index file
    itself, no extension install or auto-load, and a locked configuration that SQL cannot change back.
+
+A filter that passed may still be costly, so it is bounded three ways (`FilterLimits`):
+
+- `check_filter` estimates the text the condition builds per row (nested `replace()` and concatenations multiply
+  it) and refuses more than `MAX_STRING_GROWTH` times the pool's longest value: DuckDB allocates these strings
+  outside its memory limit, so eight nested `replace()` calls would otherwise take the machine's memory;
+- every index connection runs with DuckDB's `memory_limit` and `threads` set before its configuration is locked;
+- `run_filter` interrupts a filter query that runs past the time limit (DuckDB has no statement timeout).
+
+Running out of time or of DuckDB's memory is a `FilterTooCostly` that asks for a simpler filter.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import duckdb
 
-from ..errors import InputDataError
+from ..errors import ConfigError, InputDataError
+
+T = TypeVar("T")
 
 # Every connection to an index file: the file itself is reachable, nothing else on disk or on the network, no
 # extension is installed or loaded behind the user's back, and `SET` cannot undo any of it.
@@ -35,8 +49,70 @@ LOCKED_CONFIG: dict[str, Any] = {
     "lock_configuration": True,
 }
 
+
+@dataclass(frozen=True)
+class FilterLimits:
+    """What a filter may use: DuckDB's memory limit and worker threads on every index connection (set before its
+    configuration is locked, so they bind the whole connection), and the wall-clock time of one filter query.
+
+    The defaults suit a 2-core, 24 GB machine shared by a team (a filter takes one core and 1 GiB at most); the
+    environment variables RISE_FILTER_MEMORY_MB, RISE_FILTER_THREADS and RISE_FILTER_TIMEOUT_S override them, read
+    when an index connection opens."""
+
+    memory_mb: int = 1024
+    threads: int = 1
+    timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "threads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"filter limit {name} must be a positive integer, got {value!r}")
+        if not (isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s < float("inf")):
+            raise ConfigError(f"filter limit timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> FilterLimits:
+        """The defaults, overridden by RISE_FILTER_MEMORY_MB / RISE_FILTER_THREADS / RISE_FILTER_TIMEOUT_S."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for var, name, kind, what in (("RISE_FILTER_MEMORY_MB", "memory_mb", int, "a positive whole number of MiB"),
+                                      ("RISE_FILTER_THREADS", "threads", int, "a positive whole number"),
+                                      ("RISE_FILTER_TIMEOUT_S", "timeout_s", float, "a positive number of seconds")):
+            text = env.get(var, "").strip()
+            if text:
+                try:
+                    values[name] = kind(text)
+                    cls(**{name: values[name]})  # checks this value on its own, to name its variable
+                except (ValueError, ConfigError):
+                    raise ConfigError(f"{var}={text!r}: give {what}") from None
+        return cls(**values)
+
+    def duckdb_settings(self) -> dict[str, Any]:
+        return {"memory_limit": f"{self.memory_mb}MiB", "threads": self.threads}
+
+
+def connection_config(limits: FilterLimits | None = None) -> dict[str, Any]:
+    """The configuration of every index connection: `LOCKED_CONFIG` plus the filter limits (`FilterLimits.from_env()`
+    unless given). DuckDB applies `lock_configuration` after the other options, so the limits hold and SQL cannot
+    raise them."""
+    return {**(limits or FilterLimits.from_env()).duckdb_settings(), **LOCKED_CONFIG}
+
+
 MAX_FILTER_CHARS = 2000  # longer than any condition a person types; bounds literals and nesting together
 MAX_DEPTH = 48  # expression nesting; deeper filters are refused before DuckDB plans them
+
+# Text a filter may build per row, as (a, b): at most a times the pool's longest value plus b characters, summed
+# over every string the condition computes (DuckDB holds them all for a vector of 2,048 rows at once, outside its
+# memory limit). 64 leaves room for dozens of lower(text) LIKE ... terms; nested replace() multiplies past it.
+MAX_STRING_GROWTH = 64
+MAX_STRING_CHARS = 1 << 16
+# the string functions, by what their result can be at most
+_JOINING = frozenset({"||", "concat"})  # the sum of the arguments
+_SHRINKING = frozenset({"lower", "upper", "lcase", "ucase", "trim", "ltrim", "rtrim", "substring", "substr", "left",
+                        "right"})  # the first argument
+_PICKING = frozenset({"coalesce", "ifnull", "nullif", "least", "greatest"})  # one of the arguments
+_SHORT_VALUE = 64  # characters of a number, date or boolean shown as text
 
 # Scalar functions a filter may call, by DuckDB's parse-tree name (operators parse as functions too). None of them
 # touches anything outside the row: no files, settings, environment, randomness or sequences.
@@ -85,12 +161,16 @@ class FilterRefused(InputDataError):
     """A filter that is not a plain condition over the pool's columns."""
 
 
+class FilterTooCostly(InputDataError):
+    """A filter that would build too much text, or ran past its time or DuckDB's memory limit."""
+
+
 def _parser() -> duckdb.DuckDBPyConnection:
     """An in-memory, locked-down connection used only to parse filters (never to run them)."""
     global _PARSER
     with _PARSER_LOCK:
         if _PARSER is None:
-            _PARSER = duckdb.connect(":memory:", config=LOCKED_CONFIG)
+            _PARSER = duckdb.connect(":memory:", config=connection_config(FilterLimits()))
             atexit.register(_close_parser)
         return _PARSER
 
@@ -254,4 +334,90 @@ def check_filter(where: str, columns: Sequence[str], select: str = "row") -> str
     if not isinstance(condition, dict) or "class" not in condition:
         raise _refuse(where, "it is not a condition")
     _check_node(condition, where, list(columns), 0)
+    _check_growth(condition, where)
     return filter_sql(where, select)
+
+
+def _literal_chars(node: dict[str, Any]) -> int:
+    literal = node.get("literal")
+    if isinstance(literal, dict) and isinstance(literal.get("text"), str):
+        return len(literal["text"])
+    return len(json.dumps(node.get("value", literal), default=str))  # other serialisations: an upper bound
+
+
+def _growth(node: dict[str, Any], where: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(the longest value `node` can have, every string computed at and under it), each as (a, b): at most a times
+    the pool's longest value plus b characters. Refuses replace() whose replacement holds a column (its result grows
+    with the square of the pool's text, which no (a, b) bounds)."""
+    results = [_growth(child, where) for child in _children(node)]
+    outs = [out for out, _ in results]
+    built = (sum(t[0] for _, t in results), sum(t[1] for _, t in results))
+    cls = node.get("class")
+    name = str(node.get("function_name", "")).lower() if cls == "FUNCTION" else ""
+    if cls == "COLUMN_REF":
+        return (1, 0), built
+    if cls == "CONSTANT":
+        return (0, _literal_chars(node)), built
+    if name in _JOINING:
+        out = (sum(o[0] for o in outs), sum(o[1] for o in outs))
+    elif name == "replace" and len(outs) == 3:
+        if outs[2][0]:
+            raise FilterTooCostly(f"filter {_shown(where)} refused: replace() with a column in its replacement "
+                                  "builds text that grows with the square of the pool's, more memory than a filter "
+                                  "may use; simplify it (give replace() a constant replacement)")
+        factor = max(1, outs[2][1])  # every character replaced by the whole replacement, at most
+        out = (outs[0][0] * factor, outs[0][1] * factor)
+    elif name in _SHRINKING:
+        out = outs[0] if outs else (0, _SHORT_VALUE)
+    elif name in _PICKING or cls == "CASE" or node.get("type") in ("OPERATOR_COALESCE", "OPERATOR_NULLIF"):
+        out = (max((o[0] for o in outs), default=0), max((o[1] for o in outs), default=_SHORT_VALUE))
+    elif cls == "CAST":
+        out = (outs[0][0], outs[0][1] + _SHORT_VALUE) if outs else (0, _SHORT_VALUE)
+    else:  # comparisons, numbers, booleans, dates: a short value, nothing kept of the strings under it
+        return (0, _SHORT_VALUE), built
+    return out, (built[0] + out[0], built[1] + out[1])
+
+
+def _check_growth(condition: dict[str, Any], where: str) -> None:
+    """Refuse a condition that builds more text per row than `MAX_STRING_GROWTH` / `MAX_STRING_CHARS` allow."""
+    _, (per_value, chars) = _growth(condition, where)
+    hint = "simplify it (fewer nested replace() calls and concatenations)"
+    if per_value > MAX_STRING_GROWTH:
+        raise FilterTooCostly(f"filter {_shown(where)} refused: it could build text {per_value:,} times as long as "
+                              f"the pool's longest value for every row (at most {MAX_STRING_GROWTH}), more memory "
+                              f"than a filter may use; {hint}")
+    if chars > MAX_STRING_CHARS:
+        raise FilterTooCostly(f"filter {_shown(where)} refused: it could build {chars:,} characters of text for every "
+                              f"row (at most {MAX_STRING_CHARS:,}), more memory than a filter may use; {hint}")
+
+
+def run_filter(cursor: duckdb.DuckDBPyConnection, sql: str, where: str, limits: FilterLimits,
+               fetch: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """`fetch(cursor.execute(sql))` for a checked filter, interrupted after `limits.timeout_s` seconds (DuckDB has no
+    statement timeout). Running past the time or out of DuckDB's memory raises FilterTooCostly; the index is only
+    read, so nothing of it changes."""
+    guard = threading.Lock()
+    running = True
+
+    def stop() -> None:
+        with guard:
+            if running:
+                cursor.interrupt()
+
+    timer = threading.Timer(limits.timeout_s, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        return fetch(cursor.execute(sql))
+    except duckdb.InterruptException:
+        raise FilterTooCostly(f"filter {_shown(where)} took longer than {limits.timeout_s:g} s and was stopped; "
+                              "simplify it (fewer functions, or a condition on short columns); the limit is "
+                              "RISE_FILTER_TIMEOUT_S") from None
+    except duckdb.OutOfMemoryException:
+        raise FilterTooCostly(f"filter {_shown(where)} needed more than the {limits.memory_mb:,} MiB of memory a "
+                              "filter may use and was stopped; simplify it (fewer functions, or a condition on short "
+                              "columns); the limit is RISE_FILTER_MEMORY_MB") from None
+    finally:
+        with guard:
+            running = False
+        timer.cancel()

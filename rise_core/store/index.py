@@ -44,7 +44,7 @@ from .files import (
     path_lock,
     release_readers,
 )
-from .filters import FILTER_ERRORS, LOCKED_CONFIG, check_filter
+from .filters import FILTER_ERRORS, FilterLimits, check_filter, connection_config, run_filter
 from .rows import features_table, merge_columns, sample_from_row, samples_table
 from .schema import (
     BUILD_STATUSES,
@@ -95,6 +95,7 @@ class RiseIndex:
         self._idle = threading.Condition(self._lock)  # notified when a connection's last read in flight ends
         self._con: duckdb.DuckDBPyConnection | None = None
         self._borrowed = False  # self._con is the in-process writer's connection (read through cursors, never closed)
+        self._limits = FilterLimits()  # what a filter may use on self._con (read from the environment on connecting)
         self._in_flight: dict[int, int] = {}  # id(connection) -> cursors open on it
         self._manifest: IndexManifest | None = None
         self._sketches: SketchSet | None = None
@@ -195,12 +196,15 @@ class RiseIndex:
             elif not self.path.exists():
                 check_index_file(self.path)
             writer = WRITERS.get(path_key(self.path)) if self.read_only else None
+            self._limits = FilterLimits.from_env()
             if writer is not None:  # a build in this process holds the file: read through its cursors
                 self._con, self._borrowed = writer, True
             else:
                 with db_errors(self.path, "open" if validate else "create"):
-                    # locked down: filters are user text, and this connection must reach nothing but this file
-                    self._con = duckdb.connect(str(self.path), read_only=self.read_only, config=LOCKED_CONFIG)
+                    # locked down: filters are user text, and this connection must reach nothing but this file,
+                    # within the memory and threads a filter may use
+                    self._con = duckdb.connect(str(self.path), read_only=self.read_only,
+                                               config=connection_config(self._limits))
                 self._borrowed = False
                 if not self.read_only:
                     WRITERS[path_key(self.path)] = self._con
@@ -482,13 +486,14 @@ class RiseIndex:
 
         `where` is a condition over these columns, e.g. "topic = 'cooking' AND n_counted > 10"; anything but a plain
         condition (subqueries, table functions, files, settings) is refused (`store.filters`)."""
-        sql = self._check_where(where, select="*") if where else "SELECT * FROM samples"
+        if not where:
+            with self._cursor("read samples from") as cur:
+                return cur.execute("SELECT * FROM samples ORDER BY row").df().set_index("row")
+        sql = self._check_where(where, select="*")
         with self._cursor("read samples from") as cur:
             try:
-                df = cur.execute(sql + " ORDER BY row").df()
+                df = run_filter(cur, sql + " ORDER BY row", where, self._limits, lambda result: result.df())
             except FILTER_ERRORS as exc:
-                if not where:
-                    raise
                 raise self._where_error(where, exc) from None
         return df.set_index("row")
 
@@ -516,7 +521,7 @@ class RiseIndex:
         sql = self._check_where(where)
         with self._cursor("filter") as cur:
             try:
-                rows = cur.execute(sql).fetchnumpy()["row"]
+                rows = run_filter(cur, sql, where, self._limits, lambda result: result.fetchnumpy()["row"])
             except FILTER_ERRORS as exc:
                 raise self._where_error(where, exc) from None
         rows = np.asarray(rows, dtype=np.int64)
