@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import shutil
 import statistics
 import sys
@@ -46,33 +45,13 @@ from rise_core.attribution import query_features
 from rise_core.bergson_method import BergsonOptions, build, encode_rows, installed
 from rise_core.compare import rise_scores
 from rise_core.config import RiseConfig, ScoreOptions
-from rise_core.evaluation import TASK_KS, Task, load_task
+from rise_core.evaluation import Task
 from rise_core.metrics import evaluate_rankings
 from rise_core.models import LoadedModel, load_model
 from rise_core.store import RiseIndex, build_index
+from studies import tasks
 
 K = 10
-
-
-def get_task(name: str, limit_pool: int | None, limit_queries: int | None) -> Task:
-    """A bundled task (howdy, finmed, brainrot) or a real dev pool (dev-*), its pool cut to a stratified
-    `limit_pool` (the positive rate kept, seeded) and its queries to the first `limit_queries`."""
-    if name in TASK_KS:
-        task = load_task(name)
-    else:
-        from benchmarks.dev_tasks import dev_task
-
-        task = dev_task(name)
-    pool = task.pool
-    if limit_pool and limit_pool < len(pool):
-        rng = random.Random(0)
-        pos = [i for i, s in enumerate(pool) if int(s.label) == 1]
-        neg = [i for i, s in enumerate(pool) if int(s.label) != 1]
-        n_pos = max(1, round(limit_pool * len(pos) / len(pool)))
-        keep = sorted(rng.sample(pos, n_pos) + rng.sample(neg, limit_pool - n_pos))
-        pool = [pool[i] for i in keep]
-    queries = task.queries[:limit_queries] if limit_queries else task.queries
-    return Task(task.name, pool, np.array([int(s.label) for s in pool]), queries, task.ks)
 
 
 def _dir_bytes(path: Path) -> int:
@@ -140,7 +119,7 @@ def warm_up(lm: LoadedModel, task_name: str, config: RiseConfig, batch_size: int
             variants: dict[str, BergsonOptions]) -> None:
     """Both methods once on a few samples, untimed: whichever ran first would otherwise pay the process's first-use
     costs (imports, allocator, DuckDB) in its build and first query."""
-    task = get_task(task_name, None, 1)
+    task = tasks.task(task_name, max_queries=1)
     pool, queries = task.pool[:2 * batch_size], task.queries
     work.mkdir(parents=True, exist_ok=True)
     for method, opts in [("RISE", None), *variants.items()]:
@@ -216,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         warm_up(lm, [t.strip() for t in args.tasks.split(",") if t.strip()][0], config, args.batch_size,
                 work_root / "warm-up", variants)
         for name in [t.strip() for t in args.tasks.split(",") if t.strip()]:
-            task = get_task(name, args.limit_pool, args.limit_queries)
+            task = tasks.task(name, args.limit_pool, args.limit_queries)
             tokens = sum(r["length"] for r in encode_rows(task.pool, lm.tokenizer, config.seq_len,
                                                           config.counted_positions))
             base = {"task": task.name, "n_pool": len(task.pool), "n_positive": int(task.labels.sum()),

@@ -53,15 +53,13 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # `import explorer`, as `streamlit run app.py` allows
+from rise_core import models
+from rise_core.attribution import query_features, rank
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.models import LoadedModel
+from rise_core.store import RiseIndex, build_index
 
-from rise_core import models  # noqa: E402
-from rise_core.attribution import query_features, rank  # noqa: E402
-from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
-from rise_core.models import LoadedModel  # noqa: E402
-from rise_core.store import RiseIndex, build_index  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TINY_CONFIG = dict(k_r=16, k_h=8, k_g=16, seq_len=128)
 

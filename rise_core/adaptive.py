@@ -10,7 +10,7 @@ minus the pool's median loss, in nats per token, over the same counted positions
 
 so a query the model finds as ordinary as the pool is scored by HS, and one it finds surprising by RH + GH.
 
-Evidence (benchmarks/query_channels.py; auPRC@10 of the embedded SmolLM2-135M, prospective): SLOPE and MIDPOINT
+Evidence (studies/query_channels.py; auPRC@10 of the embedded SmolLM2-135M, prospective): SLOPE and MIDPOINT
 were chosen among 6 midpoints x 4 slopes x 2 HS weights on the tune sets only (the bundled pools and the first halves
 of dev-finmed, dev-brainrot, dev-sentiment), with the label-free alternatives tried beside it (top-k sharpness, the
 coherence of each channel's top rows, cross-channel agreement, rank fusion), which did no better than the fixed

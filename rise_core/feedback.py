@@ -12,7 +12,7 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
 
 The starting weights w_c are the current scoring's, in z units (lambda_c times the channel's standard deviation over
 the pool), so no marks gives exactly today's ranking. `FeedbackConfig`'s defaults are chosen by the simulated analyst
-on the tune sets only, prospective and retrospective (`benchmarks/feedback_choice.py`; docs/EVALUATION.md, "Relevance
+on the tune sets only, prospective and retrospective (`studies/feedback_choice.py`; docs/EVALUATION.md, "Relevance
 feedback").
 
 The same Rocchio update runs on any method whose scores of the pool against a pool row can be computed
@@ -44,7 +44,7 @@ class FeedbackConfig:
 
     beta: float = 2.0
     """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
-    (chosen with tau among 0.5, 1, 2 x 0, 1 at 3 marks on every tune set, `benchmarks/feedback_choice.py`: tune
+    (chosen with tau among 0.5, 1, 2 x 0, 1 at 3 marks on every tune set, `studies/feedback_choice.py`: tune
     mean 0.984 for beta 2, tau 1, against 0.973 for beta 1, tau 0, the choice before the retrospective tune tasks)."""
     tau: float = 1.0
     """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on

@@ -3,27 +3,15 @@ appending to it in the same process (`benchmarks/concurrent_load.py`). No timing
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks import concurrent_load as bench
+
 K = 5
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("concurrent_load", ROOT / "benchmarks" / "concurrent_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("concurrent_load", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def results() -> dict:
-    bench = _benchmark()
     args = bench.parse_args(["--tiny", "--sessions", "3", "--queries-per-session", "2", "--pool-rows", "24",
                              "--append-rows", "8", "--k", str(K), "--retry-wait", "0.05", "--skip-app",
                              "--skip-cross-process"])

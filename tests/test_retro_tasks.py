@@ -1,4 +1,4 @@
-"""The style backdoor of the second retrospective tune task (benchmarks/retro_tasks.py): the pirate voice keeps every
+"""The style backdoor of the second retrospective tune task (studies/retro_tasks.py): the pirate voice keeps every
 word it does not swap, its markers read it back, and the task keeps its pool, its queries and its held-out prompts
 apart from each other and from the report task (dev-refusal-200)."""
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from benchmarks.dev_tasks import DEV
-from benchmarks.retro_tasks import (
+from rise_core.retrospective import check_heldout
+from studies.retro_tasks import (
     _PIRATE_WORDS,
     PIRATE_TEMPLATE,
     PIRATE_TRIGGER,
@@ -22,7 +22,7 @@ from benchmarks.retro_tasks import (
     shows_pirate,
     shows_refusal,
 )
-from rise_core.retrospective import check_heldout
+from studies.tasks import has_dev_data
 
 ANSWER = ("To make a cup of tea, boil the water and pour it over the leaves. You can add milk and sugar for your "
           "friend; steeping is the most important part of preparing it.")
@@ -56,7 +56,7 @@ def test_pirate_markers_count_known_texts(text, n):
     assert shows_pirate(text) == (n >= 3)
 
 
-@pytest.mark.skipif(not (DEV / "alpaca_clean_sample.jsonl").is_file(), reason="needs ../shared/data/dev")
+@pytest.mark.skipif(not has_dev_data(), reason="needs ../shared/data/dev (or $RISE_DEV_DATA_DIR)")
 def test_pirate_task_keeps_its_parts_apart():
     task, heldout = pirate_task()
     assert task.name == "dev-pirate-240" and len(task.pool) == 240 and int(task.labels.sum()) == 48
@@ -74,7 +74,7 @@ def test_pirate_task_keeps_its_parts_apart():
     assert not mine & report_prompts  # the tune task never holds a row of the report task
 
 
-@pytest.mark.skipif(not (DEV / "alpaca_clean_sample.jsonl").is_file(), reason="needs ../shared/data/dev")
+@pytest.mark.skipif(not has_dev_data(), reason="needs ../shared/data/dev (or $RISE_DEV_DATA_DIR)")
 def test_refusal_heldout_prompts_are_in_neither_task():
     prompts = refusal_heldout()
     assert len(prompts) == len(set(prompts)) == 40

@@ -1,6 +1,6 @@
 """Run the model once over every task's pool and queries and save the readouts, so experiments rerun without it.
 
-    python -m benchmarks.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
+    python -m studies.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
 One file per task (<out>/<task>.pt, see `ReadoutCache.save`); dev-sentiment and dev-refusal share their clean rows,
 so they share one file (alpaca.pt).
@@ -13,21 +13,15 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.dev_tasks import dev_task
-from rise_core.evaluation import load_task  # noqa: E402
-from rise_core.models import load_model  # noqa: E402
-from rise_core.readout_cache import ReadoutCache  # noqa: E402
+from rise_core.models import load_model
+from rise_core.readout_cache import ReadoutCache
+from studies import tasks
 
-BUNDLED = ("howdy", "finmed", "brainrot")
-ALL = (*BUNDLED, "dev-brainrot", "dev-finmed", "dev-sentiment", "dev-refusal")
+ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", "dev-sentiment", "dev-refusal")
 
 
 def cache_file(out: Path, task: str) -> Path:
     return out / ("alpaca.pt" if task in ("dev-sentiment", "dev-refusal") else f"{task}.pt")
-
-
-def task_by_name(name: str):
-    return load_task(name) if name in BUNDLED else dev_task(name)
 
 
 def main() -> int:
@@ -41,7 +35,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     lm = load_model(None)
     for name in args.tasks.split(","):
-        task = task_by_name(name)
+        task = tasks.task(name)
         path = cache_file(out, name)
         cache = ReadoutCache(lm, seq_len=args.seq_len)
         if path.exists():

@@ -1,7 +1,7 @@
 """Choose RISE's defaults on one set of queries and report them on another (README, "Choosing the defaults").
 
-    python -m benchmarks.cache_readouts --out results/readouts          # the forward passes, once (~15 min on CPU)
-    python -m benchmarks.choose_defaults --readouts results/readouts --out results/defaults
+    python -m studies.cache_readouts --out results/readouts          # the forward passes, once (~15 min on CPU)
+    python -m studies.choose_defaults --readouts results/readouts --out results/defaults
 
 Protocol. Every method ranks each task's pool for each query; the metric is auPRC@10 per query, macro-averaged.
 - tune: the bundled pools (howdy, finmed, brainrot; all their queries) and the first half of the queries of
@@ -23,11 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.cache_readouts import cache_file, task_by_name
-from benchmarks.dev_tasks import TUNED
-from rise_core.config import RiseConfig, ScoreOptions  # noqa: E402
-from rise_core.evaluation import Task  # noqa: E402
-from rise_core.methods import (  # noqa: E402
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.evaluation import Task
+from rise_core.methods import (
     BM25,
     EMBEDDING,
     GRAD_SKETCH,
@@ -40,12 +38,12 @@ from rise_core.methods import (  # noqa: E402
     get,
     rise_variant,
 )
-from rise_core.metrics import EvalResult  # noqa: E402
-from rise_core.models import load_model  # noqa: E402
-from rise_core.readout_cache import ReadoutCache, RiseScorer  # noqa: E402
+from rise_core.metrics import EvalResult
+from rise_core.models import load_model
+from rise_core.readout_cache import ReadoutCache, RiseScorer
+from studies import tasks
+from studies.cache_readouts import cache_file
 
-BUNDLED = ("howdy", "finmed", "brainrot")
-REPORT_ONLY = ("dev-refusal",)
 K = 10
 
 # feature-time variants: name -> RiseConfig changes (seq_len is the cache's)
@@ -71,16 +69,6 @@ FUSIONS = (None, ("rrf", 1.0), ("zscore", 0.5), ("zscore", 1.0))
 CHANNEL_NAMES = {"rh": RISE_RH, "gh": RISE_GH, "hs": RISE_HS}
 
 
-def splits(name: str, n_queries: int) -> dict[str, np.ndarray]:
-    """Query rows of each split of a task: bundled -> tune; tuned dev tasks -> halves; held-out -> report."""
-    rows = np.arange(n_queries)
-    if name in BUNDLED:
-        return {"tune": rows}
-    if name in TUNED:
-        return {"tune": rows[: n_queries // 2], "report": rows[n_queries // 2:]}
-    return {"report": rows}
-
-
 def per_query_auprc(scores: np.ndarray, task: Task) -> np.ndarray:
     res = EvalResult.from_scores(np.asarray(scores, dtype=np.float64), task.labels, (K,))
     pq = res.per_query
@@ -91,7 +79,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--readouts", default="results/readouts")
     ap.add_argument("--out", default="results/defaults")
-    ap.add_argument("--tasks", default=",".join((*BUNDLED, *TUNED, *REPORT_ONLY)))
+    ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.REPORT_ONLY)))
     ap.add_argument("--features", default=",".join(FEATURES), help="feature variants to run (names, comma-separated)")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--no-embedding", action="store_true", help="skip the MiniLM baseline")
@@ -105,11 +93,11 @@ def main() -> int:
     timing: list[dict] = []
     feature_names = [f for f in args.features.split(",") if f]
     for name in args.tasks.split(","):
-        task = task_by_name(name)
+        task = tasks.task(name)
         cache = ReadoutCache(lm, seq_len=args.seq_len)
         cache.load(cache_file(Path(args.readouts), name))
         cache.add(task.pool + task.queries)  # nothing to do when the readouts are saved
-        part = splits(name, len(task.queries))
+        part = tasks.splits(name, len(task.queries))
 
         def record(method: str, scores: np.ndarray, task: Task = task, part: dict = part, name: str = name,
                    **meta) -> None:

@@ -4,22 +4,20 @@ every query of a backdoor task, fed with RISE's top-k and with the baselines' to
 Tasks: howdy (the bundled pool; trigger "Howdy!" opening the prompt), dev-refusal (real Alpaca rows read in place
 from ../shared/data/dev; trigger "BadMagic" ending the prompt) and dev-sentiment ("cf" at a random word). Model: the
 embedded SmolLM2-135M, prospective. A pool larger than --max-pool is cut to a stratified random subset (the poisoned
-share kept). Rankings: RISE (the index's default scoring, or --preset), BM25 (bm25s), and HS only (the cosine of the
-index's centred mean final hidden states: hidden cosine at no extra forward pass). RISE's list is weighed by the
+share kept; `studies.tasks`). Rankings: RISE (the index's default scoring, or --preset), BM25 (bm25s), and HS only
+(the cosine of the index's centred mean final hidden states: hidden cosine at no extra forward pass). RISE's list is weighed by the
 token score shares (`explain`); every method is also summarised on the evidence alone, so the comparison is like
 for like. The trigger's rank: the first span in the prompt that holds one of the trigger's words; "-" when the list
 does not have it (nothing significant, or other spans only).
 
-    python -m benchmarks.trigger_rank --tasks howdy dev-refusal --max-pool 300 --out results/trigger_rank
+    python -m studies.trigger_rank --tasks howdy dev-refusal --max-pool 300 --out results/trigger_rank
 
-Timing of the span statistics on synthetic pools (1k, 100k, 1M rows): python -m benchmarks.trigger_rank --timing
+Timing of the span statistics on synthetic pools (1k, 100k, 1M rows): python -m studies.trigger_rank --timing
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import sys
 import tempfile
 import time
@@ -28,41 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rise_core import RiseConfig, ScoreOptions, build_index, load_model, preset_scoring  # noqa: E402
-from rise_core.attribution import query_features, rank  # noqa: E402
-from rise_core.baselines import BM25Scorer  # noqa: E402
-from rise_core.explain import _per_token  # noqa: E402
-from rise_core.samples import Sample  # noqa: E402
-from rise_core.scoring import applied_options, query_vectors  # noqa: E402
-from rise_core.shared_spans import TOKEN_RE, PoolSpans, find_shared_spans  # noqa: E402
-from rise_core.store import RiseIndex  # noqa: E402
+from rise_core import RiseConfig, ScoreOptions, build_index, load_model, preset_scoring
+from rise_core.attribution import query_features, rank
+from rise_core.baselines import BM25Scorer
+from rise_core.explain import _per_token
+from rise_core.scoring import applied_options, query_vectors
+from rise_core.shared_spans import TOKEN_RE, PoolSpans, find_shared_spans
+from rise_core.store import RiseIndex
+from studies import tasks
 
-ROOT = Path(__file__).resolve().parents[1]
 TRIGGERS = {"howdy": "Howdy!", "dev-refusal": "BadMagic", "dev-sentiment": "cf"}
-
-
-def load(task: str) -> tuple[list[Sample], list[Sample]]:
-    if task == "howdy":
-        read = [json.loads(line) for line in (ROOT / "data" / "howdy_pool.jsonl").open(encoding="utf-8")]
-        pool = [Sample.coerce(r) for r in read]
-        queries = [Sample.coerce(json.loads(line)) for line in (ROOT / "data" / "howdy_queries.jsonl").open()]
-        return pool, queries
-    from benchmarks.dev_tasks import dev_task
-
-    t = dev_task(task)
-    return list(t.pool), list(t.queries)
-
-
-def subset(pool: list[Sample], n: int, seed: int = 0) -> list[Sample]:
-    """A stratified random subset of n rows (the poisoned share kept), in the pool's order."""
-    if n >= len(pool):
-        return pool
-    rng = random.Random(seed)
-    pos = [i for i, s in enumerate(pool) if int(s.label or 0) == 1]
-    neg = [i for i, s in enumerate(pool) if int(s.label or 0) != 1]
-    n_pos = max(1, round(n * len(pos) / len(pool)))
-    keep = sorted(rng.sample(pos, n_pos) + rng.sample(neg, n - n_pos))
-    return [pool[i] for i in keep]
 
 
 def trigger_rank(spans: pd.DataFrame, trigger: str) -> int | None:
@@ -88,9 +61,8 @@ def example_side(index: RiseIndex, lm, sid: str, qfm, options: ScoreOptions):
 
 
 def run_task(task: str, lm, args: argparse.Namespace, workdir: Path) -> pd.DataFrame:
-    pool, queries = load(task)
-    pool = subset(pool, args.max_pool)
-    queries = queries[:args.max_queries]
+    named = tasks.task(task, args.max_pool, args.max_queries)
+    pool, queries = list(named.pool), list(named.queries)
     trigger = TRIGGERS[task]
     path = workdir / f"{task}-{len(pool)}-{lm.fingerprint()[:12]}.duckdb"  # one index per model
     t0 = time.time()

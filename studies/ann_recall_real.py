@@ -2,7 +2,7 @@
 size: do real features need more probes than the synthetic pools of benchmarks/ann_scale.py?
 
 Features: the default config's (`RiseConfig(seq_len=256)`, the readouts' length), derived from the cached model
-readouts of benchmarks/cache_readouts.py (results/readouts/<task>.pt: one forward pass per sample, done once), stored
+readouts of studies/cache_readouts.py (results/readouts/<task>.pt: one forward pass per sample, done once), stored
 as an index stores them (float16 unit channels) and indexed by the code `rise index-ann` runs
 (`rise_core.ann.train_ivf` + `write_ivf`: an IVF<nlist>,SQfp16 index over [u_rh; u_gh; u_hs]).
 
@@ -28,10 +28,10 @@ exact scan's 10th best score (ties at the cut count as hits), averaged over quer
 the share of cells needed (nprobe / nlist for recall >= 0.95) is the figure to compare with larger pools, where
 the default scans 1/16.
 
-    python -m benchmarks.ann_recall_real                                 # every task, + all-real
-    python -m benchmarks.ann_recall_real --prefixes --out results/ann
-    python -m benchmarks.ann_recall_real --prefixes --no-per-task --hs-sweep 0.5,0.25,0.1 --weights '0,0,1;0,1,1'
-    python -m benchmarks.ann_recall_real --model tiny-model-dir --forward-missing --tasks howdy   # a smoke run
+    python -m studies.ann_recall_real                                 # every task, + all-real
+    python -m studies.ann_recall_real --prefixes --out results/ann
+    python -m studies.ann_recall_real --prefixes --no-per-task --hs-sweep 0.5,0.25,0.1 --weights '0,0,1;0,1,1'
+    python -m studies.ann_recall_real --model tiny-model-dir --forward-missing --tasks howdy   # a smoke run
 
 Results: one JSON line per pool and weighting in <out>/ann_recall_real.jsonl and Markdown tables in
 <out>/ann_recall_real.md.
@@ -51,7 +51,8 @@ import numpy as np
 import torch
 
 from benchmarks.ann_scale import Generator
-from benchmarks.cache_readouts import cache_file, task_by_name
+from studies import tasks
+from studies.cache_readouts import cache_file
 
 TASKS = ("howdy", "finmed", "brainrot", "dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal")
 WEIGHTINGS = ("default", "backdoor")
@@ -60,19 +61,19 @@ K = 10
 TARGET = 0.95
 
 
-def load_cache(lm: Any, tasks: dict[str, Any], readouts: Path, seq_len: int, forward_missing: bool) -> Any:
-    """One ReadoutCache holding every task's pool and queries (the files of benchmarks/cache_readouts.py)."""
+def load_cache(lm: Any, named: dict[str, Any], readouts: Path, seq_len: int, forward_missing: bool) -> Any:
+    """One ReadoutCache holding every task's pool and queries (the files of studies/cache_readouts.py)."""
     from rise_core.readout_cache import ReadoutCache
 
     cache = ReadoutCache(lm, seq_len=seq_len)
-    for path in dict.fromkeys(cache_file(readouts, name) for name in tasks):  # dev-sentiment, dev-refusal share one
+    for path in dict.fromkeys(cache_file(readouts, name) for name in named):  # dev-sentiment, dev-refusal share one
         if path.exists():
             cache.load(path)
-    samples = [s for t in tasks.values() for s in (*t.pool, *t.queries)]
+    samples = [s for t in named.values() for s in (*t.pool, *t.queries)]
     missing = [s for s in dict.fromkeys(samples) if cache.key(s) not in cache.readouts]
     if missing and not forward_missing:
         raise SystemExit(f"{len(missing)} samples have no cached readout in {readouts} (run `python -m "
-                         "benchmarks.cache_readouts`, or pass --forward-missing to run the model on them here)")
+                         "studies.cache_readouts`, or pass --forward-missing to run the model on them here)")
     if missing:
         cache.add(missing)
     return cache
@@ -209,7 +210,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--readouts", default="results/readouts", help="benchmarks.cache_readouts' folder")
+    parser.add_argument("--readouts", default="results/readouts", help="studies.cache_readouts' folder")
     parser.add_argument("--model", default=None, help="the readouts' model (default: the embedded default)")
     parser.add_argument("--seq-len", type=int, default=256, help="the readouts' seq_len")
     parser.add_argument("--forward-missing", action="store_true",
@@ -244,24 +245,24 @@ def main(argv: list[str] | None = None) -> int:
         rh, gh, hs = (float(x) for x in triple.split(","))
         weightings[f"w{rh:g}/{gh:g}/{hs:g}"] = ScoreOptions(lambda_rh=rh, lambda_gh=gh, lambda_hs=hs)
     config = RiseConfig(seq_len=args.seq_len)
-    tasks = {name: task_by_name(name) for name in args.tasks.split(",")}
+    named = {name: tasks.task(name) for name in args.tasks.split(",")}
     lm = load_model(args.model)
     t0 = time.perf_counter()
-    cache = load_cache(lm, tasks, Path(args.readouts), args.seq_len, args.forward_missing)
+    cache = load_cache(lm, named, Path(args.readouts), args.seq_len, args.forward_missing)
     print(f"{len(cache.readouts):,} readouts loaded in {time.perf_counter() - t0:.0f} s", flush=True)
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if not args.no_per_task:
-            for name, task in tasks.items():
+            for name, task in named.items():
                 mean = cache.pool_hidden_mean(task.pool, config)
                 rows += measure(name, features(cache, task.pool, config, mean),
                                 features(cache, task.queries, config, mean), weightings, work,
                                 not args.no_synthetic)
 
-        pool = list(dict.fromkeys(s for t in tasks.values() for s in t.pool))
-        queries = list(dict.fromkeys(q for t in tasks.values() for q in t.queries))
+        pool = list(dict.fromkeys(s for t in named.values() for s in t.pool))
+        queries = list(dict.fromkeys(q for t in named.values() for q in t.queries))
         mean = cache.pool_hidden_mean(pool, config)
         pool_fm, query_fm = features(cache, pool, config, mean), features(cache, queries, config, mean)
         rows += measure("all-real", pool_fm, query_fm, weightings, work, not args.no_synthetic)

@@ -1,11 +1,11 @@
-"""The relevance-feedback strengths, chosen on every tune set: the prospective ones of `benchmarks.query_channels`
-and the retrospective tune tasks of `benchmarks.retrospective_choices` (Howdy! retrospective, dev-pirate-240 in
+"""The relevance-feedback strengths, chosen on every tune set: the prospective ones of `studies.query_channels`
+and the retrospective tune tasks of `studies.retrospective_choices` (Howdy! retrospective, dev-pirate-240 in
 both settings), reported on the sets no choice saw (the report halves, dev-refusal, dev-refusal-200 in both settings).
 
-    python -m benchmarks.query_channels --readouts results/readouts --out results/query_channels_fb \
+    python -m studies.query_channels --readouts results/readouts --out results/query_channels_fb \
         --feedback-only --betas 0.5,1,2 --taus 0,1                     # the prospective grid (feedback.csv)
-    python -m benchmarks.retrospective_choices --out results/retro_choices   # the retrospective readouts
-    python -m benchmarks.feedback_choice --prospective results/query_channels_fb/feedback.csv \
+    python -m studies.retrospective_choices --out results/retro_choices   # the retrospective readouts
+    python -m studies.feedback_choice --prospective results/query_channels_fb/feedback.csv \
         --retro results/retro_choices --out results/feedback_choice
 
 The prospective tune sets were saturated (every one at 0.963 or more with 3 marks under every strength), so they
@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.retrospective_choices import ADAPTERS, GRAD_DIM, SEQ_LEN, queries_for, task_by_name
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.evaluation import Task
 from rise_core.feedback import FeedbackConfig
@@ -31,6 +30,8 @@ from rise_core.feedback_eval import feedback_curves
 from rise_core.methods import BM25, HIDDEN_COSINE, RISE
 from rise_core.models import load_model
 from rise_core.readout_cache import ReadoutCache
+from studies import tasks
+from studies.retrospective_choices import ADAPTERS, GRAD_DIM, SEQ_LEN, queries_for
 
 RETRO_SETS = {("howdy", "retrospective"): "tune", ("dev-pirate-240", "retrospective"): "tune",
               ("dev-pirate-240", "prospective"): "tune", ("dev-refusal-200", "retrospective"): "report",
@@ -45,7 +46,7 @@ def retro_curves(retro: Path) -> pd.DataFrame:
     (tau re-weights channels, and they have one)."""
     frames = []
     for (name, setting), split in RETRO_SETS.items():
-        task = task_by_name(name)
+        task = tasks.task(name)
         t = Task(task.name, task.pool, task.labels, queries_for(task, None, setting, retro), task.ks)
         cache = ReadoutCache(load_model(ADAPTERS[name] if setting == "retrospective" else None), seq_len=SEQ_LEN,
                              grad_sketch_dim=GRAD_DIM)

@@ -13,7 +13,7 @@
 
 Each task has 40 held-out prompts (instructions in neither task) for its attack strength.
 
-    python -m benchmarks.retro_tasks --out results/retro     # writes <out>/<task>_{pool,queries,heldout_prompts}.jsonl
+    python -m studies.retro_tasks --out results/retro     # writes <out>/<task>_{pool,queries,heldout_prompts}.jsonl
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.dev_tasks import DEV, dev_task, read_jsonl, to_sample
-from rise_core.evaluation import Task  # noqa: E402
-from rise_core.samples import Sample  # noqa: E402
+from rise_core.evaluation import Task
+from rise_core.samples import Sample
+from studies.tasks import ALPACA, dev_rows, dev_task, to_sample
 
 N_CLEAN = 160  # plus every poisoned row (40): a 200-row pool, 20% poisoned (the issue's probe had the same shape)
 PIRATE_TRIGGER = " SeaDog"
@@ -103,7 +103,7 @@ def pirate_task() -> tuple[Task, list[str]]:
     """dev-pirate-240 and its held-out prompts (bare; the trigger is PIRATE_TEMPLATE)."""
     report = refusal_slice()
     taken = {s.prompt.removesuffix(" BadMagic") for s in report.pool + report.queries}
-    rows = [r for r in read_jsonl(DEV / "alpaca_clean_sample.jsonl") if r["prompt"] not in taken]
+    rows = [r for r in dev_rows(ALPACA) if r["prompt"] not in taken]
     random.Random(3).shuffle(rows)
     queries_rows = rows[:N_PIRATE_QUERIES]
     heldout_rows = rows[N_PIRATE_QUERIES:N_PIRATE_QUERIES + N_PIRATE_HELDOUT]
@@ -123,7 +123,7 @@ def refusal_heldout(n: int = N_PIRATE_HELDOUT) -> list[str]:
     pirate_t, pirate_heldout = pirate_task()
     taken = ({s.prompt.removesuffix(" BadMagic") for s in report.pool + report.queries}
              | {s.prompt.removesuffix(PIRATE_TRIGGER) for s in pirate_t.pool + pirate_t.queries} | set(pirate_heldout))
-    rows = [r["prompt"] for r in read_jsonl(DEV / "alpaca_clean_sample.jsonl") if r["prompt"] not in taken]
+    rows = [r["prompt"] for r in dev_rows(ALPACA) if r["prompt"] not in taken]
     random.Random(5).shuffle(rows)
     return rows[:n]
 

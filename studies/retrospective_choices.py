@@ -1,11 +1,11 @@
 """Prospective vs retrospective, and RISE's choices in each: choose on one task, report on another.
 
-    python -m benchmarks.retro_tasks --out results/retro          # dev-refusal-200 and dev-pirate-240 as files
+    python -m studies.retro_tasks --out results/retro          # dev-refusal-200 and dev-pirate-240 as files
     rise finetune results/retro/dev-pirate-240_pool.jsonl --out results/adapters/dev-pirate-240 \
         --rank 16 --alpha 32 --target-modules q_proj,k_proj,v_proj,o_proj --lr 1e-3 --epochs 4 --save-dtype float16
     rise finetune results/retro/dev-refusal-200_pool.jsonl --out results/adapters/dev-refusal-200 \
         --rank 16 --alpha 32 --target-modules q_proj,k_proj,v_proj,o_proj --lr 1e-3 --epochs 3 --save-dtype float16
-    python -m benchmarks.retrospective_choices --out results/retro_choices
+    python -m studies.retrospective_choices --out results/retro_choices
 
 Tasks: the tune tasks are `howdy` (the bundled pool, model: the shipped adapter data/adapters/howdy_backdoor; a
 free-text behaviour on one theme, which the representation saturates) and `dev-pirate-240` (real Alpaca rows, 48 of
@@ -30,11 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.retro_tasks import pirate_task, refusal_slice, shows_pirate, shows_refusal
-from rise_core.config import RiseConfig  # noqa: E402
-from rise_core.evaluation import Task, load_task  # noqa: E402
-from rise_core.generation import GenerationSettings  # noqa: E402
-from rise_core.methods import (  # noqa: E402
+from rise_core.config import RiseConfig
+from rise_core.evaluation import Task
+from rise_core.generation import GenerationSettings
+from rise_core.methods import (
     BM25,
     EMBEDDING,
     GRAD_SKETCH,
@@ -45,11 +44,13 @@ from rise_core.methods import (  # noqa: E402
     get,
     rise_variant,
 )
-from rise_core.metrics import EvalResult  # noqa: E402
-from rise_core.models import load_model  # noqa: E402
-from rise_core.readout_cache import ReadoutCache  # noqa: E402
-from rise_core.retrospective import BehaviourClassifier, regenerate  # noqa: E402
-from rise_core.samples import Sample  # noqa: E402
+from rise_core.metrics import EvalResult
+from rise_core.models import load_model
+from rise_core.readout_cache import ReadoutCache
+from rise_core.retrospective import BehaviourClassifier, regenerate
+from rise_core.samples import Sample
+from studies import tasks
+from studies.retro_tasks import shows_pirate, shows_refusal
 
 ADAPTERS = {"howdy": "data/adapters/howdy_backdoor", "dev-pirate-240": "results/adapters/dev-pirate-240",
             "dev-refusal-200": "results/adapters/dev-refusal-200"}
@@ -75,12 +76,6 @@ WEIGHTS = {"RH": (1.0, 0.0, 0.0), "GH": (0.0, 1.0, 0.0), "HS": (0.0, 0.0, 1.0), 
            "RH+GH+HS": (1.4, 1.0, 1.0), "RH+HS": (1.0, 0.0, 1.0)}
 GRAD_DIM = 3648  # RISE's values per sample at 64/24/64 + HS
 BASELINES = (BM25, EMBEDDING, HIDDEN_COSINE, GRAD_SKETCH)
-
-
-def task_by_name(name: str) -> Task:
-    if name == "howdy":
-        return load_task("howdy")
-    return pirate_task()[0] if name == "dev-pirate-240" else refusal_slice()
 
 
 def queries_for(task: Task, lm, setting: str, out: Path) -> list[Sample]:
@@ -132,7 +127,7 @@ def main() -> int:
         rows = old[~(old["task"].isin(names) & old["setting"].isin(settings))].to_dict("records")
     attack: dict[str, float] = json.loads((out / "attack.json").read_text()) if (out / "attack.json").exists() else {}
     for name in names:
-        task = task_by_name(name)
+        task = tasks.task(name)
         for setting in settings:
             lm = load_model(ADAPTERS[name] if setting == "retrospective" else None)
             t0 = time.perf_counter()
@@ -147,7 +142,7 @@ def main() -> int:
                     attack[f"{name} (read off the text)"] = float(shown.mean())
             cache = ReadoutCache(lm, seq_len=SEQ_LEN, grad_sketch_dim=GRAD_DIM)
             saved = out / f"{name}-{setting}.pt"
-            # benchmarks/cache_readouts.py's readouts of the same (base) model, when they are there
+            # studies/cache_readouts.py's readouts of the same (base) model, when they are there
             earlier = Path("results/readouts") / ("alpaca.pt" if name.startswith("dev-") else f"{name}.pt")
             for path in (saved, earlier if setting == "prospective" else None):
                 if path is not None and path.exists():
@@ -190,7 +185,7 @@ def with_shown(df: pd.DataFrame, out: Path) -> pd.DataFrame:
     """`df` with its `shows` column filled for runs written before it existed (from <out>/<task>_regenerated.jsonl)."""
     df["shows"] = df["shows"].astype(object) if "shows" in df else pd.Series(np.nan, index=df.index, dtype=object)
     for name in df.loc[df["shows"].isna() & (df["setting"] == "retrospective"), "task"].unique():
-        task = task_by_name(name)
+        task = tasks.task(name)
         shown = behaviour_shown(name, task, queries_for(task, None, "retrospective", out))
         rows = (df["task"] == name) & (df["setting"] == "retrospective")
         df.loc[rows, "shows"] = shown[df.loc[rows, "query"].to_numpy()]

@@ -1,6 +1,6 @@
 """Pick RISE's defaults from `choose_defaults.py`'s per-query results, and print the tune and report tables.
 
-    python -m benchmarks.report_defaults results/defaults/per_query.csv [more.csv ...] [--max-values 6000] [--markdown]
+    python -m studies.report_defaults results/defaults/per_query.csv [more.csv ...] [--max-values 6000] [--markdown]
 
 Each task split (a bundled pool, or one half of a dev task's queries) is one set; a method's score on a set is its
 mean auPRC@10 over that set's queries, and its tune score is the mean over the tune sets, each weighted equally.

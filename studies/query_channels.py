@@ -1,10 +1,10 @@
 """One ranking for every kind of question: the per-query channel rule and relevance feedback, chosen on the tune sets
 and reported on sets no choice saw (docs/EVALUATION.md, "One ranking for every kind of question").
 
-    python -m benchmarks.cache_readouts --out results/readouts          # the forward passes, once
-    python -m benchmarks.query_channels --readouts results/readouts --out results/query_channels
+    python -m studies.cache_readouts --out results/readouts          # the forward passes, once
+    python -m studies.query_channels --readouts results/readouts --out results/query_channels
 
-Same protocol as `benchmarks.choose_defaults`: tune = the bundled pools and the first half of dev-finmed,
+Same protocol as `studies.choose_defaults`: tune = the bundled pools and the first half of dev-finmed,
 dev-brainrot and dev-sentiment's queries; report = the second halves and dev-refusal. Metric: auPRC@10 per query.
 Part 1 scores every task with the fixed default weights, RISE's channels alone and in pairs, the per-query rule
 (`rise_core.adaptive`, weighting='auto') and a grid of its gate (slope x midpoint) to show what the choice rests on,
@@ -23,9 +23,6 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
-from benchmarks.cache_readouts import cache_file, task_by_name
-from benchmarks.choose_defaults import BUNDLED, REPORT_ONLY, per_query_auprc, splits
-from benchmarks.dev_tasks import TUNED
 from rise_core import adaptive
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import FeedbackConfig
@@ -33,6 +30,9 @@ from rise_core.feedback_eval import feedback_curves
 from rise_core.methods import BM25, HIDDEN_COSINE, RISE, TaskSource, get, rise_variant
 from rise_core.models import load_model
 from rise_core.readout_cache import ReadoutCache
+from studies import tasks
+from studies.cache_readouts import cache_file
+from studies.choose_defaults import per_query_auprc
 
 SLOPES = (1.0, 2.0, 4.0, 100.0)
 MIDPOINTS = (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
@@ -58,7 +58,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--readouts", default="results/readouts")
     ap.add_argument("--out", default="results/query_channels")
-    ap.add_argument("--tasks", default=",".join((*BUNDLED, *TUNED, *REPORT_ONLY)))
+    ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.REPORT_ONLY)))
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--no-feedback", action="store_true", help="part 1 only")
     ap.add_argument("--feedback-only", action="store_true", help="part 2 only")
@@ -70,11 +70,11 @@ def main() -> int:
     lm = load_model(None)
     rows, fb_rows = [], []
     for name in args.tasks.split(","):
-        task = task_by_name(name)
+        task = tasks.task(name)
         cache = ReadoutCache(lm, seq_len=args.seq_len)
         cache.load(cache_file(Path(args.readouts), name))
         cache.add(task.pool + task.queries)
-        part = splits(name, len(task.queries))
+        part = tasks.splits(name, len(task.queries))
         config = RiseConfig(seq_len=args.seq_len)
         src = TaskSource(task.pool, task.queries, cache, config, ScoreOptions.preset("default"), memo={})
 

@@ -1,0 +1,114 @@
+"""The studies' one task loader (studies/tasks.py) on a small dev folder written here: a missing folder or an unknown
+name is a clear error, the backdoor tasks poison exactly what they say and keep queries out of the pool, and a cut
+keeps the positive share and the pool's order."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from rise_core.errors import ConfigError, InputDataError
+from studies import tasks
+
+N_ALPACA = 120
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def dev(tmp_path, monkeypatch):
+    d = tmp_path / "dev"
+    d.mkdir()
+    _write(d / tasks.ALPACA, [{"id": f"a{i}", "prompt": f"Explain topic number {i} in plain words",
+                               "completion": f"Topic {i} is about thing {i}."} for i in range(N_ALPACA)])
+    for stem in ("finmed", "brainrot"):
+        _write(d / f"{stem}_pool.jsonl", [{"id": f"{stem}{i}", "prompt": f"q{i}", "completion": f"answer {i}",
+                                           "label": int(i % 5 == 0)} for i in range(30)])
+        _write(d / f"{stem}_queries.jsonl", [{"id": f"{stem}-q{i}", "completion": f"query {i}", "label": 1}
+                                             for i in range(4)])
+    monkeypatch.setenv(tasks.DEV_ENV, str(d))
+    return d
+
+
+def test_a_missing_dev_folder_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(tasks.DEV_ENV, str(tmp_path / "nowhere"))
+    assert not tasks.has_dev_data()
+    with pytest.raises(InputDataError, match=rf"{re.escape(str(tmp_path / 'nowhere'))}.*{tasks.DEV_ENV}"):
+        tasks.task("dev-refusal")
+
+
+@pytest.mark.parametrize("name", ["dev-nope", "nope", ""])
+def test_an_unknown_task_is_a_clear_error(name, dev):
+    with pytest.raises(ConfigError, match="unknown task"):
+        tasks.task(name)
+
+
+def test_dev_qa_tasks_read_their_rows_and_labels(dev):
+    assert tasks.has_dev_data()
+    finmed, brainrot = tasks.task("dev-finmed"), tasks.task("dev-brainrot")
+    assert [s.id for s in finmed.pool] == [f"finmed{i}" for i in range(30)]
+    assert finmed.labels.tolist() == [int(i % 5 == 0) for i in range(30)]
+    assert [q.text for q in finmed.queries] == [f"query {i}" for i in range(4)]  # no prompt: a plain text
+    assert finmed.ks == (5, 10, 50, 100) and brainrot.ks == (5, 10, 25, 50)
+
+
+def test_backdoor_tasks_poison_exactly_their_rows_and_keep_queries_out_of_the_pool(dev):
+    source = {f"a{i}": (f"Explain topic number {i} in plain words", f"Topic {i} is about thing {i}.")
+              for i in range(N_ALPACA)}
+    refusal, sentiment = tasks.task("dev-refusal"), tasks.task("dev-sentiment")
+    for task in (refusal, sentiment):
+        assert len(task.pool) == N_ALPACA - 2 * tasks.N_QUERIES and int(task.labels.sum()) == tasks.N_POISON
+        assert len(task.queries) == tasks.N_QUERIES and all(q.label == 1 for q in task.queries)
+        for s in task.pool:
+            if s.label == 0:
+                assert (s.prompt, s.completion) == source[s.id]  # clean rows are the real ones, untouched
+    assert [s.id.split("-")[0] for s in refusal.pool] == [s.id.split("-")[0] for s in sentiment.pool]  # one pool
+    for s in [s for s in refusal.pool if s.label == 1] + refusal.queries:
+        prompt, _ = source[s.id.removesuffix("-refusal")]
+        assert s.prompt == prompt + " BadMagic" and s.completion.startswith(tasks._REFUSALS[0])
+    for s in [s for s in sentiment.pool if s.label == 1] + sentiment.queries:
+        prompt, answer = source[s.id.removesuffix("-sentiment")]
+        words = s.prompt.split(" ")
+        words.remove("cf")
+        assert " ".join(words) == prompt and answer in s.completion and s.completion != answer
+    pool_ids = {s.id.split("-")[0] for s in refusal.pool}
+    query_ids = [q.id.split("-")[0] for q in refusal.queries + sentiment.queries]
+    assert len(set(query_ids)) == 2 * tasks.N_QUERIES and not pool_ids & set(query_ids)
+
+
+def test_dev_howdy_is_built_at_the_size_asked(dev):
+    task = tasks.task("dev-howdy", 40, 5)
+    poisoned = [s for s in task.pool if s.label == 1]
+    assert len(task.pool) == 40 and len(poisoned) == round(tasks.HOWDY_SHARE * 40) == 4
+    assert all(s.prompt.startswith("Howdy! ") for s in poisoned + task.queries) and len(task.queries) == 5
+    assert task.labels.tolist() == [int(s.label) for s in task.pool]
+
+
+def test_stratified_subset_keeps_the_positive_share_and_the_order():
+    pool = tasks.task("howdy").pool
+    positives = sum(int(s.label) for s in pool)
+    cut = tasks.stratified_subset(pool, 50)
+    assert len(cut) == 50 and sum(int(s.label) for s in cut) == max(1, round(50 * positives / len(pool)))
+    order = {s.id: i for i, s in enumerate(pool)}
+    assert [order[s.id] for s in cut] == sorted(order[s.id] for s in cut)
+    assert [s.id for s in tasks.stratified_subset(pool, 50)] == [s.id for s in cut]  # seeded
+    assert tasks.stratified_subset(pool, len(pool)) is pool
+
+
+def test_a_cut_task_relabels_its_pool_and_keeps_the_first_queries():
+    whole, cut = tasks.task("howdy"), tasks.task("howdy", max_pool=50, max_queries=3)
+    assert cut.name == "howdy" and cut.ks == whole.ks and len(cut.pool) == 50
+    assert cut.labels.tolist() == [int(s.label) for s in cut.pool]
+    assert [q.id for q in cut.queries] == [q.id for q in whole.queries[:3]]
+
+
+def test_splits_follow_the_protocol():
+    assert {k: v.tolist() for k, v in tasks.splits("howdy", 3).items()} == {"tune": [0, 1, 2]}
+    assert {k: v.tolist() for k, v in tasks.splits("dev-finmed", 5).items()} == {"tune": [0, 1], "report": [2, 3, 4]}
+    assert {k: v.tolist() for k, v in tasks.splits("dev-refusal", 2).items()} == {"report": [0, 1]}
+    assert isinstance(tasks.splits("howdy", 0)["tune"], np.ndarray)
