@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import multiprocessing as mp
 import os
@@ -56,6 +55,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks import harness
 
 LATENT = 16
 HIDDEN = 576  # the default model's hidden size: the HS channel's length
@@ -191,11 +192,6 @@ def build_child(directory: str, nlist: int, nprobe: int, train_per_list: int, qu
 # -- queries (child process) -------------------------------------------------------------------------------------
 
 
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
-
-
 def exact_truth(pool: dict[str, np.ndarray], queries: list[dict[str, np.ndarray]], lam: dict[str, float],
                 allowed: np.ndarray | None, k: int, chunk: int = 32768) -> np.ndarray:
     """(Q, k) rows of the exact top-k per query (float32 scores of the fp16 features), one pass over the pool."""
@@ -266,7 +262,7 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
             times.append(sec)
             rows.append(set(r.tolist()))
             paths.add(info["path"])
-        return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+        return {**harness.latency_ms(times),
                 "path": "/".join(sorted(paths)), "nprobe_used": info["nprobe"], "rows": rows}
 
     def overfetch(options: ScoreOptions, nprobe: int, allowed: np.ndarray) -> dict[str, Any]:
@@ -283,7 +279,7 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
             sec, r = timed(lambda qfm=qfm: one(qfm))
             times.append(sec)
             rows.append(r)
-        return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+        return {**harness.latency_ms(times),
                 "nprobe_used": nprobe, "rows": rows}
 
     default = ScoreOptions()
@@ -317,7 +313,7 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
                 times.append(sec)
                 rows.append({int(i[1:]) for i in df["id"]})  # ids are "s<row>"
                 paths.add(df.attrs["search"]["path"])
-            return {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+            return {**harness.latency_ms(times),
                     "path": "/".join(sorted(paths)), "nprobe_used": df.attrs["search"].get("nprobe"),
                     "first_call_s": round(first, 2), "rss_after_mb": rss_mb(), "rows": rows}
 
@@ -360,7 +356,7 @@ def query_child(directory: str, n_queries: int, n_exact: int, k: int, nprobes: l
         sec, (rows, _) = timed(lambda i=i: top_rows(fm, qfms[i], default, k))
         times.append(sec)
         agree.append(len(set(rows.tolist()) & set(truth[i].tolist())) / k)  # 1.0 but for float32 ties at the cut
-    out["exact"] = {"p50_ms": round(statistics.median(times) * 1e3, 2), "p95_ms": round(_pct(times, 0.95) * 1e3, 2),
+    out["exact"] = {**harness.latency_ms(times),
                     "n_queries": len(times), "recall_vs_truth": round(float(np.mean(agree)), 4)}
     out["rss_after_exact_mb"] = rss_mb()
     out["peak_rss_mb"] = peak_rss_mb()
@@ -563,7 +559,7 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, repeats=3, out="results/ann")
     parser.add_argument("--sizes", default="100000,1000000", help="comma-separated pool sizes")
     parser.add_argument("--dims", default="default,16x8x28",
                         help="comma-separated K_r x K_h x K_g triples; 'default' is RiseConfig()'s")
@@ -573,7 +569,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=100, help="queries for latency and recall")
     parser.add_argument("--exact-queries", type=int, default=20, help="of which timed on the exact scan")
     parser.add_argument("-k", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per query (their median counts)")
     parser.add_argument("--duckdb-max", type=int, default=100_000,
                         help="pools up to this size are also timed end to end through a DuckDB index")
     parser.add_argument("--exact-rank-max", type=int, default=250_000,
@@ -588,7 +583,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true",
                         help="with --dir D --keep: use the pools an earlier run kept in D (the .npy features and, "
                              "with --build-from-duckdb, the DuckDB index) instead of writing them again")
-    parser.add_argument("--out", default="results/ann", help="where to write ann_scale.jsonl and ann_scale.md")
     args = parser.parse_args(argv)
 
     from rise_core.config import RiseConfig
@@ -606,9 +600,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"pool of {n:,} at dims {dims_k}", flush=True)
                 res = measure(n, dims_k, Path(tmp), args)
                 results.append(res)
-                with open(out / "ann_scale.jsonl", "a") as fh:
-                    fh.write(json.dumps(res) + "\n")
-                print(json.dumps(res), flush=True)
+                harness.append_jsonl(out / "ann_scale.jsonl", [res])
+                harness.print_json(res)
     md = table(results)
     (out / "ann_scale.md").write_text(md)
     print("\n" + md)

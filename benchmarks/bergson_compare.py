@@ -18,7 +18,7 @@ Bytes per sample: "features" is what each stores per sample for scoring (RISE: i
 gradient rows at the model's dtype); "disk" is the whole index on disk over the pool size (RISE: the DuckDB file with
 the texts; Bergson: its directory, gradients plus its dataset copy and configs).
 
-    python -m benchmarks.bergson_compare --tasks finmed --out results/bergson
+    python -m benchmarks.bergson_compare --tasks finmed --out results/bergson   # bundled: runs from a fresh clone
     python -m benchmarks.bergson_compare --tasks howdy,finmed,brainrot,dev-finmed,dev-brainrot,dev-sentiment,dev-refusal
 
 Needs the optional `bergson` package (docs/BERGSON.md). On a machine shared with other work, run it under `nice`
@@ -27,7 +27,6 @@ and keep --threads fixed: both builds are CPU-bound and the ratio is only fair w
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -41,6 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from benchmarks import harness
 from rise_core.attribution import query_features
 from rise_core.bergson_method import BergsonOptions, build, encode_rows, installed
 from rise_core.compare import rise_scores
@@ -155,9 +155,9 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = harness.parser(__doc__, threads=0, out="results/bergson")
     ap.add_argument("--tasks", default="finmed", help="comma-separated: howdy, finmed, brainrot (bundled) and "
-                    "dev-finmed, dev-brainrot, dev-sentiment, dev-refusal (read from ../shared/data/dev)")
+                    "dev-finmed, dev-brainrot, dev-sentiment, dev-refusal (studies.tasks: read from ../shared/data/dev)")
     ap.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
     ap.add_argument("--dtype", default="float32", help="the model's dtype, for both (default float32)")
     ap.add_argument("--limit-pool", type=int, default=None, help="a stratified subset of N pool samples (seeded)")
@@ -165,19 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq-len", type=int, default=256, help="tokens per sample, for both (default 256, as the dev "
                     "evaluation)")
     ap.add_argument("--batch-size", type=int, default=8, help="samples per batch, for both")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads, for both (default: torch's choice)")
     ap.add_argument("--projection-dim", type=int, default=BergsonOptions().projection_dim,
                     help="Bergson's per-module projection (default 16, its quickstart's and TrackStar's)")
     ap.add_argument("--precondition", action="store_true", help="also run Bergson with TrackStar's autocorrelation "
                     "preconditioner fitted on the pool (a second backward pass over it)")
-    ap.add_argument("--out", default="results/bergson", help="directory for bergson_compare.csv and .md")
     ap.add_argument("--work", default=None, help="where the indexes are built (default: a temporary directory, "
                     "removed afterwards)")
     args = ap.parse_args(argv)
     if not installed():
         raise SystemExit("bergson is not installed; see docs/BERGSON.md for the install commands")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    harness.set_threads(args.threads)  # for both
     lm = load_model(args.model, dtype=args.dtype)
     config = RiseConfig(seq_len=args.seq_len)
     variants = {"Bergson": BergsonOptions(projection_dim=args.projection_dim)}

@@ -53,6 +53,7 @@ from typing import Any
 
 import torch
 
+from benchmarks import harness
 from rise_core import models
 from rise_core.attribution import query_features, rank
 from rise_core.config import RiseConfig, ScoreOptions
@@ -122,20 +123,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def pct(values: list[float], q: float) -> float | None:
-    """The q-quantile (nearest rank) in milliseconds; None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return 1000 * ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def latency_summary(records: list[QueryRecord]) -> dict[str, Any]:
     ok = [r for r in records if r.error is None]
     out: dict[str, Any] = {"queries": len(records), "ok": len(ok), "errors": len(records) - len(ok)}
     for name, values in (("total", [r.total_s for r in ok]), ("forward", [r.features_s for r in ok]),
                          ("rank", [r.rank_s for r in ok])):
-        out[f"{name}_p50_ms"], out[f"{name}_p95_ms"] = pct(values, 0.5), pct(values, 0.95)
+        out.update({f"{name}_{key}": v for key, v in harness.latency_ms(values).items()})
     return out
 
 
@@ -430,8 +423,8 @@ def app_part(args: argparse.Namespace, model_id: str, base_index: Path, queries:
         "sessions": [{"session": s["session"], "click_run_s": [round(x, 2) for x in s["run_s"]],
                       "click_wait_s": [round(x, 2) for x in s["wait_s"]], "rows": s["rows"], "errors": s["errors"]}
                      for s in sessions],
-        "click_run_p50_ms": pct(runs, 0.5), "click_run_p95_ms": pct(runs, 0.95),
-        "click_wait_p50_ms": pct(waits, 0.5), "click_wait_p95_ms": pct(waits, 0.95), "wall_s": round(wall, 1),
+        **{f"click_run_{key}": v for key, v in harness.latency_ms(runs).items()},
+        **{f"click_wait_{key}": v for key, v in harness.latency_ms(waits).items()}, "wall_s": round(wall, 1),
         "queries_without_k_rows": sum(1 for s in sessions for n in s["rows"] if n != args.k),
         "errors": sum(len(s["errors"]) for s in sessions),
         "model_loads": len(loader.calls), "index_opens": len(opens),
@@ -444,8 +437,7 @@ def app_part(args: argparse.Namespace, model_id: str, base_index: Path, queries:
 
 def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Everything above; returns the results (also written to --json)."""
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    harness.set_threads(args.threads)
     pool = read_jsonl(Path(args.pool))
     base_rows, appended = split_pool(pool, args.pool_rows, args.append_rows)
     queries = query_rows(Path(args.queries) if args.queries else None, base_rows,
@@ -475,12 +467,12 @@ def run_benchmark(args: argparse.Namespace, log: Callable[[str], None] = print) 
             results["app"] = app_part(args, model_id, base_index, queries, work, log)
     results["peak_rss_mb"] = round(peak_rss_mb())
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        harness.write_json(args.json, results)
     return results
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = harness.parser(__doc__, threads=0)
     p.add_argument("--pool", default=str(ROOT / "data" / "howdy_pool.jsonl"), help="JSONL pool (prompt/completion)")
     p.add_argument("--queries", default=str(ROOT / "data" / "howdy_queries.jsonl"),
                    help="JSONL queries, cycled (then pool rows)")
@@ -495,7 +487,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=8, help="build batch size")
     p.add_argument("--retry-wait", type=float, default=0.5, help="seconds a session waits after a failed query")
     p.add_argument("--modes", default="shared,separate", help="handle modes: shared, separate or both (comma list)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--skip-app", action="store_true", help="skip the AppTest sessions")
     p.add_argument("--skip-cross-process", action="store_true", help="skip the separate-process writer check")
     p.add_argument("--app-sessions", type=int, default=4, help="concurrent AppTest sessions")
@@ -519,7 +510,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.monotonic()
     results = run_benchmark(parse_args(argv), log=lambda line: print(line, file=sys.stderr, flush=True))
     results["wall_s"] = round(time.monotonic() - start, 1)
-    print(json.dumps(results, indent=2, default=str))
+    harness.print_json(results, indent=2)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ processes the absolute figures are noisy; the ratios, measured in one run, are t
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sys
@@ -29,6 +27,7 @@ from typing import Any
 
 import torch
 
+from benchmarks import harness
 from rise_core.ingest import read_pool
 from rise_core.models import load_model
 from rise_core.store import RiseIndex, build_index, build_index_distributed
@@ -61,7 +60,7 @@ def _features(path: Path) -> dict[str, torch.Tensor]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, threads=1, json_flag=True, out="")
     parser.add_argument("--pool", default="data/howdy_pool.jsonl", help="pool file (default: the howdy demo pool)")
     parser.add_argument("--rows", type=int, default=256, help="rows appended by every variant (default 256)")
     parser.add_argument("--seed-rows", type=int, default=8, help="rows of the seed index (fix the mean; default 8)")
@@ -69,13 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=4, help="samples per forward pass (default 4)")
     parser.add_argument("--shard-size", type=int, default=None,
                         help="samples per shard (default: one window, batch_size x WINDOW_BATCHES)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per model copy (default 1)")
     parser.add_argument("--workers", default="1,2", help="Ray worker counts to run (default 1,2)")
     parser.add_argument("--no-threaded", action="store_true",
                         help="skip the one-process build with max(workers) x threads threads")
-    parser.add_argument("--out", default=None, help="directory for the JSON results (default: none)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error("--threads: at least 1 (the threads of each model copy)")
     worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
     shard_size = args.shard_size or args.batch_size * WINDOW_BATCHES
 
@@ -85,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(data.samples) < args.seed_rows + args.rows:
         parser.error(f"{args.pool} has {len(data.samples)} usable rows; need --seed-rows + --rows")
     seed, rows = data.samples[:args.seed_rows], data.samples[args.seed_rows:args.seed_rows + args.rows]
-    torch.set_num_threads(args.threads)
+    harness.set_threads(args.threads)
     t0 = time.perf_counter()
     lm = load_model(args.model, dtype="float32")
     load_s = time.perf_counter() - t0
@@ -147,25 +145,24 @@ def main(argv: list[str] | None = None) -> int:
             result["build_tok_s"] = tokens / result["build_s"]
             result["total_tok_s"] = tokens / result["total_s"]
 
-    base = results[0]
-    print(f"Ray start: {ray_init_s:.1f} s (once; not in the figures)")
-    print(f"{'variant':<34} {'tokens':>7} {'build s':>8} {'tok/s':>7} {'ratio':>6}   {'total s':>8} {'tok/s':>7} "
-          f"{'ratio':>6}   max |feature diff|")
-    for r in results:
-        r["build_ratio"] = r["build_tok_s"] / base["build_tok_s"]
-        r["total_ratio"] = r["total_tok_s"] / base["total_tok_s"]
-        print(f"{r['variant']:<34} {r['tokens']:>7} {r['build_s']:>8.1f} {r['build_tok_s']:>7.1f} "
-              f"{r['build_ratio']:>5.2f}x   {r['total_s']:>8.1f} {r['total_tok_s']:>7.1f} {r['total_ratio']:>5.2f}x   "
-              f"{r['max_feature_diff']:.2e}")
-    print("build: from the first progress call (workers up, model loaded) to the end; total: the whole call, "
+    for kind in ("build", "total"):  # each variant's tokens/s over the first row's, measured in this run
+        speed = harness.ratios({r["variant"]: r[f"{kind}_tok_s"] for r in results}, results[0]["variant"], digits=4)
+        for r in results:
+            r[f"{kind}_ratio"] = speed[r["variant"]]
+    print(f"Ray start: {ray_init_s:.1f} s (once; not in the figures)\n")
+    print(harness.markdown_table(
+        ({"variant": r["variant"], "tokens": r["tokens"], "build s": round(r["build_s"], 1),
+          "build tok/s": round(r["build_tok_s"], 1), "build ratio": f"{r['build_ratio']:.2f}x",
+          "total s": round(r["total_s"], 1), "total tok/s": round(r["total_tok_s"], 1),
+          "total ratio": f"{r['total_ratio']:.2f}x", "max feature diff": f"{r['max_feature_diff']:.2e}"}
+         for r in results), floatfmt="g"))
+    print("\nbuild: from the first progress call (workers up, model loaded) to the end; total: the whole call, "
           "model loading included. Ratios: to the first row.")
     if args.json:
-        print(json.dumps(results, indent=1))
+        harness.print_json(results, indent=1)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "distributed_build.json").write_text(json.dumps({"args": vars(args), "ray_init_s": ray_init_s,
-                                                                "results": results}, indent=1))
+        harness.write_json(Path(args.out) / "distributed_build.json",
+                           {"args": vars(args), "ray_init_s": ray_init_s, "results": results})
     return 0
 
 

@@ -8,7 +8,7 @@ forward pass:
   - rank: the same plus fetching the k hits' rows from DuckDB (`attribution.rank`),
   - rank with a metadata filter (`--where "topic = 'cooking'"`, mask cached after its first use),
 and the floor: the time to read the feature matrix's bytes from memory once (a vectorised sum over them).
-Prints each latency and its ratio to the floor, measured in the same run.
+Prints each latency and its ratio to the floor, measured in the same run (interleaved, `benchmarks.harness`).
 
     python -m benchmarks.query_latency                       # 10k and 100k samples at the default dims
     python -m benchmarks.query_latency --sizes 1000000 --threads 1 --json
@@ -19,19 +19,16 @@ waiting for each other, and the figures measure the contention, not the index.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from benchmarks import harness
 from rise_core.attribution import rank, top_rows
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
@@ -41,16 +38,6 @@ from rise_core.sketch import SketchSet
 from rise_core.store import RiseIndex
 
 TOPICS = ["cooking", "finance", "medicine", "travel"]
-
-
-def _median(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 HIDDEN = 64  # the synthetic model's hidden size (the HS channel's length)
@@ -103,11 +90,12 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
     query = FeatureMatrix.from_features(_synthetic(1, *config.feature_dims, gen, shared, config.hidden_channel))
     options = ScoreOptions()
     rh_words, gh_words = fm.rh.view(torch.int64), fm.gh.view(torch.int64)
-    floor_s = _median(lambda: (rh_words.sum(), gh_words.sum()), repeats)
-    scoring_s = _median(lambda: top_rows(fm, query, options, k), repeats)
-    rank_s = _median(lambda: rank(index, query, options, k), repeats)
-    where_s = _median(lambda: rank(index, query, options, k, where="topic = 'cooking'"), repeats)
-    dense_s = _median(lambda: score_pool(fm, query, options), max(3, repeats // 4))
+    times = harness.timed({"floor": lambda: (rh_words.sum(), gh_words.sum()),
+                           "scoring": lambda: top_rows(fm, query, options, k),
+                           "rank": lambda: rank(index, query, options, k),
+                           "rank_where": lambda: rank(index, query, options, k, where="topic = 'cooking'")}, repeats)
+    over_floor = harness.ratios(times, "floor", digits=2)
+    dense_s = harness.median_seconds(lambda: score_pool(fm, query, options), max(3, repeats // 4))
 
     # the exactness of the fast path, and how many rows it rescored
     rows, scores = top_rows(fm, query, options, k)
@@ -119,27 +107,22 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
         "n_samples": n, "dims": [config.k_r, config.k_h, config.k_g], "k": k, "threads": torch.get_num_threads(),
         "matrix_mb": round(matrix_bytes / 1e6, 1), "disk_mb": round(path.stat().st_size / 1e6, 1),
         "write_s": round(write_s, 2), "load_s": round(load_s, 3),
-        "floor_ms": round(floor_s * 1e3, 2), "scoring_ms": round(scoring_s * 1e3, 2),
-        "rank_ms": round(rank_s * 1e3, 2), "rank_where_ms": round(where_s * 1e3, 2),
-        "scoring_over_floor": round(scoring_s / floor_s, 2), "rank_over_floor": round(rank_s / floor_s, 2),
+        **{f"{name}_ms": round(t * 1e3, 2) for name, t in times.items()},
+        "scoring_over_floor": over_floor["scoring"], "rank_over_floor": over_floor["rank"],
         "score_pool_fp32_ms": round(dense_s * 1e3, 2),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, repeats=21, threads=0, json_flag=True)
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated pool sizes")
     parser.add_argument("--dims", default=None, help="K_r,K_h,K_g (default: RiseConfig() defaults)")
-    parser.add_argument("--repeats", type=int, default=21, help="timed repeats per measurement (median)")
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--shared", type=float, default=0.5,
                         help="weight of the component all synthetic features share (0: independent)")
     parser.add_argument("--dir", default=None, help="where to write the synthetic indexes (default: a temp dir)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per size")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    harness.set_threads(args.threads)
     config = RiseConfig()
     if args.dims:
         k_r, k_h, k_g = (int(x) for x in args.dims.split(","))
@@ -147,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
             res = measure(n, config, Path(tmp), args.repeats, args.k, args.shared)
-            if args.json:
-                print(json.dumps(res), flush=True)
+            if args.json:  # one object per size
+                harness.print_json(res)
                 continue
             print(f"\n{n} samples, dims {res['dims']}, {res['matrix_mb']} MB of fp16 features "
                   f"({res['disk_mb']} MB on disk; written in {res['write_s']} s, loaded in {res['load_s']} s), "

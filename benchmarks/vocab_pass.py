@@ -16,15 +16,14 @@ dense reference swapped in (the extraction as it was before).
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from benchmarks import harness
 from rise_core import engine
-from rise_core.bench import bench_token_rows, interleaved_times, run_bench
+from rise_core.bench import bench_token_rows, run_bench
 from rise_core.config import PRESETS, RiseConfig
 from rise_core.engine import LOGITS_CHUNK
 from rise_core.models import load_model
@@ -55,20 +54,17 @@ def vocab_pass_times(lm: Any, batch_size: int, seq_len: int, repeats: int) -> di
         for group in (4, 8, 16, 32):
             if block == VOCAB_BLOCK or group == GROUP:
                 variants[f"blocked {block}/{group}"] = chunked(vocab_pass, block=block, group=group)
-    times = dict(zip(variants, interleaved_times(list(variants.values()), hidden.device, repeats), strict=True))
-    head = times["head matmul (bare forward)"]
+    times = harness.timed(variants, repeats, hidden.device)
     return {"positions": int(hidden.shape[0]), "vocab": int(weight.shape[0]), "c": c,
             "seconds": {k: round(v, 4) for k, v in times.items()},
-            "over_head_matmul": {k: round(v / head, 3) for k, v in times.items()}}
+            "over_head_matmul": harness.ratios(times, "head matmul (bare forward)")}
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = harness.parser(__doc__, repeats=5, json_flag=True)
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seq-len", type=int, default=256)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     lm = load_model(args.model)
     part1 = vocab_pass_times(lm, args.batch_size, args.seq_len, args.repeats)
@@ -83,16 +79,18 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 engine.vocab_pass = vocab_pass
     if args.json:
-        print(json.dumps({"vocab_pass": part1, "bench": part2, "threads": torch.get_num_threads()}))
+        harness.print_json({"vocab_pass": part1, "bench": part2, "threads": torch.get_num_threads()})
         return 0
-    print(f"vocabulary pass over {part1['positions']} positions, V = {part1['vocab']}, top {part1['c']}, "
-          f"{torch.get_num_threads()} threads:")
-    for name, s in part1["seconds"].items():
-        print(f"  {name:<28} {s:7.3f} s  {part1['over_head_matmul'][name]:.3f}x the head matmul")
-    print("\nRISE extraction / bare forward pass (rise bench):")
-    for name, res in part2.items():
-        print(f"  {name:<50} time {res['time_ratio']:.3f}x ({res['rise_s']:.3f} s / {res['forward_s']:.3f} s), "
-              f"peak memory {res['memory_ratio']:.3f}x ({res['rise_peak_mb']:.0f} / {res['forward_peak_mb']:.0f} MB)")
+    print(f"Vocabulary pass over {part1['positions']} positions, V = {part1['vocab']}, top {part1['c']}, "
+          f"{torch.get_num_threads()} threads:\n")
+    part1_rows = [{"variant": name, "seconds": sec, "x the head matmul": part1["over_head_matmul"][name]}
+                  for name, sec in part1["seconds"].items()]
+    print(harness.markdown_table(part1_rows, floatfmt=".4g"))
+    print("\nRISE extraction / bare forward pass (rise bench):\n")
+    part2_rows = [{"composition, pass": name, "time ratio": r["time_ratio"], "RISE s": r["rise_s"],
+                   "forward s": r["forward_s"], "memory ratio": r["memory_ratio"], "RISE peak MB": r["rise_peak_mb"],
+                   "forward peak MB": r["forward_peak_mb"]} for name, r in part2.items()]
+    print(harness.markdown_table(part2_rows, floatfmt=".4g"))
     return 0
 
 

@@ -56,7 +56,7 @@ print(json.dumps({"rise_core": rise_core.__file__, "dev_dir": str(studies.tasks.
 
 
 def test_the_packages_split_product_benchmarks_from_studies():
-    assert {"vocab_pass", "query_latency", "ann_scale", "concurrent_load", "distributed_build",
+    assert {"harness", "vocab_pass", "query_latency", "ann_scale", "concurrent_load", "distributed_build",
             "bergson_compare"} <= set(MODULES["benchmarks"])
     assert {"tasks", "dev_eval", "cache_readouts", "choose_defaults", "report_defaults", "query_channels",
             "feedback_choice", "retro_tasks", "retrospective_choices", "trigger_rank",
