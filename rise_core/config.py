@@ -257,18 +257,18 @@ PRESETS: dict[str, RiseConfig] = {
     # (64, 12, 64) (its 14MB Pythia-1B setting); scored with joint sample normalisation (PRESET_SCORING).
     "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
                         composition="outer", hidden_channel=False),
-    # Backdoor hunting: the default index, scored without the HS channel. On the real backdoor report sets RH+GH
-    # scored 0.831 / 0.988 auPRC@10 (dev-sentiment / dev-refusal) against 0.612 / 0.958 with HS weighted (docs/EVALUATION.md).
+    # Backdoor hunting: the default index, scored without the HS channel: on the real backdoor report sets
+    # (dev-sentiment, dev-refusal) RH+GH alone ranks the poisoned rows higher than with HS weighted (docs/EVALUATION.md).
     "backdoor": RiseConfig(),
     # The default index, scored with the fixed default weights (no per-query choice).
     "fixed": RiseConfig(),
     # Attributing a fine-tuned model's own generations (the retrospective setting): a sparser residual support
     # (rho_cum 0.5, at least 1 token kept) and the fixed weights, since the per-query rule's surprise is low on any
     # text the model wrote itself. Chosen on two retrospective tune tasks (Howdy!; a pirate-voice style backdoor in
-    # real Alpaca rows) over the generations that show the learned behaviour: unified auPRC 0.998 / 0.880 against
-    # 0.979 / 0.756 for the default; on the report task no choice saw (a refusal backdoor in real Alpaca rows) 0.975
-    # against 0.956, hidden cosine 0.980 (docs/EVALUATION.md, "Retrospective"). Prospectively the default is better
-    # on the mean of the three tasks (0.965 against 0.951).
+    # real Alpaca rows) over the generations that show the learned behaviour, where it beats the default; on the
+    # report task no choice saw (a refusal backdoor in real Alpaca rows) it beats the default too and comes close to
+    # hidden cosine. Prospectively the default is better on the mean of the three tasks. Figures: docs/EVALUATION.md,
+    # "Retrospective".
     "retrospective": RiseConfig(rho_cum=0.5, min_top_l=1),
 }
 

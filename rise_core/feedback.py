@@ -44,11 +44,11 @@ class FeedbackConfig:
 
     beta: float = 2.0
     """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
-    (chosen with tau among 0.5, 1, 2 x 0, 1 at 3 marks on every tune set, `studies/feedback_choice.py`: tune
-    mean 0.984 for beta 2, tau 1, against 0.973 for beta 1, tau 0, the choice before the retrospective tune tasks)."""
+    (chosen with tau among 0.5, 1, 2 x 0, 1: the best mean at 3 marks over every tune set,
+    `studies/feedback_choice.py`; figures in docs/EVALUATION.md, "Relevance feedback")."""
     tau: float = 1.0
     """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on
-    the half-learned retrospective tune task dev-pirate-240, 3 marks reach 0.950 against 0.936 for tau 0)."""
+    the half-learned retrospective tune task dev-pirate-240, 3 marks reach more with it than with tau 0)."""
 
     def __post_init__(self) -> None:
         for name in ("beta", "tau"):

@@ -24,8 +24,8 @@ FEEDBACK_METHODS = (RISE, HIDDEN_COSINE, BM25)
 K = 10
 METHOD_FEEDBACK = {RISE: FeedbackConfig(), HIDDEN_COSINE: FeedbackConfig(beta=0.5), BM25: FeedbackConfig(beta=2.0)}
 """Each method's own feedback strength, the best tune mean at 3 marks over beta 0.5, 1, 2 on every tune set
-(`studies/feedback_choice.py`), so the comparison gives each method its best: hidden cosine 0.916 at beta 0.5 (0.905
-at 1), BM25 0.908 at beta 2 (0.887 at 1)."""
+(`studies/feedback_choice.py`; figures in docs/EVALUATION.md, "Relevance feedback"), so the comparison gives each
+method its best."""
 
 
 def _rise_rankers(task: Task, cache: ReadoutCache, config: RiseConfig, options: ScoreOptions,

@@ -8,8 +8,8 @@ both settings), reported on the sets no choice saw (the report halves, dev-refus
     python -m studies.feedback_choice --prospective results/query_channels_fb/feedback.csv \
         --retro results/retro_choices --out results/feedback_choice
 
-The prospective tune sets were saturated (every one at 0.963 or more with 3 marks under every strength), so they
-could not choose; dev-pirate-240 retrospective, half learned, is not. Metric: auPRC@10 after 3 marks of the simulated
+The prospective tune sets were saturated (every one near the top with 3 marks under every strength; docs/EVALUATION.md,
+"Relevance feedback"), so they could not choose; dev-pirate-240 retrospective, half learned, is not. Metric: auPRC@10 after 3 marks of the simulated
 analyst (`rise_core.feedback_eval`), mean over queries, then over sets. Each method gets its own strength (beta, and
 tau for RISE's channel re-weighting), the best tune mean over the grid both runs share.
 """

@@ -116,7 +116,7 @@ def test_cli_query_and_select_take_the_preset(env, capsys, tmp_path):
 
 def test_retrospective_preset_is_the_variant_the_benchmark_chose():
     """The preset is exactly the feature variant `studies.retrospective_choices` measured ("tensor 64/24/64
-    sparse", scored RH+GH+HS with the fixed weights), so the evidence in its comment is about this config."""
+    sparse", scored RH+GH+HS with the fixed weights), so the evidence its comment points to is about this config."""
     from studies.retrospective_choices import FEATURES, SEQ_LEN, WEIGHTS
 
     assert PRESETS["retrospective"] == RiseConfig(seq_len=PRESETS["retrospective"].seq_len,
