@@ -39,8 +39,6 @@ Results: one JSON line per pool and weighting in <out>/ann_recall_real.jsonl and
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import time
@@ -50,6 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks import harness
 from benchmarks.ann_scale import Generator
 from studies import tasks
 from studies.cache_readouts import cache_file
@@ -208,7 +207,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__, threads=1, out="results/ann")
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--readouts", default="results/readouts", help="studies.cache_readouts' folder")
     parser.add_argument("--model", default=None, help="the readouts' model (default: the embedded default)")
@@ -225,18 +224,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", default="",
                         help="semicolon-separated lambda_rh,lambda_gh,lambda_hs triples to weigh as well, e.g. "
                              "'0,0,1;0,1,1' (HS alone; RH left out)")
-    parser.add_argument("--threads", type=int, default=1, help="torch and faiss threads")
-    parser.add_argument("--out", default="results/ann")
     args = parser.parse_args(argv)
-
-    import faiss
 
     from rise_core.config import RiseConfig, ScoreOptions
     from rise_core.models import load_model
     from rise_core.scoring import FeatureMatrix
 
-    torch.set_num_threads(args.threads)
-    faiss.omp_set_num_threads(args.threads)
+    harness.set_threads(args.threads, faiss=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     weightings = {w: ScoreOptions.preset(w) for w in WEIGHTINGS}
@@ -277,9 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += measure("all-real+prefixes", FeatureMatrix.concat(parts), query_fm, weightings, work,
                             not args.no_synthetic)
 
-    with open(out / "ann_recall_real.jsonl", "a") as fh:
-        for r in rows:
-            fh.write(json.dumps(r) + "\n")
+    harness.append_jsonl(out / "ann_recall_real.jsonl", rows)
     md = table(rows)
     (out / "ann_recall_real.md").write_text(md)
     print("\n" + md)
