@@ -276,7 +276,6 @@ def analyst(rec: Record, url: str, cfg: LoadSettings, n: int, ready: threading.B
         ready.wait()
         submitted.wait(cfg.timeout_s)
         for rep in range(cfg.repetitions):
-            s.values.pop("feedback_editor", None)  # a new query: its editor starts without edits
             if rep == 0:
                 open_attribute(rec, s, who)
             else:
@@ -287,13 +286,16 @@ def analyst(rec: Record, url: str, cfg: LoadSettings, n: int, ready: threading.B
             page = rec.act(who, "attribute", s.click, "attribute")
             hits = [t for t in page.tables() if {"rank", "score"} <= set(arrow_table(t).column_names)]
             rec.count(who, "hits", cfg.k, row_count(hits[0]) if hits else 0)
-            editor = page.widget("feedback_editor")
-            ids = [str(i) for i in arrow_table(editor).column("id").to_pylist()] if editor else []
+            editor_key = page.key_starting("feedback_editor")  # the app keys it by the query and its rows
+            editor = page.widget(editor_key) if editor_key else None
+            shown = arrow_table(editor).to_pylist() if editor else []
+            ids = [str(row["id"]) for row in shown]
             rec.count(who, "editor rows", cfg.k, len(ids))
+            rec.count(who, "unmarked rows of a new query", cfg.k, sum(not row["mark"] for row in shown))
             marks = {0: "yes", 2: "yes", 1: "no"} if rep % 2 else {0: "yes", 2: "yes"}
             marks = {row: mark for row, mark in marks.items() if row < len(ids)}
             edits = editor_edits({row: {"mark": mark} for row, mark in marks.items()})
-            page = rec.act(who, "mark", s.set, "feedback_editor", edits)
+            page = rec.act(who, "mark", s.set, editor_key, edits)
             if page.alerts(Alert.WARNING):
                 rec.add("errors", session=who, action="mark", error="; ".join(page.alerts(Alert.WARNING)))
             page = rec.act(who, "rank again", s.click, "feedback_rerank")

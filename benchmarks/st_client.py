@@ -82,14 +82,22 @@ class PageRun:
         """Elements of one type ('alert', 'dataframe', 'progress', 'button', 'markdown', ...), in page order."""
         return [e for _, e in sorted(self.elements.items()) if e.WhichOneof("type") == kind]
 
-    def widget(self, key: str) -> Element | None:
-        """The widget whose user key is `key` (None when the run did not render it)."""
+    def _keyed(self) -> dict[str, Element]:
+        out = {}
         for element in self.elements.values():
             kind = element.WhichOneof("type")
             wid = getattr(getattr(element, kind), "id", "") if kind else ""
-            if wid and user_key_from_element_id(wid) == key:
-                return element
-        return None
+            if wid and (key := user_key_from_element_id(wid)):
+                out.setdefault(key, element)
+        return out
+
+    def widget(self, key: str) -> Element | None:
+        """The widget whose user key is `key` (None when the run did not render it)."""
+        return self._keyed().get(key)
+
+    def key_starting(self, prefix: str) -> str | None:
+        """The user key of the first widget whose key starts with `prefix` (for keys an app derives from data)."""
+        return next((k for k in self._keyed() if k.startswith(prefix)), None)
 
     def alerts(self, fmt: int) -> list[str]:
         """Bodies of the alerts of one format (Alert.ERROR, WARNING, INFO, SUCCESS)."""

@@ -6,6 +6,7 @@ No timing asserts."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +15,16 @@ import pytest
 
 pytest.importorskip("websockets")
 
-from benchmarks.shared_server_load import BUILD_NAME, LoadSettings, Server, drive, load_env  # noqa: E402
+from benchmarks.shared_server_load import (  # noqa: E402
+    BUILD_NAME,
+    INDEX_NAME,
+    QUERIES,
+    LoadSettings,
+    Server,
+    drive,
+    load_env,
+)
+from benchmarks.st_client import PageRun, StreamlitSession, arrow_table, editor_edits  # noqa: E402
 
 SETTINGS = LoadSettings(sessions=8, repetitions=1, k=5, build_rows=620, check_seeds=1, timeout_s=300.0)
 ACTIONS_PER_REPETITION = 6  # type query, attribute, mark, rank again, export, and opening the page (or the index)
@@ -43,7 +53,8 @@ def test_no_row_is_lost(server_run):
     n, k = SETTINGS.sessions * SETTINGS.repetitions, SETTINGS.k
     assert summary["rows_mismatched"] == [] and summary["rows_lost"] == 0
     marks = sum(3 if rep % 2 else 2 for rep in range(SETTINGS.repetitions)) * SETTINGS.sessions
-    assert summary["rows_by_kind"] == {"hits": n * k, "editor rows": n * k, "re-ranked hits": n * k,
+    assert summary["rows_by_kind"] == {"hits": n * k, "editor rows": n * k, "unmarked rows of a new query": n * k,
+                                       "re-ranked hits": n * k,
                                        "exported marks": marks, "check arms": 2 + SETTINGS.check_seeds,
                                        "built index rows": SETTINGS.build_rows}
     assert summary["built_index_rows"] == SETTINGS.build_rows
@@ -63,6 +74,44 @@ def test_the_server_is_still_healthy_and_its_memory_bounded(server_run):
     assert summary["server_alive"] and server.healthy() and server.process.poll() is None
     assert 0 < summary["server_peak_rss_mib"] < RSS_BOUND_MIB
     assert summary["actions"] >= SETTINGS.sessions * SETTINGS.repetitions * ACTIONS_PER_REPETITION
+
+
+def marked(page: PageRun) -> tuple[int, int]:
+    """(yes, no) from the feedback section's caption."""
+    caption = next(t for t in page.texts() if " marked yes, " in t)
+    yes, no = re.match(r"(\d+) marked yes, (\d+) no", caption).groups()
+    return int(yes), int(no)
+
+
+def test_marks_stay_with_their_query_and_clear_clears_them(server_run):
+    """Two bugs the load test found: the mark editor kept its edits by row position under one key, so a new query's
+    rows took the marks made on the previous query's, and Clear marks left the edits that marked them again."""
+    _, server = server_run
+    with StreamlitSession(server.url, SETTINGS.timeout_s) as s:
+        s.run()
+        s.run("Attribute")
+        s.select("index_path", INDEX_NAME, run=False)
+        s.set("top_k", 5.0)
+
+        def attribute(text: str) -> tuple[PageRun, str]:
+            s.set("query_completion", text, run=False)
+            page = s.click("attribute")
+            assert not page.errors(), page.errors()
+            return page, page.key_starting("feedback_editor")
+
+        page, first = attribute(QUERIES[0])
+        ids = arrow_table(page.widget(first)).column("id").to_pylist()
+        assert marked(s.set(first, editor_edits({0: {"mark": "yes"}, 1: {"mark": "no"}}))) == (1, 1)
+        page, second = attribute(QUERIES[2])
+        assert marked(page) == (0, 0)  # nothing carried over to the new query's rows
+        assert set(arrow_table(page.widget(second)).column("mark").to_pylist()) == {""}
+        assert marked(s.set(second, editor_edits({2: {"mark": "yes"}}))) == (1, 0)
+        assert marked(s.click("feedback_clear")) == (0, 0)
+        assert marked(s.run()) == (0, 0)  # and they stay cleared
+        page, again = attribute(QUERIES[0])  # the first query keeps its own marks, shown in its editor
+        rows = arrow_table(page.widget(again)).to_pylist()
+        assert marked(page) == (1, 1) and {r["id"]: r["mark"] for r in rows if r["mark"]} == {ids[0]: "yes",
+                                                                                             ids[1]: "no"}
 
 
 def test_the_index_picker_does_not_default_to_an_index_being_built(tmp_path, monkeypatch):
