@@ -9,13 +9,17 @@ adapter fine-tuned on its 31-row pool, the index built with it, and a larger bun
     mark 2-3 hits in the feedback editor, click "Rank again with my marks" and download the marks (HTTP GET of the
     download button's media URL).
 Recorded: the latency of every action (p50 / p95 per action), every error (exceptions and error alerts on a page,
-websocket and protocol failures), the rows of every result table and export against what they must hold (k hits, k
-re-ranked hits, the marks made, the check's arms, the built index's rows), the queue order (B1's and C1's pages while
+warnings after marking, websocket and protocol failures, tracebacks in the server's log), the rows of every result
+table and export against what they must hold (k hits, k editor rows, unmarked on a new query, k re-ranked hits, the
+marks made, the check's arms, the built index's rows), the queue order (B1's and C1's pages while
 they poll, and the server's files: the check's plan.json is written when it starts, the index when the build writes
 it), and the server's RSS (sampled; its peak from /proc).
 
-    python -m benchmarks.shared_server_load                         # 8 sessions x 3 (a few minutes on 2 cores)
-    python -m benchmarks.shared_server_load --sessions 3 --repetitions 1 --build-rows 310 --json out.json
+    python -m benchmarks.shared_server_load                         # 8 sessions x 3: about 2 minutes on 2 cores
+    python -m benchmarks.shared_server_load --sessions 3 --repetitions 1 --build-rows 620 --json out.json
+
+The build must outlast C1's start (a few seconds) for the check to be seen queued; the exit code is 1 unless there
+was no error, no row mismatched and the queue order was kept.
 """
 
 from __future__ import annotations
@@ -63,9 +67,12 @@ class LoadSettings:
 
 
 def load_env(root: Path, build_rows: int) -> dict[str, str]:
-    """tests/explorer_env's tiny model and pool, a LoRA adapter fine-tuned on the pool file (its manifest names the
-    file, so the page finds the pool to retrain on and its held-out prompts), the index built with the adapter, and a
-    bundled pool `load_pool.jsonl` of `build_rows` rows for the build."""
+    """tests/explorer_env's tiny model and pool, a LoRA adapter fine-tuned on the pool file, the index built with the
+    adapter, held-out prompts beside the pool, and a bundled pool `load_pool.jsonl` of `build_rows` rows to build.
+
+    As `build_finetuned_env`, with two differences the page's check needs: the adapter's manifest names the pool file
+    (fine-tuned on a list of rows, it names none, and the page cannot find the pool to retrain on), and the held-out
+    prompts are not prompts of the pool (the check refuses those)."""
     sys.path.insert(0, str(ROOT / "tests"))  # the tests' tiny environment (explorer_env, conftest)
     from explorer_env import build_explorer_env, pool_rows
 
@@ -264,7 +271,8 @@ def checker(rec: Record, url: str, cfg: LoadSettings, ready: threading.Barrier, 
         rec.add("events", job="check", state="submitted", sent=time.monotonic(), at=time.monotonic(), text="")
         if poll_job(rec, s, who, "check", "Done:", deadline) == "done":
             arms = [t for t in s.last.tables() if "n_train" in arrow_table(t).column_names]
-            rec.count(who, "check arms", 2 + cfg.check_seeds, row_count(arms[0]) if arms else 0)  # original, RISE, seeds
+            arms_expected = 2 + cfg.check_seeds  # the original, RISE's top k, one per random seed
+            rec.count(who, "check arms", arms_expected, row_count(arms[0]) if arms else 0)
 
 
 def analyst(rec: Record, url: str, cfg: LoadSettings, n: int, ready: threading.Barrier,
@@ -306,7 +314,8 @@ def analyst(rec: Record, url: str, cfg: LoadSettings, n: int, ready: threading.B
             expected = {ids[row]: mark == "yes" for row, mark in marks.items()}
             rec.count(who, "exported marks", len(expected), sum(exported.get(i) == v for i, v in expected.items()))
             if set(exported) - set(expected):
-                rec.add("errors", session=who, action="export", error=f"marks never made: {set(exported) - set(expected)}")
+                rec.add("errors", session=who, action="export",
+                        error=f"marks never made: {sorted(set(exported) - set(expected))}")
 
 
 def guarded(rec: Record, who: str, ready: threading.Barrier, target: Callable[..., None], *args: Any
@@ -409,16 +418,17 @@ def run_scenario(cfg: LoadSettings, work: Path, log: Callable[[str], None] = pri
 
 def table(summary: dict[str, Any]) -> str:
     cfg = summary["settings"]
-    lines = [f"{cfg['sessions']} sessions x {cfg['repetitions']} repetitions, a build of {cfg['build_rows']} rows and a "
-             f"check, in {summary.get('wall_s')} s (setup included)", f"{'action':<18}{'n':>5}{'p50 s':>9}{'p95 s':>9}"]
+    lines = [f"{cfg['sessions']} sessions x {cfg['repetitions']} repetitions, a build of {cfg['build_rows']} rows "
+             f"and a check, in {summary.get('wall_s')} s (setup included)",
+             f"{'action':<18}{'n':>5}{'p50 s':>9}{'p95 s':>9}"]
     lines += [f"{name:<18}{v['n']:>5}{v['p50_s']:>9.2f}{v['p95_s']:>9.2f}" for name, v in summary["latency"].items()]
     q = summary["queue"]
-    lines += ["", f"actions {summary['actions']}, errors {len(summary['errors'])}, row checks "
-              f"{summary['row_checks']}, rows lost {summary['rows_lost']}, mismatched {len(summary['rows_mismatched'])}",
+    lines += ["", f"actions {summary['actions']}, errors {len(summary['errors'])}, row checks {summary['row_checks']}, "
+              f"rows lost {summary['rows_lost']}, mismatched {len(summary['rows_mismatched'])}",
               f"rows: {summary['rows_by_kind']}",
               f"queue order kept: {q['kept']} (check seen queued: {q['check_seen_queued']}; check started "
-              f"{q['check_start_after_index_write_s']} s after the build's last write; first seen, s after the build was "
-              f"submitted: {q['first_seen_s']})",
+              f"{q['check_start_after_index_write_s']} s after the build's last write; first seen, s after the build "
+              f"was submitted: {q['first_seen_s']})",
               f"server alive: {summary['server_alive']}, peak RSS {summary['server_peak_rss_mib']} MiB "
               f"(sampled {summary['server_rss_mib']})"]
     lines += [f"ERROR {e['session']} {e['action']}: {e['error'][:300]}" for e in summary["errors"]]
