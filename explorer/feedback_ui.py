@@ -5,6 +5,7 @@ The marks live in the session (per query), can be downloaded as JSON, and re-ran
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ import streamlit as st
 from rise_core import attribution
 
 MARK_CHOICES = ("", "yes", "no")
+EDITOR_KEY = "feedback_editor"  # the mark editor's key is this plus a digest of the query and the rows it shows
 MAX_MARKS = 50  # marks per query: 3-5 find the rest (docs/EVALUATION.md); more only lets a client grow the session
 MAX_MARKED_QUERIES = 16  # queries whose marks a session keeps (the oldest go first)
 
@@ -70,15 +72,22 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     table = pd.DataFrame({"id": hits["id"].astype(str), "mark": [
         "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in hits["id"]],
         "text": hits.get("completion", hits.get("text", pd.Series([""] * len(hits)))).astype(str).str.slice(0, 160)})
-    edited = st.data_editor(table, key="feedback_editor", hide_index=True, disabled=["id", "text"], column_config={
-        "mark": st.column_config.SelectboxColumn("Mark", options=list(MARK_CHOICES),
-                                                 help="yes: this is what I am looking for; no: it is not")})
+    # The editor keeps its edits by row position, and sends them again on every run: keyed by the query, the rows
+    # shown and the clears so far, so that no edit is applied to another query's (or ranking's) rows or outlives
+    # Clear marks. The marks themselves live in the session, by id, and fill each new table's mark column.
+    clears = st.session_state.setdefault("feedback_clears", 0)
+    editor = hashlib.sha256(json.dumps([_query_key(query), list(table["id"]), clears]).encode()).hexdigest()[:12]
+    edited = st.data_editor(table, key=f"{EDITOR_KEY}_{editor}", hide_index=True, disabled=["id", "text"],
+                            column_config={"mark": st.column_config.SelectboxColumn(
+                                "Mark", options=list(MARK_CHOICES),
+                                help="yes: this is what I am looking for; no: it is not")})
     if apply_marks(marks, edited["id"], edited["mark"], shown):
         st.warning(f"Some marks were not kept: only rows shown here can be marked, at most {MAX_MARKS} per query.")
     c1, c2, c3 = st.columns(3)
     rerank = c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
     if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
         marks.clear()
+        st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
         st.rerun()
     c3.download_button("Download marks (JSON)", json.dumps(marks, indent=1), file_name="marks.json",
                        mime="application/json", key="feedback_download", disabled=not marks)

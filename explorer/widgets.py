@@ -46,8 +46,9 @@ def index_picker() -> str | None:
             st.info(f"No index in `{s.index_dir}` yet. Build one on the Build index page, or run the demo on Home.")
             st.page_link(PAGES["build"].path, label="Build an index", icon=PAGES["build"].icon)
             return None
-        if st.session_state.get("index_path") not in paths:
-            st.session_state["index_path"] = paths[0]
+        if st.session_state.get("index_path") not in paths:  # the first index not being built (it cannot be opened)
+            building = {p for p in paths if (job := registry().job(p)) is not None and job.running}
+            st.session_state["index_path"] = next((p for p in paths if p not in building), paths[0])
         by_path = {e["path"]: e for e in entries}
         chosen = st.sidebar.selectbox(
             "Index", paths, key="index_path", persist_state="session",
