@@ -25,6 +25,11 @@ with ui.friendly("list the indexes"):
         st.dataframe(overview, hide_index=True)
     else:
         st.caption(f"No index in `{s.index_dir}` yet.")
+    queue = resources.job_queue()
+    places = queue.snapshot()
+    if places:
+        st.caption(f"The server's queue of heavy work ({queue.limits.max_running} at a time, in this order):")
+        st.dataframe(places, hide_index=True, key="home_queue")
 
 st.subheader("One-click demo")
 demo_model_id, backdoored = demo_model(s.data_dir, s.model_id)

@@ -170,7 +170,9 @@ def index_overview(index_dir: Path) -> pd.DataFrame:
     rows = []
     for e in list_indexes(index_dir):
         job = registry().job(e["path"])
-        if job is not None and job.running:
+        if job is not None and job.status == "queued":
+            status = f"build queued (position {job.queue_position})"
+        elif job is not None and job.running:
             status = f"building now ({job.done}/{job.total or '?'})"
         elif "error" in e:
             status = f"unreadable: {e['error']}"

@@ -225,3 +225,33 @@ def test_marks_only_for_rows_the_page_showed_and_capped():
     marks = {}
     refused = apply_marks(marks, sorted(many), ["yes"] * len(many), many)
     assert len(marks) == MAX_MARKS and len(refused) == 10
+
+
+def test_the_home_page_lists_the_servers_queue(token_env):
+    import threading
+    from dataclasses import dataclass, field
+
+    from explorer import resources
+    from explorer.jobs import BackgroundJob
+
+    @dataclass
+    class Held(BackgroundJob):
+        gate: threading.Event = field(default_factory=threading.Event)
+
+        def _work(self) -> str:
+            self.gate.wait(30)
+            return "done"
+
+    queue = resources.job_queue()  # the server's one queue, shared with the app's sessions (st.cache_resource)
+    running, waiting = Held(), Held()
+    queue.submit(running, owner="alice", kind="build", label="big.duckdb", key="home-test-1")
+    queue.submit(waiting, owner="bob", kind="check", label="howdy-check", key="home-test-2")
+    try:
+        at = login(VIV_TOKEN, page=None)
+        table = next(d.value for d in at.dataframe if "label" in d.value.columns)
+        assert list(table["label"]) == ["big.duckdb", "howdy-check"]
+        assert list(table["state"]) == ["running", "waiting"] and list(table["user"]) == ["alice", "bob"]
+    finally:
+        running.gate.set()
+        waiting.stop()
+        running.wait(10)
