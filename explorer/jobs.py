@@ -90,6 +90,7 @@ class BuildJob(BackgroundJob):
     batch_size: int = 8
     overwrite: bool = False  # start from scratch: replace an existing index at index_path
     label: str = ""
+    preset: str | None = None  # the preset a new index is built for (build_index's `preset`)
     done: int = 0
     total: int = 0
     report: BuildReport | None = None
@@ -107,7 +108,8 @@ class BuildJob(BackgroundJob):
         from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
 
         self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
-                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite)
+                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite,
+                                  preset=self.preset)
         return "stopped" if self.report.stopped else "done"
 
     @property

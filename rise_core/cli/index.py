@@ -338,10 +338,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
             report = build_index_distributed(path, data, model_path(model), config, workers=args.workers,
                                              address=args.ray_address, batch_size=args.batch_size, device=args.device,
                                              dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-                                             progress=progress, overwrite=args.overwrite)
+                                             progress=progress, overwrite=args.overwrite, preset=args.preset)
         else:
             report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
-                                 overwrite=args.overwrite)
+                                 overwrite=args.overwrite, preset=args.preset)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()  # before the message, so it does not land on the bar's line
@@ -379,7 +379,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     try:
         if args.generate:
             queries = [_generated_query(lm, args)]
-        options = score_options_from_args(args, index.config)
+        options = score_options_from_args(args, index.config, index.manifest.build_preset)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
         explanations = shared = None
@@ -420,8 +420,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
     index, lm = _open_for_query(args)
     try:
         qfm = query_features(index, lm, queries)
-        df = select(index, qfm, score_options_from_args(args, index.config), top_n=args.top_n, fraction=args.fraction,
-                    where=args.where)
+        df = select(index, qfm, score_options_from_args(args, index.config, index.manifest.build_preset),
+                    top_n=args.top_n, fraction=args.fraction, where=args.where)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
     finally:
         index.close()
@@ -469,6 +469,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ("dims", "K_r={}, K_h={}, K_g={}".format(*info["dims"]) +
                  f" -> {info['feature_bytes_per_sample']} bytes/sample (fp16)"),
         ("config", ", ".join(f"{k}={v}" for k, v in info["config"].items())),
+        ("preset", f"{info['build_preset']} (queries score with it unless given --preset)" if info["build_preset"]
+                   else "none recorded (queries score with --preset, default 'default')"),
         ("sketch seeds", f"{info['seeds']} (digest {info['sketch_digest']})"),
         ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
         ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),

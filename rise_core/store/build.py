@@ -19,7 +19,8 @@ from typing import IO, Any
 import pandas as pd
 import torch
 
-from ..config import RiseConfig, mean_fit_rows
+from ..config import RiseConfig, config_preset, mean_fit_rows
+from ..config import preset as preset_config
 from ..engine import Readout, RiseExtractor, readout_forward
 from ..errors import ConfigError, IndexStoreError, InputDataError
 from ..ingest import FieldMap, PoolData, coerce_pool, content_hash, read_pool
@@ -37,18 +38,20 @@ Usable = tuple[Sample, EncodedSample]  # a sample with a counted token and its e
 
 def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
                 fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, overwrite: bool = False) -> BuildReport:
+                should_stop: Callable[[], bool] | None = None, overwrite: bool = False, preset: str | None = None
+                ) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
     Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
     content id), so rerunning an interrupted build finishes it. `config=None` uses the existing index's config (or
     the defaults for a new index); a config or model that differs from the index's is refused.
     `progress(done, total)` is called after each committed batch (total = samples not yet in the index);
-    `should_stop()` is polled between batches."""
+    `should_stop()` is polled between batches. `preset`: the preset a new index is built for (stored in its manifest:
+    queries score with that preset unless told otherwise); None: the one preset whose config it is, if any."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
     data = load_pool(pool, fields)
-    index, own = open_for_build(index_path, lm, config, overwrite)
+    index, own = open_for_build(index_path, lm, config, overwrite, preset)
     try:
         return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
     finally:
@@ -73,11 +76,14 @@ def load_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData:
 
 
 def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: RiseConfig | None,
-                   overwrite: bool) -> tuple[RiseIndex, bool]:
-    """A writable index (opened, or created for `lm` and `config`) and whether the caller owns (closes) it.
+                   overwrite: bool, preset_name: str | None = None) -> tuple[RiseIndex, bool]:
+    """A writable index (opened, or created for `lm`, `config` and the preset it is built for: `preset_name`, else
+    `config_preset`) and whether the caller owns (closes) it. An existing index keeps the preset it was created with.
 
     `lm` is only asked for its identity (id, fingerprint, sizes, description), so the sharded build passes the
     identity its workers report instead of a loaded model."""
+    if preset_name is not None:
+        preset_config(preset_name)  # an unknown name is refused before anything is written
     if isinstance(index_path, RiseIndex):
         if index_path.read_only:
             raise IndexStoreError(f"{index_path.path} is open read-only; open it with read_only=False to build")
@@ -85,7 +91,8 @@ def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: 
     path = Path(index_path)
     if path.exists() and not overwrite:
         return RiseIndex.open(path, read_only=False), True
-    return RiseIndex.create(path, lm, config or RiseConfig(), overwrite=overwrite), True
+    config = config or RiseConfig()
+    return RiseIndex.create(path, lm, config, overwrite=overwrite, preset=preset_name or config_preset(config)), True
 
 
 def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None
