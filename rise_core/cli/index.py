@@ -23,6 +23,7 @@ from .options import (
     add_model_options,
     add_score_options,
     config_from_args,
+    fields_from_args,
     load_model_from_args,
     model_path,
     read_pool_from_args,
@@ -31,6 +32,9 @@ from .options import (
 
 EXAMPLES_BUILD = """examples:
   rise build pool.jsonl --index pool.duckdb                       # text or prompt/completion columns guessed
+  rise build shards/ --index pool.duckdb                          # a folder of Parquet or Arrow files, or one
+                                                                  # written by datasets' save_to_disk: streamed
+  rise build --dataset tatsu-lab/alpaca:train --index alpaca.duckdb   # datasets.load_dataset(NAME, split=SPLIT)
   rise build pool.csv --index pool.duckdb --text-field body --id-field doc_id
   rise build more.jsonl --index pool.duckdb                       # append new samples (same model and config)
   rise build pool.jsonl --index p.duckdb --model ./my-checkpoint --preset paper --k-r 128 --k-h 24 --k-g 128
@@ -55,12 +59,22 @@ EXAMPLES_SELECT = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
-    p = sub.add_parser("build", help="build or extend a RISE index from a JSONL/CSV/Parquet pool",
+    p = sub.add_parser("build", help="build or extend a RISE index from a pool (file, folder or datasets dataset)",
                        description="Compute RISE features of every sample of a pool and store them in a DuckDB "
                                    "index. Samples already in the index (same id) are skipped, so this both resumes "
-                                   "an interrupted build and appends new samples.",
+                                   "an interrupted build and appends new samples. A folder or a --dataset is read "
+                                   "in windows, never whole.",
                        epilog=EXAMPLES_BUILD, formatter_class=fmt)
-    p.add_argument("pool", help="pool file: .jsonl, .json, .csv or .parquet")
+    p.add_argument("pool", nargs="?", default=None,
+                   help="pool file (.jsonl, .json, .csv, .parquet, .arrow), or a folder: one written by datasets' "
+                   "save_to_disk, or of Parquet (sharded) or Arrow files")
+    p.add_argument("--dataset", default=None, metavar="NAME[:SPLIT]",
+                   help="instead of a pool path: datasets.load_dataset(NAME, split=SPLIT) (SPLIT default 'train'; "
+                   "NAME a hub id, or a local folder or script load_dataset takes)")
+    p.add_argument("--dataset-config", default=None, metavar="CONFIG", help="with --dataset: the dataset's config name")
+    p.add_argument("--streaming", action="store_true",
+                   help="with --dataset: stream it from its source on every read instead of preparing it once in the "
+                   "datasets cache (no local copy; a new index reads it three times)")
     p.add_argument("--index", required=True, help="index file to create or extend (e.g. pool.duckdb)")
     p.add_argument("--batch-size", type=int, default=8, help="samples per forward pass and per commit (default 8)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing file at --index")
@@ -307,7 +321,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     sharded = args.workers > 1 or args.ray_address is not None
     if sharded:
         import_ray()  # a missing Ray fails at once, with the command that installs it
-    data = read_pool_from_args(args.pool, args).require_samples()  # bad input fails before the index is touched
+    data = _pool_from_args(args)  # bad input fails before the index is touched
     path = Path(args.index)
     exists = path.exists() and not args.overwrite
     model = args.model
@@ -359,6 +373,27 @@ def _cmd_build(args: argparse.Namespace) -> int:
         if report.n_skipped > 20:
             print(f"  ... and {report.n_skipped - 20} more")
     return 0
+
+
+def _pool_from_args(args: argparse.Namespace) -> Any:
+    """The pool of `rise build`: a file read whole (PoolData), or a folder, .arrow file or --dataset read as a
+    PoolStream (its columns checked and fields resolved now; its rows when the build reads them)."""
+    from ..ingest import dataset_pool, stream_pool
+
+    if (args.pool is None) == (args.dataset is None):
+        args._parser_error("give a pool path or --dataset NAME[:SPLIT] (one of them)")
+    if args.dataset is None and (args.dataset_config is not None or args.streaming):
+        args._parser_error("--dataset-config and --streaming go with --dataset")
+    fields = fields_from_args(args)
+    if args.dataset is not None:
+        data = dataset_pool(args.dataset, fields, config_name=args.dataset_config, streaming=args.streaming)
+    else:
+        data = stream_pool(args.pool, fields)
+    if data is None:
+        return read_pool_from_args(args.pool, args).require_samples()
+    if args.fmt is not None:
+        args._parser_error(f"--format names a pool file's format; {data.source} is read as a folder or dataset")
+    return data
 
 
 def _cmd_query(args: argparse.Namespace) -> int:

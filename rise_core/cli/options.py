@@ -150,13 +150,18 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
                        help="file format (default: from the extension)")
 
 
+def fields_from_args(args: argparse.Namespace, prefix: str = "") -> dict[str, str | None] | None:
+    """The field names given under `prefix` (see `add_field_options`), or None when none is (guess them all)."""
+    dest = prefix.replace("-", "_")
+    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    return None if all(v is None for v in given.values()) else given
+
+
 def read_pool_from_args(path: str, args: argparse.Namespace, prefix: str = "") -> Any:
     """`read_pool(path)` with the field names and format given under `prefix` (see `add_field_options`)."""
     from ..ingest import read_pool
 
-    dest = prefix.replace("-", "_")
-    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
-    return read_pool(path, None if all(v is None for v in given.values()) else given, getattr(args, f"{dest}fmt"))
+    return read_pool(path, fields_from_args(args, prefix), getattr(args, f"{prefix.replace('-', '_')}fmt"))
 
 
 def parse_numbers(text: str, kind: type, flag: str) -> tuple[Any, ...]:
