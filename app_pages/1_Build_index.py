@@ -75,6 +75,8 @@ if st.button("Build the index", type="primary", key="build", disabled=bool(job a
         lm = resources.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        resources.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name))
+        picked = st.session_state.get("build_preset")  # remembered by the index, as `rise build --preset`
+        resources.start_build(BuildJob(target, pool, lm, config, overwrite=overwrite, label=pool_file.name,
+                                       preset=picked if picked != "default" else None))
         st.session_state["build_path"] = str(target)
 widgets.show_build(st.session_state.get("build_path"))

@@ -173,3 +173,28 @@ def test_scoring_pages_start_from_the_index_preset(app_env, page):
     assert _hs_weight(at) == 0.5  # an index without a preset leaves the controls as they are (as before)
     at.selectbox(key="index_path").set_value(str(Path(app_env["RISE_INDEX_DIR"]) / "a.duckdb")).run()
     assert _hs_weight(at) == 0.0 and any(c.value == line for c in at.caption)  # back on a: its preset again
+
+
+def test_build_page_records_the_picked_preset(app_env, tmp_path, monkeypatch):
+    """The Build page's preset picker is `rise build --preset`: a new index remembers it ('default', the picker's
+    starting value, is recorded as no preset, like a `rise build` without --preset)."""
+    import time
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("RISE_INDEX_DIR", str(tmp_path))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+    at.switch_page("app_pages/1_Build_index.py").run()
+    at.selectbox(key="build_preset").set_value("backdoor").run()
+    at.text_input(key="build_name").input("picked").run()
+    for name, value in (("k_r", 8), ("k_h", 4), ("k_g", 8)):
+        at.number_input(key=f"cfg_{name}").set_value(value).run()
+    at.number_input(key="build_limit").set_value(6).run()
+    at.button(key="build").click().run()
+    deadline = time.monotonic() + 60  # the build runs in a background thread; the page polls it
+    while not at.success and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()
+    assert not at.exception and at.success, [e.value for e in at.error]
+    with RiseIndex.open(tmp_path / "picked.duckdb") as index:
+        assert index.manifest.build_preset == "backdoor" and len(index) == 6
