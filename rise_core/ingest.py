@@ -6,6 +6,9 @@ without an id a stable content id, and reports the rows it cannot use instead of
 
 Row numbers in messages and reports are 1-based positions among the file's records (JSONL: non-blank lines;
 CSV: data rows after the header).
+
+A pool too large to read whole is a `PoolStream` (`stream_pool`, `dataset_pool`): a `datasets` dataset, Arrow or
+sharded Parquet files, or any re-readable batches, read chunk by chunk, each chunk by `read_pool`.
 """
 
 from __future__ import annotations
