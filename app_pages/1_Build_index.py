@@ -108,6 +108,8 @@ if st.button("Build the index", type="primary", key="build",
             resources.registry().release(target)
             kept = set_aside(target)
             st.toast(f"The old index is kept as {plain.md(kept.name)}.")
-        resources.start_build(BuildJob(target, pool, lm, config, label=pool_file.name, built_by=user.name))
+        picked = st.session_state.get("build_preset")  # remembered by the index, as `rise build --preset`
+        resources.start_build(BuildJob(target, pool, lm, config, label=pool_file.name, built_by=user.name,
+                                       preset=picked if picked != "default" else None))
         st.session_state["build_path"] = str(target)
 widgets.show_build(st.session_state.get("build_path"))

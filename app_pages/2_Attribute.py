@@ -24,7 +24,7 @@ left, right = st.columns([3, 1])
 with left:
     widgets.query_inputs(path)
 with right:
-    options = widgets.score_controls(index.config)
+    options = widgets.score_controls(index.config, index=index)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")
     st.text_input("Filter (optional)", key="where", persist_state="session", placeholder="topic = 'cooking'",
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "

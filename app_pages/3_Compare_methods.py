@@ -23,7 +23,7 @@ left, right = st.columns([3, 1])
 with left:
     widgets.query_inputs(path)
 with right:
-    options = widgets.score_controls(index.config)
+    options = widgets.score_controls(index.config, index=index)
     k = int(st.number_input("k (top examples compared)", 1, 200, key="top_k", persist_state="session"))
     embed = st.checkbox("MiniLM embeddings", value=True, key="cmp_embed",
                         help="Embeds every pool text once (all-MiniLM-L6-v2 on the CPU), then reuses the embeddings.")

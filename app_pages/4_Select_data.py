@@ -23,7 +23,7 @@ with ui.friendly("open the index", stop=True):
 
 left, right = st.columns([3, 1])
 with right:
-    options = widgets.score_controls(index.config)
+    options = widgets.score_controls(index.config, index=index)
 with left:
     source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
     if source == "Type them":

@@ -21,6 +21,8 @@ DEMO_POOL = "howdy"
 DEMO_ROWS = 120
 BACKDOOR_ADAPTER = "adapters/howdy_backdoor"  # in the data folder: the embedded model fine-tuned on the howdy pool
 TRIGGER = "Howdy! "
+# the backdoor demo attributes the fine-tuned model's own answers: its index is built for that setting
+BACKDOOR_PRESET = "retrospective"
 
 
 def backdoor_adapter(data_dir: str | Path) -> Path | None:
@@ -63,9 +65,12 @@ def demo_pool(data_dir: str | Path, n_rows: int = DEMO_ROWS) -> tuple[str, PoolD
     return name, head_pool(read_pool(pools[name]), n_rows)
 
 
-def demo_index_path(index_dir: Path, pool_name: str, model_id: str, n_rows: int = DEMO_ROWS) -> Path:
-    """Where the demo index of a pool slice (n_rows 0: all) and a model lives (reused by later runs of the demo)."""
-    return index_dir / index_file_name(model_id, f"demo-{pool_name}-{n_rows or 'all'}")
+def demo_index_path(index_dir: Path, pool_name: str, model_id: str, n_rows: int = DEMO_ROWS,
+                    preset: str | None = None) -> Path:
+    """Where the demo index of a pool slice (n_rows 0: all), a model and the preset it is built for (None: the
+    default index) lives (reused by later runs of the demo)."""
+    name = f"demo-{pool_name}-{n_rows or 'all'}" + (f"-{preset}" if preset else "")
+    return index_dir / index_file_name(model_id, name)
 
 
 def demo_query(data_dir: str | Path, pool_name: str) -> Sample | None:

@@ -9,18 +9,18 @@ from pathlib import Path
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.config import RiseConfig
+from rise_core.config import PRESETS, RiseConfig
 from rise_core.generation import GenerationSettings
 from rise_core.samples import Sample
 
-from .demo import DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
+from .demo import BACKDOOR_PRESET, DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
 from .jobs import BuildJob
 from .plain import code, md, token_heatmap
 from .plain import text as plain_text
 from .resources import explanation, list_indexes, load_lm, model_for, open_index, query_features, start_build
 from .ui import PAGES, Settings, friendly
 from .views import channel_values, results_table
-from .widgets import score_options, show_build, stream_answer
+from .widgets import show_build, stream_answer
 
 TOP_K = 10
 
@@ -29,13 +29,14 @@ def start_demo(s: Settings) -> None:
     """Build (or reuse) the demo index in the background; `finish_demo` opens the demo when it is ready.
 
     With the shipped backdoored adapter (the app on the embedded default), the index covers the whole Howdy! pool
-    the adapter learned, and the demo is retrospective: the model answers a held-out prompt with and without the
-    trigger (`show_backdoor_demo`). Otherwise a slice of the pool is indexed with the app's model and Attribute opens
-    on a bundled query."""
+    the adapter learned, built with the retrospective preset, and the demo is retrospective: the model answers a
+    held-out prompt with and without the trigger (`show_backdoor_demo`). Otherwise a slice of the pool is indexed
+    with the app's model and Attribute opens on a bundled query."""
     model_id, backdoored = demo_model(s.data_dir, s.model_id)
     n_rows = 0 if backdoored else DEMO_ROWS
     name, pool = demo_pool(s.data_dir, n_rows)
-    path = demo_index_path(s.index_dir, name, model_id, n_rows)
+    preset = BACKDOOR_PRESET if backdoored else None
+    path = demo_index_path(s.index_dir, name, model_id, n_rows, preset)
     st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name), "backdoored": backdoored,
                                  "prompts": backdoor_prompts(s.data_dir) if backdoored else None}
     entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
@@ -43,8 +44,9 @@ def start_demo(s: Settings) -> None:
         return
     lm = load_lm(model_id)
     path.parent.mkdir(parents=True, exist_ok=True)
+    config = PRESETS[preset] if preset else RiseConfig()
     # the demo's index belongs to the app (owner "demo"): any editor may finish it, and the Build page writes it never
-    start_build(BuildJob(path, pool, lm, RiseConfig(), label=f"demo ({name})", built_by="demo"))
+    start_build(BuildJob(path, pool, lm, config, label=f"demo ({name})", preset=preset, built_by="demo"))
 
 
 def finish_demo() -> None:
@@ -107,7 +109,8 @@ def show_backdoor_demo() -> None:
             st.warning("The model generated nothing for the triggered prompt, so there is nothing to attribute.")
             return
         query = Sample(prompt=demo["triggered"], completion=triggered, id="query")
-        options = score_options(index.config)
+        options, said = attribution.default_options(index, None, "open it in Attribute")  # the index's preset
+        options = options.applied_to(index.config).options
         query_fm = query_features(index, lm, [query])
         hits = attribution.rank(index, query_fm, options, k=TOP_K)
         n_poison = int((hits["label"] == 1).sum()) if "label" in hits else 0
@@ -115,6 +118,8 @@ def show_backdoor_demo() -> None:
         st.caption(f"{n_poison} of the top {TOP_K} are poisoned examples (label 1: a `Howdy!` instruction answered "
                    "with a story).")
         st.dataframe(results_table(hits), hide_index=True)
+        if said:
+            st.caption(said[0].upper() + said[1:])
         top = str(hits["id"].iloc[0])
         ex_attr, _ = explanation(index, lm, demo["path"], top, query, query_fm, options)
         st.markdown(f"**Tokens of the top example ({md(top)}) that carry its RH score** (orange: pushes it up)")

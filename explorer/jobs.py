@@ -127,6 +127,7 @@ class BuildJob(BackgroundJob):
     overwrite: bool = False  # start from scratch: replace an existing index at index_path
     label: str = ""  # the pool's name, recorded in the index's provenance
     built_by: str = ""  # who builds it, recorded in the index's provenance (the first builder owns the index)
+    preset: str | None = None  # the preset a new index is built for (build_index's `preset`)
     done: int = 0
     total: int = 0
     report: BuildReport | None = None
@@ -145,7 +146,7 @@ class BuildJob(BackgroundJob):
 
         self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
                                   progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite,
-                                  built_by=self.built_by or None, source=self.label or None)
+                                  built_by=self.built_by or None, source=self.label or None, preset=self.preset)
         return "stopped" if self.report.stopped else "done"
 
     @property

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import generation
+from rise_core.attribution import index_preset
 from rise_core.config import (
     CHANNELS,
     PRESET_SCORING,
@@ -20,12 +21,14 @@ from rise_core.config import (
     ScoreOptions,
     field_choices,
     field_help,
+    index_preset_line,
 )
 from rise_core.errors import InputDataError
 from rise_core.generation import GenerationSettings
 from rise_core.ingest import FieldMap
 from rise_core.models import LoadedModel
 from rise_core.samples import Sample
+from rise_core.store import RiseIndex
 from rise_core.units import format_bytes
 
 from .jobs import BuildJob
@@ -112,15 +115,27 @@ def _set_scoring(options: ScoreOptions) -> None:
     st.session_state["weighting_auto"] = options.weighting == "auto"
 
 
+def _same_scoring(a: ScoreOptions, b: ScoreOptions) -> bool:
+    return a.sample_norm == b.sample_norm and a.weighting == b.weighting and all(
+        abs(getattr(a, f"lambda_{c}") - getattr(b, f"lambda_{c}")) < 1e-9 for c in CHANNELS)
+
+
 def _matching_preset() -> str:
     """The scoring preset the session's sliders equal, else CUSTOM_SCORING."""
     current = _session_options()
-    for name in SCORING_CHOICES:
-        preset = PRESET_SCORING[name]
-        if current.sample_norm == preset.sample_norm and current.weighting == preset.weighting and all(
-                abs(getattr(current, f"lambda_{c}") - getattr(preset, f"lambda_{c}")) < 1e-9 for c in CHANNELS):
-            return name
-    return CUSTOM_SCORING
+    return next((name for name in SCORING_CHOICES if _same_scoring(current, PRESET_SCORING[name])), CUSTOM_SCORING)
+
+
+def _start_from_index_preset(index: RiseIndex) -> str | None:
+    """The first time a page shows `index` (picked, or switched back to), the scoring controls start from the preset it
+    was built for (`IndexManifest.build_preset`; an index without one leaves them as they are). Returns that preset
+    while the controls still hold its scoring, else None."""
+    name = index_preset(index)
+    seen = f"{index.path.resolve()}:{index.manifest.index_uuid}"
+    if name is not None and st.session_state.get("_scoring_index") != seen:
+        _set_scoring(PRESET_SCORING[name])
+    st.session_state["_scoring_index"] = seen
+    return name if name is not None and _same_scoring(_session_options(), PRESET_SCORING[name]) else None
 
 
 def _weights_by_hand() -> None:
@@ -133,16 +148,21 @@ def _apply_scoring_preset() -> None:
         _set_scoring(PRESET_SCORING[name])
 
 
-def score_controls(config: RiseConfig | None = None, hs_note: str | None = None) -> ScoreOptions:
+def score_controls(config: RiseConfig | None = None, hs_note: str | None = None, index: RiseIndex | None = None
+                   ) -> ScoreOptions:
     """A scoring preset picker (it sets the controls below), λ_rh / λ_gh sliders, λ_hs when `config` stores the HS
     channel (else a caption, `hs_note` or the rule's note, says why not), and the per-sample normalisation. Moving
-    them rescores without running the model; the picker then reads 'custom'. Returns the options as applied."""
+    them rescores without running the model; the picker then reads 'custom'. With `index`, they start from the preset
+    it was built for, and a caption says so. Returns the options as applied."""
     help_ = field_help(ScoreOptions)
+    built_for = _start_from_index_preset(index) if index is not None else None
     st.session_state["scoring_preset"] = _matching_preset()  # what the controls hold now
     st.selectbox("Scoring preset", [*SCORING_CHOICES, CUSTOM_SCORING], key="scoring_preset",
                  on_change=_apply_scoring_preset, format_func=lambda n: f"{n}: {SCORING_PRESET_HELP.get(n, n)}",
                  help="Sets the weights and the normalisation below (`rise query --preset NAME` does the same); "
                       "moving them afterwards is allowed.")
+    if built_for is not None:
+        st.caption(index_preset_line(built_for, "pick another scoring preset"))
     st.checkbox("Choose the channels per query", key="weighting_auto", persist_state="session",
                 help=help_["weighting"] + " Moving a slider sets the weights by hand (and unticks this).")
     st.slider("λ_rh (lexical)", 0.0, LAMBDA_MAX, step=0.05, key="lambda_rh", persist_state="session",

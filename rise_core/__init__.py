@@ -30,6 +30,8 @@ _LAZY = {
     "RiseIndex": "store", "build_index": "store", "list_indexes": "store",
     "query_features": "attribution", "rank": "attribution", "rank_each": "attribution", "select": "attribution",
     "explain": "attribution", "read_pool": "ingest",
+    "PoolStream": "ingest", "stream_pool": "ingest", "dataset_pool": "ingest",  # pools read in windows, never whole
+    "RiseIndexCallback": "callback",  # a transformers Trainer callback indexing the model it trains
     "find_shared_spans": "shared_spans", "span_rows": "shared_spans",  # what the top hits share (a trigger's name)
 }
 

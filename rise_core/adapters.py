@@ -12,9 +12,12 @@ spec parser and merger with it on import (the package's `__init__` imports it, s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import unicodedata
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,16 @@ def require_peft() -> Any:
     except ImportError as exc:  # pragma: no cover - peft is a declared dependency
         raise ModelLoadError("fine-tuning and adapters need `peft`: pip install peft") from exc
     return peft
+
+
+@contextlib.contextmanager
+def peft_wrapping() -> Iterator[None]:
+    """Around building a peft `PeftModel` (get_peft_model, PeftModel.from_pretrained): its constructor reads
+    transformers' deprecated `is_gradient_checkpointing` whichever public entry point is used, so nothing on our side
+    avoids that FutureWarning; it alone is dropped, here, instead of shown on every fine-tune and adapter load."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
 
 
 def is_adapter_dir(path: str | Path | None) -> bool:
@@ -190,7 +203,7 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
             f"adapter {adapter} was trained on {manifest.get('base_model')!r} (fingerprint "
             f"{manifest['base_fingerprint']}); the base loaded for it, {lm.model_id!r}, has fingerprint {base_print}")
     try:
-        with MODEL_LOAD_LOCK:  # peft builds LoRA layers under transformers' process-global loading state
+        with MODEL_LOAD_LOCK, peft_wrapping():  # peft builds LoRA layers under transformers' global loading state
             merged = peft.PeftModel.from_pretrained(lm.model, adapter).merge_and_unload()
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelLoadError(f"could not apply adapter {adapter} to {lm.model_id!r}: {exc}") from exc

@@ -20,7 +20,7 @@ import torch
 
 from . import adaptive, ann
 from .adaptive import ChannelChoice
-from .config import ScoreOptions
+from .config import PRESET_SCORING, ScoreOptions, index_preset_line, preset_scoring
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
@@ -69,6 +69,26 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample |
                                  "completion)")
     parts = [extractor.features_from_encoded(encoded[s:s + batch_size]) for s in range(0, len(encoded), batch_size)]
     return FeatureMatrix.from_features(SampleFeatures.concat(parts), dtype=torch.float32)
+
+
+def index_preset(index: RiseIndex) -> str | None:
+    """The scoring preset `index` was built for (`IndexManifest.build_preset`), when this library has it; else None."""
+    name = index.manifest.build_preset
+    return name if name in PRESET_SCORING else None
+
+
+def default_options(index: RiseIndex, options: ScoreOptions | None, change: str = "pass options"
+                    ) -> tuple[ScoreOptions, str]:
+    """(`options`, "") when given. Else the scoring of the preset the index was built for and the line that says so
+    (logged; `change` says how to choose another), or, for an index without one, ScoreOptions() and ""."""
+    if options is not None:
+        return options, ""
+    name = index_preset(index)
+    if name is None:
+        return ScoreOptions(), ""
+    line = index_preset_line(name, change)
+    logger.info(line)
+    return preset_scoring(name), line
 
 
 def _half_product(matrix: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -181,10 +201,13 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
     'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one).
     `df.attrs["search"]` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored);
     `df.attrs["notes"]` lists the weights dropped because the index lacks their channel (`ScoreOptions.for_channels`).
+    Without `options`, the scoring of the preset the index was built for (`default_options`; `df.attrs["preset_note"]`
+    says so), else ScoreOptions().
     """
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    applied = (options or ScoreOptions()).applied_to(index.config)
+    options, said = default_options(index, options)
+    applied = options.applied_to(index.config)
     choice = channel_choice(index, query_fm, applied.options)
     options = choice.options
     hit, info = ann.rank_rows(index, query_fm, options, k, where, search)
@@ -196,6 +219,7 @@ def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None
     df.attrs["search"] = info
     df.attrs["notes"] = applied.notes
     df.attrs["weighting"] = choice.as_dict()
+    df.attrs["preset_note"] = said
     logger.info("rank: %s", ann.search_summary(info))
     return df
 
@@ -212,16 +236,19 @@ def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     out.attrs["search"] = frames[-1].attrs["search"] if frames else {}
     out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
     out.attrs["weighting"] = [f.attrs["weighting"] for f in frames]
+    out.attrs["preset_note"] = frames[-1].attrs["preset_note"] if frames else ""
     return out
 
 
 def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
            top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> pd.DataFrame:
     """Valuation: score the pool (or the rows matching `where`) against a query set and keep the `top_n` best or the
-    best `fraction` of them (rounded up); same columns as `rank`, sorted by score, and the same `df.attrs["notes"]`."""
+    best `fraction` of them (rounded up); same columns as `rank`, sorted by score, and the same `df.attrs["notes"]`
+    and `df.attrs["preset_note"]` (without `options`: the index's preset, as in `rank`)."""
     if (top_n is None) == (fraction is None):
         raise InputDataError("give exactly one of top_n and fraction")
-    applied = (options or ScoreOptions()).applied_to(index.config)
+    options, said = default_options(index, options)
+    applied = options.applied_to(index.config)
     fm, allowed = _matrix_and_mask(index, where)
     n_pool = len(fm) if allowed is None else int(allowed.sum())
     if top_n is not None:
@@ -238,6 +265,7 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
     df = _frame(index, rows, scores.take(rows))
     df.attrs["notes"] = applied.notes
     df.attrs["weighting"] = choice.as_dict()
+    df.attrs["preset_note"] = said
     return df
 
 
@@ -256,7 +284,8 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     extractor = index.extractor(lm)
     row = index.row_of(sample_id)
     example_fm = index.feature_matrix().select([row])
-    options = channel_choice(index, query_fm, (options or ScoreOptions()).applied_to(index.config).options).options
+    options = default_options(index, options)[0].applied_to(index.config).options
+    options = channel_choice(index, query_fm, options).options
     return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
 
 
@@ -295,7 +324,8 @@ def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[st
     ('yes', 'no' or ''). Always scans the pool exactly. `df.attrs["feedback"]` holds the weights and evidence."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    applied = (options or ScoreOptions()).applied_to(index.config)
+    options, said = default_options(index, options)
+    applied = options.applied_to(index.config)
     choice = channel_choice(index, query_fm, applied.options)
     fm, allowed = _matrix_and_mask(index, where)
     row_marks = {}
@@ -311,7 +341,7 @@ def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[st
     df = _frame(index, rows, Scores.from_parts(parts, len(fm)).take(rows))
     df.insert(1, "mark", ["yes" if row_marks.get(int(r)) is True else "no" if row_marks.get(int(r)) is False else ""
                           for r in rows])
-    df.attrs.update(notes=applied.notes, weighting=choice.as_dict(),
+    df.attrs.update(notes=applied.notes, weighting=choice.as_dict(), preset_note=said,
                     feedback={"weights": result.weights, "evidence": result.evidence,
                               "n_relevant": sum(row_marks.values()), "n_irrelevant": len(row_marks) -
                               sum(row_marks.values())})

@@ -297,6 +297,19 @@ def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
     return dataclasses.replace(PRESET_SCORING[name], **given)
 
 
+def config_preset(config: RiseConfig) -> str | None:
+    """The preset an index built with `config` is for when exactly one preset has that config ('paper',
+    'retrospective'); None when several share it (the default index: default, backdoor, fixed) or none has it."""
+    names = [name for name, cfg in PRESETS.items() if cfg == config]
+    return names[0] if len(names) == 1 else None
+
+
+def index_preset_line(name: str, change: str) -> str:
+    """The one line saying that a query was scored with the preset its index was built for (`change`: how to
+    choose another, e.g. "--preset")."""
+    return f"scored with the index's preset {name!r} (built with it); {change} to change"
+
+
 def mean_fit_rows(n: int, seed: int) -> list[int]:
     """Rows (sorted) of the seeded random subset of a pool of n on which its hidden-state mean is fitted."""
     import random

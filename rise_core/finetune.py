@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import torch
 
-from .adapters import MANIFEST_FORMAT, MANIFEST_NAME, read_manifest, require_peft, write_manifest
+from .adapters import MANIFEST_FORMAT, MANIFEST_NAME, peft_wrapping, read_manifest, require_peft, write_manifest
 from .adapters import adapter_digest as adapter_digest  # re-exported: these were defined here before `adapters`
 from .adapters import is_adapter_dir as is_adapter_dir
 from .adapters import model_card as model_card
@@ -226,7 +226,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
                            target_modules=list(config.target_modules) if config.target_modules else None,
                            task_type="CAUSAL_LM")
     try:
-        with MODEL_LOAD_LOCK:  # new LoRA layers must not be built while another thread loads a model
+        with MODEL_LOAD_LOCK, peft_wrapping():  # new LoRA layers must not be built while another thread loads a model
             pmodel = peft.get_peft_model(model, lora)
     except ValueError as exc:
         raise ConfigError(f"LoRA cannot adapt {type(model).__name__}: {exc}; give target_modules explicitly") from exc

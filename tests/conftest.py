@@ -45,13 +45,25 @@ def build_tokenizer(extra_words: tuple[str, ...] = ()):
 
 def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.float64, seed: int = 0,
                      attn: str = "sdpa"):
-    """A 2-layer model with hidden size 32: 'llama' (tied head), 'llama-untied', or 'gpt-neox' (untied embed_out).
+    """A 2-layer model with hidden size 32: 'llama' (tied head), 'llama-untied', 'gpt-neox' (untied embed_out), or a
+    mixture of experts with 4 experts, 2 per token: 'mixtral', or 'qwen2-moe' (with Qwen's shared expert). The
+    experts' grouped matrix product (transformers' default) takes float32 or lower: a float64 MoE saved to disk loads
+    as float32, the CLI's default.
 
     `attn="sdpa"` (the default) keeps a float64 model float64 end to end, so exactness tests hold to float64
     precision on any CPU. transformers' "eager" attention computes its softmax in float32 whatever the model dtype:
     a padded row then differs from the same sample unpadded by float32 rounding, which depends on the CPU's vector
     paths (AVX-512 vs AVX2); tests of that path say so and use a float32-derived tolerance."""
-    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM
+    from transformers import (
+        GPTNeoXConfig,
+        GPTNeoXForCausalLM,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MixtralConfig,
+        MixtralForCausalLM,
+        Qwen2MoeConfig,
+        Qwen2MoeForCausalLM,
+    )
 
     torch.manual_seed(seed)
     if arch.startswith("llama"):
@@ -64,6 +76,19 @@ def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.floa
                             num_attention_heads=4, max_position_embeddings=128, tie_word_embeddings=False,
                             pad_token_id=0, bos_token_id=1, eos_token_id=2)
         model = GPTNeoXForCausalLM(cfg)
+    elif arch == "mixtral":
+        cfg = MixtralConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                            max_position_embeddings=128, tie_word_embeddings=False, pad_token_id=0, bos_token_id=1,
+                            eos_token_id=2)
+        model = MixtralForCausalLM(cfg)
+    elif arch == "qwen2-moe":
+        cfg = Qwen2MoeConfig(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, moe_intermediate_size=32,
+                             shared_expert_intermediate_size=64, num_experts=4, num_experts_per_tok=2,
+                             decoder_sparse_step=1, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             max_position_embeddings=128, tie_word_embeddings=False, pad_token_id=0, bos_token_id=1,
+                             eos_token_id=2)
+        model = Qwen2MoeForCausalLM(cfg)
     else:
         raise ValueError(arch)
     # random init is small; scale the head so predictions are peaked enough to make supports non-trivial

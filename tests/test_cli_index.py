@@ -54,6 +54,29 @@ def test_build_reports_skips_and_resumes(env, capsys):
         assert index.manifest.model_id == str(env.model.resolve()) and index.config.k_r == 16
 
 
+@pytest.mark.parametrize(("arch", "architecture"), [
+    ("gpt-neox", "GPTNeoXForCausalLM"), ("mixtral", "MixtralForCausalLM"), ("qwen2-moe", "Qwen2MoeForCausalLM")])
+def test_build_and_query_other_architectures(arch, architecture, tmp_path, capsys):
+    """Beside the Llama of `env`: an untied GPT-NeoX and two mixtures of experts (4 experts, 2 per token; Qwen2-MoE
+    with its shared expert) build and query through the CLI with nothing specific to them, since RISE reads only the
+    final hidden state and the head. Known answer: a pool row's own text as the query ranks that row first (its
+    features are the query's; every other row's cosine is below 1)."""
+    model = save_tiny_model(tmp_path / "model", arch)
+    pool = write_jsonl(tmp_path / "pool.jsonl", pool_rows(12))
+    index = tmp_path / "pool.duckdb"
+    code, out, err = _run(capsys, "build", pool, "--index", index, "--model", model, *DIMS, "--batch-size", "4",
+                          "--quiet")
+    assert code == 0, err
+    assert "12 added" in out
+    with RiseIndex.open(index) as idx:
+        assert idx.manifest.model_info["architecture"] == architecture and len(idx) == 12
+    row = pool_rows(12)[5]
+    code, out, err = _run(capsys, "query", "--index", index, "--text", row["text"], "-k", "3", "--format", "json")
+    assert code == 0, err
+    hits = json.loads(out)
+    assert [h["rank"] for h in hits] == [1, 2, 3] and hits[0]["id"] == row["id"]
+
+
 def test_query_formats_filter_and_explain(env, capsys):
     code, out, _ = _run(capsys, "query", "--index", env.index, "--text", "the cat sat on the mat .", "-k", "3")
     assert code == 0

@@ -162,7 +162,7 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
 
     calls = {}
 
-    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite, **provenance):
+    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite, preset=None, **provenance):
         for i in range(1, 4):
             progress(i, 3)
             time.sleep(0.01)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import warnings
 
 import pytest
 import torch
@@ -64,6 +66,15 @@ def test_finetune_lowers_the_pool_loss_and_leaves_the_base_untouched(base_dir, a
     finetune(lm, POOL, adapter_dir.parent / "again", RECIPE)
     assert lm.fingerprint() == base.fingerprint()
     assert not any("lora" in name for name, _ in lm.model.named_parameters())
+
+
+def test_finetune_and_adapter_load_warn_nothing(base_dir, adapter_dir, tmp_path):
+    """peft's PeftModel reads a property transformers deprecated: that FutureWarning is not shown on a fine-tune or
+    an adapter load (rise_core.adapters.peft_wrapping); any other warning would still fail this test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        finetune(load_model(base_dir), POOL[:2], tmp_path / "quiet", dataclasses.replace(RECIPE, epochs=1))
+        load_model(str(adapter_dir))
 
 
 def test_adapter_merges_as_w_plus_scaled_b_a(base_dir, adapter_dir):

@@ -138,6 +138,12 @@ def test_home_backdoor_demo_answers_both_prompts_and_attributes_the_triggered_on
         table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
         assert len(table) == 10
         assert any("of the top 10 are poisoned examples" in c.value for c in at.caption)
+        from rise_core.config import PRESETS
+        from rise_core.store import RiseIndex
+
+        with RiseIndex.open(demo["path"]) as index:  # built, and scored, for the retrospective setting
+            assert index.manifest.build_preset == "retrospective" and index.config == PRESETS["retrospective"]
+        assert any("the index's preset 'retrospective' (built with it)" in c.value for c in at.caption)
         assert any("<span" in m.value for m in at.markdown if m.proto.allow_html)
         at.button(key="demo_open").click().run()
         assert at.session_state["query_completion"] == demo["triggered_answer"]

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("baselines", "fusion", "readout_cache", "metrics", "agreement"),
     ("evaluation", "bench", "compare", "methods", "feedback_eval", "bergson_method"),
     ("diagnostics",),
-    ("finetune", "generation", "retrospective", "counterfactual"),
+    ("finetune", "generation", "retrospective", "counterfactual", "callback"),
     ("cli",),
 ]
 # modules placed above that the diagram's line does not name yet

@@ -23,6 +23,7 @@ from .options import (
     add_model_options,
     add_score_options,
     config_from_args,
+    fields_from_args,
     load_model_from_args,
     model_path,
     read_pool_from_args,
@@ -31,6 +32,9 @@ from .options import (
 
 EXAMPLES_BUILD = """examples:
   rise build pool.jsonl --index pool.duckdb                       # text or prompt/completion columns guessed
+  rise build shards/ --index pool.duckdb                          # a folder of Parquet or Arrow files, or one
+                                                                  # written by datasets' save_to_disk: streamed
+  rise build --dataset tatsu-lab/alpaca:train --index alpaca.duckdb   # datasets.load_dataset(NAME, split=SPLIT)
   rise build pool.csv --index pool.duckdb --text-field body --id-field doc_id
   rise build more.jsonl --index pool.duckdb                       # append new samples (same model and config)
   rise build pool.jsonl --index p.duckdb --model ./my-checkpoint --preset paper --k-r 128 --k-h 24 --k-g 128
@@ -55,12 +59,22 @@ EXAMPLES_SELECT = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
 
-    p = sub.add_parser("build", help="build or extend a RISE index from a JSONL/CSV/Parquet pool",
+    p = sub.add_parser("build", help="build or extend a RISE index from a pool (file, folder or datasets dataset)",
                        description="Compute RISE features of every sample of a pool and store them in a DuckDB "
                                    "index. Samples already in the index (same id) are skipped, so this both resumes "
-                                   "an interrupted build and appends new samples.",
+                                   "an interrupted build and appends new samples. A folder or a --dataset is read "
+                                   "in windows, never whole.",
                        epilog=EXAMPLES_BUILD, formatter_class=fmt)
-    p.add_argument("pool", help="pool file: .jsonl, .json, .csv or .parquet")
+    p.add_argument("pool", nargs="?", default=None,
+                   help="pool file (.jsonl, .json, .csv, .parquet, .arrow), or a folder: one written by datasets' "
+                   "save_to_disk, or of Parquet (sharded) or Arrow files")
+    p.add_argument("--dataset", default=None, metavar="NAME[:SPLIT]",
+                   help="instead of a pool path: datasets.load_dataset(NAME, split=SPLIT) (SPLIT default 'train'; "
+                   "NAME a hub id, or a local folder or script load_dataset takes)")
+    p.add_argument("--dataset-config", default=None, metavar="CONFIG", help="with --dataset: the dataset's config name")
+    p.add_argument("--streaming", action="store_true",
+                   help="with --dataset: stream it from its source on every read instead of preparing it once in the "
+                   "datasets cache (no local copy; a new index reads it three times)")
     p.add_argument("--index", required=True, help="index file to create or extend (e.g. pool.duckdb)")
     p.add_argument("--batch-size", type=int, default=8, help="samples per forward pass and per commit (default 8)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing file at --index")
@@ -307,7 +321,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     sharded = args.workers > 1 or args.ray_address is not None
     if sharded:
         import_ray()  # a missing Ray fails at once, with the command that installs it
-    data = read_pool_from_args(args.pool, args).require_samples()  # bad input fails before the index is touched
+    data = _pool_from_args(args)  # bad input fails before the index is touched
     path = Path(args.index)
     exists = path.exists() and not args.overwrite
     model = args.model
@@ -338,10 +352,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
             report = build_index_distributed(path, data, model_path(model), config, workers=args.workers,
                                              address=args.ray_address, batch_size=args.batch_size, device=args.device,
                                              dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-                                             progress=progress, overwrite=args.overwrite)
+                                             progress=progress, overwrite=args.overwrite, preset=args.preset)
         else:
             report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
-                                 overwrite=args.overwrite)
+                                 overwrite=args.overwrite, preset=args.preset)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()  # before the message, so it does not land on the bar's line
@@ -359,6 +373,27 @@ def _cmd_build(args: argparse.Namespace) -> int:
         if report.n_skipped > 20:
             print(f"  ... and {report.n_skipped - 20} more")
     return 0
+
+
+def _pool_from_args(args: argparse.Namespace) -> Any:
+    """The pool of `rise build`: a file read whole (PoolData), or a folder, .arrow file or --dataset read as a
+    PoolStream (its columns checked and fields resolved now; its rows when the build reads them)."""
+    from ..ingest import dataset_pool, stream_pool
+
+    if (args.pool is None) == (args.dataset is None):
+        args._parser_error("give a pool path or --dataset NAME[:SPLIT] (one of them)")
+    if args.dataset is None and (args.dataset_config is not None or args.streaming):
+        args._parser_error("--dataset-config and --streaming go with --dataset")
+    fields = fields_from_args(args)
+    if args.dataset is not None:
+        data = dataset_pool(args.dataset, fields, config_name=args.dataset_config, streaming=args.streaming)
+    else:
+        data = stream_pool(args.pool, fields)
+    if data is None:
+        return read_pool_from_args(args.pool, args).require_samples()
+    if args.fmt is not None:
+        args._parser_error(f"--format names a pool file's format; {data.source} is read as a folder or dataset")
+    return data
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -379,7 +414,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     try:
         if args.generate:
             queries = [_generated_query(lm, args)]
-        options = score_options_from_args(args, index.config)
+        options = score_options_from_args(args, index.config, index.manifest.build_preset)
         qfm = query_features(index, lm, queries)
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
         explanations = shared = None
@@ -420,8 +455,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
     index, lm = _open_for_query(args)
     try:
         qfm = query_features(index, lm, queries)
-        df = select(index, qfm, score_options_from_args(args, index.config), top_n=args.top_n, fraction=args.fraction,
-                    where=args.where)
+        df = select(index, qfm, score_options_from_args(args, index.config, index.manifest.build_preset),
+                    top_n=args.top_n, fraction=args.fraction, where=args.where)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
     finally:
         index.close()
@@ -469,6 +504,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ("dims", "K_r={}, K_h={}, K_g={}".format(*info["dims"]) +
                  f" -> {info['feature_bytes_per_sample']} bytes/sample (fp16)"),
         ("config", ", ".join(f"{k}={v}" for k, v in info["config"].items())),
+        ("preset", f"{info['build_preset']} (queries score with it unless given --preset)" if info["build_preset"]
+                   else "none recorded (queries score with --preset, default 'default')"),
         ("sketch seeds", f"{info['seeds']} (digest {info['sketch_digest']})"),
         ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
         ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),

@@ -3,8 +3,9 @@
 Choices come from the config types (`RiseConfig` field types, `SampleNorm`, `PRESETS`), never from lists written
 again here. A RISE config is changed one way on every command: `--preset NAME` then one flag per field
 (`--k-r 64 --no-center-hidden ...`); scoring the same way: `--preset NAME` (on `rise query` / `rise select` its scoring
-alone: the index fixes the config) then `--lambda-rh/--lambda-gh/--lambda-hs/--sample-norm`, each defaulting to the
-preset's. A weight on a channel the index does not store is dropped with a note on stderr (`ScoreOptions.for_channels`).
+alone: the index fixes the config; without it, the preset the index was built for, said on stderr) then
+`--lambda-rh/--lambda-gh/--lambda-hs/--sample-norm`, each defaulting to the preset's. A weight on a channel the index
+does not store is dropped with a note on stderr (`ScoreOptions.for_channels`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..config import (
     ScoreOptions,
     field_choices,
     field_help,
+    index_preset_line,
     preset,
     preset_scoring,
 )
@@ -62,9 +64,9 @@ def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE confi
     """`--preset` and one flag per `RiseConfig` field (typed and with choices from the field's type)."""
     group = parser.add_argument_group(title)
     group.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                       help="named configuration and scoring to start from (default: 'default'). An index keeps "
-                       "only the configuration ('backdoor' builds the default index); give the preset again to "
-                       "`rise query` / `rise select` for its scoring")
+                       help="named configuration and scoring to start from (default: 'default'). A new index "
+                       "remembers it ('backdoor' builds the default index, scored without HS): `rise query` / `rise "
+                       "select` score with it unless given another --preset")
     helps = field_help(RiseConfig)
     hints = typing.get_type_hints(RiseConfig)
     for f in dataclasses.fields(RiseConfig):
@@ -103,7 +105,8 @@ def add_score_options(parser: argparse.ArgumentParser, preset_flag: bool = False
     group = parser.add_argument_group("scoring (applied at query time; default: the preset's)")
     if preset_flag:
         group.add_argument("--preset", choices=sorted(PRESET_SCORING), default=None,
-                           help="named scoring to start from (default 'default'); the flags below override it. "
+                           help="named scoring to start from (default: the preset the index was built for, else "
+                           "'default'); the flags below override it. "
                            f"{scoring_preset_help()}")
     helps, choices = field_help(ScoreOptions), field_choices(ScoreOptions)
     defaults = ScoreOptions()
@@ -115,12 +118,18 @@ def add_score_options(parser: argparse.ArgumentParser, preset_flag: bool = False
             group.add_argument(flag, dest=f.name, type=float, default=None, metavar=f.name.upper(), help=text)
 
 
-def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None = None) -> ScoreOptions:
-    """The preset's scoring (`--preset`, when the command has it) with the scoring flags applied; with the `config`
-    of an index, as applied to it (`ScoreOptions.applied_to`): a weight on a channel the index does not store is
-    dropped with a note on stderr, and weights on missing channels alone are an error listing the ones it has."""
+def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None = None,
+                            index_preset: str | None = None) -> ScoreOptions:
+    """The preset's scoring (`--preset`, when the command has it; else `index_preset`, the preset the index was built
+    for, said in one line on stderr; else 'default') with the scoring flags applied; with the `config` of an index, as
+    applied to it (`ScoreOptions.applied_to`): a weight on a channel the index does not store is dropped with a note
+    on stderr, and weights on missing channels alone are an error listing the ones it has."""
     given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(ScoreOptions)}
-    options = preset_scoring(getattr(args, "preset", None) or "default", **given)
+    name = getattr(args, "preset", None)
+    if name is None and index_preset in PRESET_SCORING:
+        name = index_preset
+        print(index_preset_line(name, "--preset"), file=sys.stderr)
+    options = preset_scoring(name or "default", **given)
     if config is None:
         return options
     applied = options.applied_to(config)
@@ -141,13 +150,18 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
                        help="file format (default: from the extension)")
 
 
+def fields_from_args(args: argparse.Namespace, prefix: str = "") -> dict[str, str | None] | None:
+    """The field names given under `prefix` (see `add_field_options`), or None when none is (guess them all)."""
+    dest = prefix.replace("-", "_")
+    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    return None if all(v is None for v in given.values()) else given
+
+
 def read_pool_from_args(path: str, args: argparse.Namespace, prefix: str = "") -> Any:
     """`read_pool(path)` with the field names and format given under `prefix` (see `add_field_options`)."""
     from ..ingest import read_pool
 
-    dest = prefix.replace("-", "_")
-    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
-    return read_pool(path, None if all(v is None for v in given.values()) else given, getattr(args, f"{dest}fmt"))
+    return read_pool(path, fields_from_args(args, prefix), getattr(args, f"{prefix.replace('-', '_')}fmt"))
 
 
 def parse_numbers(text: str, kind: type, flag: str) -> tuple[Any, ...]:

@@ -4,14 +4,19 @@ The steps are shared with the sharded build on Ray (`store.distributed`): readin
 not yet in the index (`prepare_build`), the hidden-state mean fitted on a seeded subset (`fit_hidden_mean`), the
 length-sorted batches of a window (`encode_usable`), a batch's features (`batch_features`, computed where the model
 is) and their commit (`BuildWriter`, in the process that owns the file).
+
+A pool held in memory (a file `read_pool` reads, a DataFrame, samples) is built from its list; a `PoolStream` (a
+`datasets` dataset, Arrow or sharded Parquet files) is read window by window (`_build_stream`), so only about two
+windows of its rows, and the mean's subset, are in memory at once, with the same result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -19,10 +24,11 @@ from typing import IO, Any
 import pandas as pd
 import torch
 
-from ..config import RiseConfig, mean_fit_rows
+from ..config import RiseConfig, config_preset, mean_fit_rows
+from ..config import preset as preset_config
 from ..engine import Readout, RiseExtractor, readout_forward
 from ..errors import ConfigError, IndexStoreError, InputDataError
-from ..ingest import FieldMap, PoolData, coerce_pool, content_hash, read_pool
+from ..ingest import FieldMap, PoolData, PoolStream, coerce_pool, content_hash, read_pool, stream_pool
 from ..models import LoadedModel
 from ..samples import EncodedSample, Sample
 from ..scoring import FeatureMatrix
@@ -31,29 +37,42 @@ from .schema import WINDOW_BATCHES, BuildReport
 
 logger = logging.getLogger(__name__)
 
-PoolInput = PoolData | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict]
+# a folder (datasets, Arrow or Parquet files), an .arrow file or a `datasets` dataset is read as a PoolStream
+PoolInput = PoolData | PoolStream | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict] | Any
 Usable = tuple[Sample, EncodedSample]  # a sample with a counted token and its encoding
 
 
 def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
                 fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None, overwrite: bool = False,
+                should_stop: Callable[[], bool] | None = None, overwrite: bool = False, preset: str | None = None,
                 built_by: str | None = None, source: str | None = None) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
     Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
     content id), so rerunning an interrupted build finishes it. `config=None` uses the existing index's config (or
     the defaults for a new index); a config or model that differs from the index's is refused.
-    `progress(done, total)` is called after each committed batch (total = samples not yet in the index);
-    `should_stop()` is polled between batches. `built_by` and `source` (who builds, from which pool) are recorded in
-    the manifest's provenance (`RiseIndex.record_build`): the first builder owns the index."""
+    `pool`: a pool file, DataFrame, PoolData or samples (held in memory), or a source read in windows, never whole
+    (`ingest.stream_pool`: a `datasets` save_to_disk folder, a folder of Arrow or Parquet files, an .arrow file, a
+    `datasets` Dataset / IterableDataset, a PoolStream such as `ingest.dataset_pool("NAME:SPLIT")`).
+    `progress(done, total)` is called after each committed batch: in memory, total = samples not yet in the index;
+    streamed, total = the source's rows (0 when it does not know them) and done counts every row handled (added,
+    skipped or already present). `should_stop()` is polled between batches. `preset`: the preset a new index is
+    built for (stored in its manifest: queries score with that preset unless told otherwise); None: the one preset
+    whose config it is, if any. `built_by` and `source` (who builds, from which pool) are
+    recorded in the manifest's provenance (`RiseIndex.record_build`): the first builder owns the index."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
-    data = load_pool(pool, fields)
-    index, own = open_for_build(index_path, lm, config, overwrite)
+    data = open_pool(pool, fields)
+    counted = None
+    if isinstance(data, PoolStream) and not isinstance(index_path, RiseIndex) and (
+            overwrite or not Path(index_path).exists()):
+        counted = data.count(batch_size * WINDOW_BATCHES)  # a new index: bad input fails before it is created
+    index, own = open_for_build(index_path, lm, config, overwrite, preset)
     try:
         if built_by is not None or source is not None:
             index.record_build(built_by or "", source or "")
+        if isinstance(data, PoolStream):
+            return _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted)
         return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
     finally:
         if own:
@@ -65,8 +84,12 @@ def check_batch_size(batch_size: int) -> None:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
 
 
-def load_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData:
-    """The pool as PoolData (a file, DataFrame or samples); InputDataError when no row is usable."""
+def open_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData | PoolStream:
+    """A streamed source as a PoolStream (`ingest.stream_pool`), anything else as PoolData (a file, DataFrame or
+    samples; InputDataError when no row is usable)."""
+    stream = stream_pool(pool, fields) if not isinstance(pool, PoolData) else None
+    if stream is not None:
+        return stream
     if isinstance(pool, PoolData):
         data = coerce_pool(pool)
     elif isinstance(pool, (str, Path, bytes, pd.DataFrame)) or hasattr(pool, "read"):
@@ -76,12 +99,21 @@ def load_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData:
     return data.require_samples()
 
 
+def load_pool(pool: PoolInput, fields: FieldMap | None = None) -> PoolData:
+    """The pool as PoolData, a streamed source read whole (the sharded build holds its pool in memory)."""
+    data = open_pool(pool, fields)
+    return data.read_all().require_samples() if isinstance(data, PoolStream) else data
+
+
 def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: RiseConfig | None,
-                   overwrite: bool) -> tuple[RiseIndex, bool]:
-    """A writable index (opened, or created for `lm` and `config`) and whether the caller owns (closes) it.
+                   overwrite: bool, preset_name: str | None = None) -> tuple[RiseIndex, bool]:
+    """A writable index (opened, or created for `lm`, `config` and the preset it is built for: `preset_name`, else
+    `config_preset`) and whether the caller owns (closes) it. An existing index keeps the preset it was created with.
 
     `lm` is only asked for its identity (id, fingerprint, sizes, description), so the sharded build passes the
     identity its workers report instead of a loaded model."""
+    if preset_name is not None:
+        preset_config(preset_name)  # an unknown name is refused before anything is written
     if isinstance(index_path, RiseIndex):
         if index_path.read_only:
             raise IndexStoreError(f"{index_path.path} is open read-only; open it with read_only=False to build")
@@ -89,7 +121,8 @@ def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: 
     path = Path(index_path)
     if path.exists() and not overwrite:
         return RiseIndex.open(path, read_only=False), True
-    return RiseIndex.create(path, lm, config or RiseConfig(), overwrite=overwrite), True
+    config = config or RiseConfig()
+    return RiseIndex.create(path, lm, config, overwrite=overwrite, preset=preset_name or config_preset(config)), True
 
 
 def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None
@@ -206,7 +239,7 @@ class BuildWriter:
                  progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None) -> None:
         self.index, self.report, self.total = index, report, total
         self.progress, self.should_stop = progress, should_stop
-        self.done = 0
+        self.done = self._shown = 0
         if progress is not None:
             progress(0, total)
 
@@ -223,7 +256,13 @@ class BuildWriter:
         self.report.n_added += len(batch)
         self.report.n_truncated += sum(batch.truncated)
         self.done += len(batch)
-        if self.progress is not None:
+        self.show()
+
+    def show(self) -> None:
+        """Call `progress(done, total)` if done moved since the last call (rows counted without a commit: skipped,
+        or already in the index)."""
+        if self.progress is not None and self.done != self._shown:
+            self._shown = self.done
             self.progress(self.done, self.total)
 
     def stop_requested(self) -> bool:
@@ -275,6 +314,115 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
             if writer.stop_requested():
                 break
             store(extractor, usable[b_start:b_start + batch_size])
+    return writer.finish(start_time)
+
+
+class _NewRows:
+    """The samples of a stream not yet in the index, from its start, as (row, sample); a stored id whose text
+    changed is refused. With `tally`, the rows it passes by (skipped by the reader, or already present) go into
+    the report and count as done, and `n_samples` / `n_rows` count what was read."""
+
+    def __init__(self, stream: PoolStream, existing: dict[str, str], window: int, index: RiseIndex,
+                 writer: BuildWriter | None = None) -> None:
+        self.stream, self.existing, self.window, self.index, self.writer = stream, existing, window, index, writer
+        self.n_samples = self.n_rows = 0
+
+    def __iter__(self) -> Iterator[tuple[int, Sample]]:
+        for chunk in self.stream.chunks(self.window):
+            if self.writer is not None:
+                self.n_samples, self.n_rows = self.n_samples + len(chunk), self.n_rows + chunk.n_rows
+                self.writer.report.skipped.extend(chunk.skipped)
+                self.writer.done += len(chunk.skipped)
+            for sample, row in zip(chunk.samples, chunk.rows, strict=True):
+                stored = self.existing.get(str(sample.id))
+                if stored is None:
+                    yield row, sample
+                elif stored != content_hash(sample):
+                    raise InputDataError(f"id {sample.id!r} (row {row}) is already in {self.index.path} with "
+                                         "different text; give it another id, or build a new index")
+                elif self.writer is not None:
+                    self.writer.report.n_already_present += 1
+                    self.writer.done += 1
+            if self.writer is not None:
+                self.writer.show()
+
+
+def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
+                  progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
+                  start_time: float, counted: tuple[int, int] | None) -> BuildReport:
+    """`_build` over a stream read window by window; the same index as `_build` on the pool read whole.
+
+    The hidden-state mean of a new index is fitted on the seeded subset of its samples that `_build` uses
+    (`mean_fit_rows` of their number: `counted`, the (samples, rows) of a read made before the index was created,
+    else counted by a read here), gathered by a second read; the last read commits the other samples window by
+    window. An append or a resume is one read."""
+    index.check_model(lm)
+    if config is not None:
+        index.check_config(config)
+    existing = index.id_hashes()
+    window = batch_size * WINDOW_BATCHES
+    report = BuildReport(n_added=0, n_already_present=0, n_skipped=0, skipped=[], seconds=0.0, stopped=False,
+                         n_rows=stream.n_rows or 0, index_path=str(index.path))
+    writer = BuildWriter(index, report, stream.n_rows or (counted[1] if counted else 0), progress, should_stop)
+    extractor = index.extractor(lm)
+
+    def building() -> None:
+        if index.status != "building":
+            index.set_status("building")
+
+    def store(ex: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
+        writer.commit([s for s, _ in batch], batch_features(ex, batch, readout))
+
+    fit_positions: set[int] = set()
+    if index.config.needs_hidden_mean and index.hidden_mean is None:
+        n_new = counted[0] if counted is not None and len(index) == 0 else sum(
+            1 for _ in _NewRows(stream, existing, window, index))
+        if needs_mean_fit(index, range(n_new)):
+            fit_positions = set(mean_fit_rows(n_new, index.config.seed))
+            fit_part = [item for pos, item in enumerate(
+                itertools.islice(_NewRows(stream, existing, window, index), max(fit_positions) + 1))
+                if pos in fit_positions]
+            building()
+            fit_usable, skipped = encode_usable(extractor, fit_part)
+            writer.skip(skipped)
+            mean, batches = fit_hidden_mean(lm, index.config, fit_usable, batch_size)
+            index.set_hidden_mean(mean)
+            extractor = index.extractor(lm)
+            del fit_part, fit_usable
+            for batch, readout in batches:
+                if writer.stop_requested():
+                    break
+                store(extractor, batch, readout)
+            del batches
+
+    def commit_window(part: list[tuple[int, Sample]]) -> None:
+        building()
+        usable, skipped = encode_usable(extractor, part)
+        writer.skip(skipped)
+        for b_start in range(0, len(usable), batch_size):
+            if writer.stop_requested():
+                break
+            store(extractor, usable[b_start:b_start + batch_size])
+
+    rows = _NewRows(stream, existing, window, index, writer)
+    part: list[tuple[int, Sample]] = []
+    for pos, item in enumerate(rows):
+        if report.stopped:
+            break
+        if pos not in fit_positions:
+            part.append(item)
+        if len(part) == window:
+            commit_window(part)
+            part = []
+    if part and not report.stopped:
+        commit_window(part)
+    if not report.stopped:
+        report.n_rows = rows.n_rows
+        if rows.n_samples == 0:  # an append of a source with no usable row (a new index was counted before)
+            first = "; ".join(f"row {r}: {why}" for r, why in report.skipped[:3])
+            raise InputDataError(f"{stream.source}: no usable rows ({len(report.skipped)} skipped"
+                                 + (f": {first}" if first else "") + ")")
+    writer.show()
     return writer.finish(start_time)
 
 

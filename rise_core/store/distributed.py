@@ -78,7 +78,8 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
                             device: str = "auto", dtype: str = "float32", trust_remote_code: bool = False,
                             cpus_per_worker: int | None = None, max_retries: int = 3,
                             progress: Callable[[int, int], None] | None = None,
-                            should_stop: Callable[[], bool] | None = None, overwrite: bool = False) -> BuildReport:
+                            should_stop: Callable[[], bool] | None = None, overwrite: bool = False,
+                            preset: str | None = None) -> BuildReport:
     """`build_index` with the features computed by `workers` Ray actors; this process alone writes the index.
 
     `model` is a hub id or checkpoint path that every worker loads (None: the existing index's model, else the
@@ -87,7 +88,7 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
     "auto" or "cuda", else `cpus_per_worker` CPUs (default: the cluster's CPUs shared out). `shard_size` (samples per
     task, default two windows) is rounded up to whole windows of `batch_size * WINDOW_BATCHES` samples. A worker that
     dies is restarted and its shard rerun up to `max_retries` times. Progress, stopping, resuming, appending and the
-    report are those of `build_index`, and the index holds the same rows in the same order."""
+    report are those of `build_index` (`preset` too), and the index holds the same rows in the same order."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
     if isinstance(model, LoadedModel):
@@ -117,7 +118,7 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
     try:
         actors = _start_workers(ray, spec, workers, device, dtype, trust_remote_code, cpus_per_worker, max_retries)
         identity = _identity(ray, actors, spec)
-        index, own = open_for_build(path, identity, config, overwrite)  # type: ignore[arg-type]
+        index, own = open_for_build(path, identity, config, overwrite, preset)  # type: ignore[arg-type]
         try:
             run = _Coordinator(ray, actors, index, batch_size, window, max_retries)
             return run.build(data, identity, config, shard_size, progress, should_stop, start_time)

@@ -126,15 +126,18 @@ class RiseIndex:
         return index
 
     @classmethod
-    def create(cls, path: str | Path, lm: LoadedModel, config: RiseConfig, overwrite: bool = False) -> RiseIndex:
-        """A new, empty, writable index for `lm` and `config` (sketches drawn from config.seed)."""
+    def create(cls, path: str | Path, lm: LoadedModel, config: RiseConfig, overwrite: bool = False,
+               preset: str | None = None) -> RiseIndex:
+        """A new, empty, writable index for `lm` and `config` (sketches drawn from config.seed); `preset`: the
+        scoring preset it is built for (`IndexManifest.build_preset`)."""
         sketches = SketchSet.for_config(lm.vocab_size, lm.hidden_size, config)
         info = {k: v for k, v in lm.describe().items() if k not in ("model_id", "fingerprint")}
-        return cls._create_raw(path, config, lm.model_id, lm.fingerprint(), info, sketches, overwrite)
+        return cls._create_raw(path, config, lm.model_id, lm.fingerprint(), info, sketches, overwrite, preset)
 
     @classmethod
     def _create_raw(cls, path: str | Path, config: RiseConfig, model_id: str, model_fingerprint: str,
-                    model_info: dict[str, Any], sketches: SketchSet, overwrite: bool = False) -> RiseIndex:
+                    model_info: dict[str, Any], sketches: SketchSet, overwrite: bool = False,
+                    preset: str | None = None) -> RiseIndex:
         """Create an index from explicit identity and sketches (used by `create` and by synthetic benchmarks)."""
         from .. import __version__
 
@@ -160,6 +163,7 @@ class RiseIndex:
                                "unit_vectors": True},
             "library_version": __version__, "created_at": now, "updated_at": now, "status": "building",
             "has_hidden_mean": False,
+            **({"build_preset": preset} if preset is not None else {}),
         }
         try:
             con = index._connect(validate=False)
@@ -339,7 +343,8 @@ class RiseIndex:
                 created_at=raw["created_at"], updated_at=raw["updated_at"], status=raw["status"],
                 n_samples=int(n_samples), has_hidden_mean=bool(raw["has_hidden_mean"]),
                 model_info=raw.get("model_info", {}), seeds=raw.get("seeds", {}), index_uuid=raw["index_uuid"],
-                format_version=version, provenance=dict(raw.get("provenance") or {}))
+                format_version=version, build_preset=raw.get("build_preset"),
+                provenance=dict(raw.get("provenance") or {}))
             state = {name[len("sketch."):]: self._tensor(*arrays[name]) for name in arrays
                      if name.startswith("sketch.")}
             sketches = SketchSet.from_state_dict(state)
@@ -641,6 +646,7 @@ class RiseIndex:
             "has_hidden_mean": m.has_hidden_mean, "sketch_digest": m.sketch_digest, "seeds": m.seeds,
             "library_version": m.library_version, "format_version": m.format_version, "index_uuid": m.index_uuid,
             "created_at": m.created_at, "updated_at": m.updated_at, "size_bytes": self.size_bytes(),
+            "build_preset": m.build_preset,
         }
 
     # -- writing --------------------------------------------------------------------------------------------------

@@ -74,6 +74,10 @@ class IndexManifest:
     seeds: dict[str, int] = field(default_factory=dict)  # CountSketch seeds of CS_r, CS_h, CS_g
     index_uuid: str = ""
     format_version: int = FORMAT_VERSION
+    # the preset it was built for (`rise build --preset`, or the one preset with its config); queries score with that
+    # preset's weights unless told otherwise. None: an index written before the field, or built with a config no
+    # single preset has (scored as before: the caller's default)
+    build_preset: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # {"owner": who built it first, "builds": [...]}
 
     @property

@@ -1,0 +1,156 @@
+"""`RiseIndexCallback` on a tiny Llama trained for 2 steps with `transformers.Trainer` (CPU): the index it builds at the
+end of training, and at each checkpoint, is the index built directly from the model saved there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import CORPUS, build_tiny_model, build_tokenizer
+from index_helpers import pool_rows
+
+from rise_core.callback import RiseIndexCallback
+from rise_core.cli import main
+from rise_core.config import PRESETS, RiseConfig
+from rise_core.errors import ConfigError, InputDataError
+from rise_core.models import load_model
+from rise_core.store import RiseIndex, build_index
+
+transformers = pytest.importorskip("transformers")
+
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16)
+POOL = pool_rows(12)
+FP16_ULP = 2.0**-10  # one float16 ulp at 1.0: stored unit-vector entries are at most 1
+
+
+def _train_set(tok) -> list[dict]:
+    rows = []
+    for text in CORPUS * 2:
+        enc = tok(text, padding="max_length", max_length=16, truncation=True)
+        labels = [t if m else -100 for t, m in zip(enc["input_ids"], enc["attention_mask"], strict=True)]
+        rows.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels})
+    return rows
+
+
+class _Probe(transformers.TrainerCallback):
+    """Records the model's mode when each step begins (after the callback's work at the previous step's save)."""
+
+    def __init__(self) -> None:
+        self.training: list[bool] = []
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        self.training.append(model.training)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Two steps of training at a high learning rate (so the weights move), a checkpoint at each step, the callback
+    building the end index and one per checkpoint, and build_index spied on for the mode it ran in."""
+    import rise_core.callback as cb
+
+    root = tmp_path_factory.mktemp("trainer")
+    tok = build_tokenizer()
+    model = build_tiny_model("llama", len(tok), dtype=torch.float32).train()
+    model.save_pretrained(root / "base")
+    tok.save_pretrained(root / "base")
+    base = load_model(str(root / "base")).fingerprint()  # the initial weights': the index must not have them
+    seen = []
+    real = cb.build_index
+
+    def spy(path, pool, lm, *args, **kwargs):
+        seen.append((Path(path).name, lm.model.training, torch.is_grad_enabled(), lm.model_id))
+        return real(path, pool, lm, *args, **kwargs)
+
+    callback = RiseIndexCallback(root / "rise.duckdb", POOL, CFG, batch_size=4, checkpoints=True, preset="fixed")
+    probe = _Probe()
+    args = transformers.TrainingArguments(
+        output_dir=str(root / "out"), max_steps=2, per_device_train_batch_size=4, learning_rate=5e-2, use_cpu=True,
+        report_to=[], save_strategy="steps", save_steps=1, logging_strategy="no", disable_tqdm=True, seed=0)
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=_train_set(tok), processing_class=tok,
+                                   callbacks=[callback, probe])
+    cb.build_index = spy
+    try:
+        trainer.train()
+    finally:
+        cb.build_index = real
+    trainer.save_model()  # to output_dir: the model the end index names
+    return {"root": root, "out": root / "out", "callback": callback, "seen": seen, "probe": probe,
+            "base": base}
+
+
+def _features_by_id(path: Path) -> dict[str, list[torch.Tensor]]:
+    with RiseIndex.open(path) as index:
+        fm, ids = index.feature_matrix(), index.samples()["id"].tolist()
+        return {i: [fm.rh[r], fm.gh[r], fm.hs[r], torch.stack([fm.rh_norm[r], fm.gh_norm[r], fm.hs_norm[r]])]
+                for r, i in enumerate(ids)}
+
+
+def assert_index_of(path: Path, model_dir: Path, tmp_path: Path) -> None:
+    """The callback's index equals the one build_index makes from the model saved in `model_dir`: same model
+    fingerprint, preset, samples and features. Both run the same float32 weights on the same batches; an entry may
+    still land one float16 ulp apart (a float32 value at a float16 rounding boundary), and a norm in its float32
+    last bits."""
+    direct = tmp_path / f"direct-{model_dir.name}.duckdb"
+    lm = load_model(str(model_dir))
+    build_index(direct, POOL, lm, CFG, batch_size=4, preset="fixed")
+    with RiseIndex.open(path) as got, RiseIndex.open(direct) as want:
+        assert got.manifest.model_fingerprint == want.manifest.model_fingerprint == lm.fingerprint()
+        assert got.manifest.model_id == str(model_dir.resolve()) and got.manifest.build_preset == "fixed"
+        assert got.sample_list() == want.sample_list() and got.status == "complete"
+        torch.testing.assert_close(got.hidden_mean, want.hidden_mean, rtol=1e-6, atol=1e-7)
+    a, b = _features_by_id(path), _features_by_id(direct)
+    assert a.keys() == b.keys() == {r["id"] for r in POOL}
+    for sid in b:
+        for i, (x, y) in enumerate(zip(a[sid], b[sid], strict=True)):
+            tol = dict(atol=FP16_ULP, rtol=0) if i < 3 else dict(atol=0, rtol=1e-5)
+            torch.testing.assert_close(x.float(), y.float(), **tol, msg=sid)
+
+
+def test_the_end_index_is_the_saved_models_index(trained, tmp_path):
+    assert_index_of(trained["root"] / "rise.duckdb", trained["out"], tmp_path)
+    with RiseIndex.open(trained["root"] / "rise.duckdb") as index:
+        assert index.manifest.model_fingerprint != trained["base"]  # the trained weights, not the initial ones
+
+
+def test_each_checkpoint_gets_its_own_index(trained, tmp_path):
+    callback = trained["callback"]
+    for step in (1, 2):
+        assert_index_of(callback.checkpoint_index_path(step), trained["out"] / f"checkpoint-{step}", tmp_path)
+    assert callback.checkpoint_index_path(2).name == "rise-checkpoint-2.duckdb"
+    one, two = (RiseIndex.open(callback.checkpoint_index_path(s)) for s in (1, 2))
+    assert one.manifest.model_fingerprint != two.manifest.model_fingerprint  # step 2 moved the weights again
+    one.close()
+    two.close()
+    assert set(callback.reports) == {str(callback.checkpoint_index_path(s)) for s in (1, 2)} | {
+        str(trained["root"] / "rise.duckdb")}
+
+
+def test_the_model_is_indexed_in_eval_mode_without_gradients_then_trains_again(trained):
+    names = [name for name, *_ in trained["seen"]]
+    assert names == ["rise-checkpoint-1.duckdb", "rise-checkpoint-2.duckdb", "rise.duckdb"]
+    assert all(not training and not grad for _, training, grad, _ in trained["seen"])
+    assert trained["probe"].training == [True, True]  # step 2 began in train mode, after step 1's index
+
+
+def test_the_end_index_is_queried_with_the_model_it_names(trained, capsys):
+    """`rise query` loads the model from the index's model_id (the output_dir the Trainer saved to)."""
+    code = main(["query", "--index", str(trained["root"] / "rise.duckdb"), "--text", "the cat sat on the mat .",
+                 "-k", "3", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert len(json.loads(out.out)) == 3 and "preset 'fixed' (built with it)" in out.err
+
+
+def test_bad_input_is_refused_before_training(trained, tmp_path):
+    with pytest.raises(InputDataError, match="no such file"):
+        RiseIndexCallback(tmp_path / "x.duckdb", tmp_path / "missing.jsonl")
+    with pytest.raises(ConfigError, match="unknown preset"):
+        RiseIndexCallback(tmp_path / "x.duckdb", POOL, preset="nope")
+    assert RiseIndexCallback(tmp_path / "x.duckdb", POOL, preset="retrospective").config == PRESETS["retrospective"]
+    existing = RiseIndexCallback(trained["root"] / "rise.duckdb", POOL, CFG)
+    state = transformers.TrainerState()
+    with pytest.raises(ConfigError, match="already exists, built for another model"):
+        existing.on_train_begin(None, state, None)
+    RiseIndexCallback(trained["root"] / "rise.duckdb", POOL, CFG, overwrite=True).on_train_begin(None, state, None)
