@@ -191,7 +191,7 @@ def _index_reader(index: RiseIndex, channels: list[str]) -> Reader:
     read-only handle releases its connection after each block (the next read reconnects, in milliseconds)."""
 
     def read(start: int, stop: int) -> np.ndarray:
-        block = concat_channels(index._load_features(start, stop), channels)
+        block = concat_channels(index.load_features(start, stop), channels)
         if index.read_only:
             index.release()
         return block

@@ -73,7 +73,7 @@ def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
         return None
     key = (str(index.path), index.manifest.index_uuid, start, stop)
     hit = _cache_get(_TAILS, key)
-    return hit if hit is not None else _cache_put(_TAILS, key, index._load_features(start, stop), 2)
+    return hit if hit is not None else _cache_put(_TAILS, key, index.load_features(start, stop), 2)
 
 
 def check_search(search: str) -> None:
