@@ -16,7 +16,7 @@ PACKAGE = ROOT / "rise_core"
 # counterfactual, cli) is one line holding all its modules. A module on a line may import from its own line and the
 # lines before it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "config", "samples", "sketch", "vocab_pass"),
+    ("errors", "units", "config", "samples", "sketch", "vocab_pass", "model_lock"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ann",),
     ("attribution", "shared_spans"),
     ("baselines", "fusion", "readout_cache", "metrics", "agreement"),
-    ("evaluation", "bench", "compare", "methods", "feedback_eval", "bergson_method"),
+    ("evaluation", "bench", "compare", "method_types", "methods", "feedback_eval", "bergson_method"),
     ("diagnostics",),
     ("finetune", "generation", "retrospective"),
     ("counterfactual",),
