@@ -55,7 +55,8 @@ def _unit_rows(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
 
-def _no_hs(index: RiseIndex) -> str:
+def no_hs_reason(index: RiseIndex) -> str:
+    """Why hidden cosine cannot be rebuilt from this index (it has no HS channel), and what it needs instead."""
     return (f"{index.path.name} has no HS channel (built with hidden_channel off, or before it existed): hidden "
             f"cosine needs a forward pass over its {len(index)} pool samples")
 
@@ -65,7 +66,7 @@ def hidden_cosine_scores(index: RiseIndex, query_fm: FeatureMatrix) -> np.ndarra
     channel and pool mean; a pool sample with no counted token scores 0. Raises ConfigError without HS."""
     fm, mean = index.feature_matrix(), index.hidden_mean
     if not fm.has_hs or mean is None:
-        raise ConfigError(_no_hs(index))
+        raise ConfigError(no_hs_reason(index))
     if not query_fm.has_hs:
         raise ConfigError("the query features have no HS channel; compute them with the index's extractor")
     mean = mean.double()

@@ -210,7 +210,7 @@ def _hidden_cosine_index(src: IndexSource) -> np.ndarray:
     if src.index.config.hidden_channel:
         return compare.hidden_cosine_scores(src.index, src.query_fm)
     if src.q_forward is None:
-        raise Unavailable(compare._no_hs(src.index))
+        raise Unavailable(compare.no_hs_reason(src.index))
     return compare.cosine_scores(src.q_forward.hidden, src.forward.hidden)
 
 
