@@ -9,8 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import compare_ui, resources, ui, widgets
-from rise_core.compare import compare_methods
-from rise_core.methods import COMPARE_METHODS, PEER_METHODS
+from rise_core.methods import COMPARE_METHODS, PEER_METHODS, compare_methods
 
 ui.page("compare")
 path = widgets.index_picker()

@@ -174,14 +174,14 @@ def build_child(directory: str, nlist: int, nprobe: int, train_per_list: int, qu
 
     # the streaming build `rise index-ann` runs (rise_core.ann.build_ann), on the .npy rows
     faiss_path, meta_path = ann.ann_paths(Path(directory) / "pool")
-    tmp, scratch = ann._tmp_paths(faiss_path)
+    tmp, scratch = ann.tmp_paths(faiss_path)
     d = sum(dims.values())
     template, n_train = ann.train_ivf(read, n, d, nlist, train_per_list, 0, progress=progress)
     n_shards = ann.write_ivf(template, read, n, tmp, scratch, progress=progress)
     build_s = time.perf_counter() - start
     meta = ann.AnnMeta(index_uuid="synthetic", config_fingerprint="synthetic", n_rows=n, dims=dims, nlist=nlist,
                        nprobe=nprobe, train_rows=n_train, seed=0, structure=f"IVF{nlist},SQfp16")
-    ann._commit(tmp, meta, faiss_path, meta_path)
+    ann.commit_ann(tmp, meta, faiss_path, meta_path)
     queue.put({"build_s": round(build_s, 1), "kmeans_s": round(stages.get("k-means", 0.0), 1),
                "add_s": round(stages.get("add rows", 0.0), 1), "merge_s": round(stages.get("merge shards", 0.0), 1),
                "shards": n_shards, "train_rows": n_train, "ann_mb": round(faiss_path.stat().st_size / 1e6, 1),

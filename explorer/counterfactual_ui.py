@@ -19,7 +19,6 @@ from rise_core.counterfactual import (
     CounterfactualConfig,
     CounterfactualProgress,
     CounterfactualResult,
-    curve_figure,
     list_runs,
     load_plan,
     load_result,
@@ -36,6 +35,7 @@ from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
 from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
 from rise_core.units import format_seconds
 
+from .counterfactual_charts import curve_figure
 from .jobs import BackgroundJob
 from .plain import code
 from .ui import friendly, settings

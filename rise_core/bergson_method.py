@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,11 +38,9 @@ import torch
 from .baselines import Scorer
 from .config import RiseConfig
 from .errors import ConfigError, InputDataError
+from .method_types import IndexSource, Method, TaskSource, Unavailable
 from .models import LoadedModel
 from .samples import Sample, encode_sample
-
-if TYPE_CHECKING:
-    from .methods import IndexSource, Method, TaskSource
 
 BERGSON = "Bergson"
 BERGSON_VERSION = "2.5.1"
@@ -56,17 +54,11 @@ def installed() -> bool:
     return importlib.util.find_spec("bergson") is not None
 
 
-def _unavailable(message: str) -> Exception:
-    from .methods import Unavailable  # not at the top: methods imports this module (at its end)
-
-    return Unavailable(message)
-
-
 def _import_bergson() -> Any:
     """The `bergson` module, imported without the side effects it has on import: it reconfigures the root logger
     (INFO to stdout, `force=True`); the host's logging configuration is put back."""
     if not installed():
-        raise _unavailable(INSTALL_HINT)
+        raise Unavailable(INSTALL_HINT)
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
@@ -315,7 +307,7 @@ class BergsonScorer(Scorer):
     def __init__(self, lm: LoadedModel, config: RiseConfig | None = None, options: BergsonOptions | None = None,
                  batch_size: int = 8, directory: str | Path | None = None) -> None:
         if not installed():
-            raise _unavailable(INSTALL_HINT)
+            raise Unavailable(INSTALL_HINT)
         self.lm, self.config = lm, config or RiseConfig()
         self.options, self.batch_size = options or BergsonOptions(), batch_size
         self._tmp = None if directory is not None else tempfile.TemporaryDirectory(prefix="rise-bergson-")
@@ -344,9 +336,9 @@ _BUILT: dict[tuple, BergsonScorer] = {}  # Bergson indexes of RISE indexes' pool
 
 def _from_index(src: IndexSource) -> np.ndarray:
     if not installed():
-        raise _unavailable(INSTALL_HINT)
+        raise Unavailable(INSTALL_HINT)
     if src.lm is None:
-        raise _unavailable("Bergson needs the model: it builds its own gradient index over the pool")
+        raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
     cfg = src.index.config
     key = (str(src.index.path), hash(src.ids), src.lm.fingerprint(), cfg.seq_len, cfg.counted_positions)
     if key not in _BUILT:
@@ -358,7 +350,6 @@ def _from_index(src: IndexSource) -> np.ndarray:
 
 def method() -> Method:
     """The registry entry (`methods.py` registers it)."""
-    from .methods import Method  # not at the top: methods imports this module (at its end)
 
     def scorer(src: TaskSource) -> Scorer:
         return BergsonScorer(src.need_cache(BERGSON).lm, src.config)

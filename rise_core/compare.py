@@ -12,14 +12,14 @@ Scores are (Q, N) float64 matrices, one row per query, column j = feature row j 
 query set's ranking is the mean over its rows (for RISE exactly the score of the set's mean features).
 
 These are the index-side scoring functions; which method uses which, and the names shown, live in the one method
-registry, `rise_core.methods` (`compare_methods` goes through it, as `rise evaluate` does).
+registry, `rise_core.methods` (its `compare_methods` scores a query set with several methods for the Compare page, as
+`rise evaluate` does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -32,9 +32,6 @@ from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
 from .scoring import FeatureMatrix, matvec, score_pool
 from .store import RiseIndex
-
-if TYPE_CHECKING:
-    from .methods import MethodScores
 
 FORWARD_CHUNK = 256  # pool samples whose readouts are held at once by `forward_vectors`
 ROW_CHUNK = 8192  # pool rows rebuilt at a time by `hidden_cosine_scores`
@@ -58,7 +55,8 @@ def _unit_rows(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
 
-def _no_hs(index: RiseIndex) -> str:
+def no_hs_reason(index: RiseIndex) -> str:
+    """Why hidden cosine cannot be rebuilt from this index (it has no HS channel), and what it needs instead."""
     return (f"{index.path.name} has no HS channel (built with hidden_channel off, or before it existed): hidden "
             f"cosine needs a forward pass over its {len(index)} pool samples")
 
@@ -68,7 +66,7 @@ def hidden_cosine_scores(index: RiseIndex, query_fm: FeatureMatrix) -> np.ndarra
     channel and pool mean; a pool sample with no counted token scores 0. Raises ConfigError without HS."""
     fm, mean = index.feature_matrix(), index.hidden_mean
     if not fm.has_hs or mean is None:
-        raise ConfigError(_no_hs(index))
+        raise ConfigError(no_hs_reason(index))
     if not query_fm.has_hs:
         raise ConfigError("the query features have no HS channel; compute them with the index's extractor")
     mean = mean.double()
@@ -141,24 +139,3 @@ def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConf
 def cosine_scores(queries: torch.Tensor, pool: torch.Tensor) -> np.ndarray:
     """(Q, N) products of unit query rows with unit pool rows (float16 rows widened a chunk at a time)."""
     return np.stack([matvec(pool, q.float()).double().numpy() for q in queries])
-
-
-# --- every method at once -------------------------------------------------------------------------------------------
-
-def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,
-                    options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,
-                    embeddings: Scorer | Callable[[], Scorer] | None = None, forward: ForwardVectors | None = None,
-                    lm: LoadedModel | None = None, methods: Sequence[str] | None = None) -> dict[str, MethodScores]:
-    """Each of `methods` (default `methods.COMPARE_METHODS`: RISE, Hidden cosine, Grad-Sketch, MiniLM embedding,
-    BM25) for `queries` (with `query_fm`, their features from the index's extractor), scored through the method
-    registry, in that order; a method that cannot run says why in `missing`.
-
-    `bm25`, `embeddings`: a scorer fitted on the index's pool (`fit_bm25`, `fit_embeddings`) or a function returning
-    one, called here so that an embedding model that is not installed becomes a message; None: not asked for.
-    `forward`: the pool's `forward_vectors` (Grad-Sketch, and hidden cosine without HS), with `lm` to run the
-    queries; None: those methods say they need the forward pass."""
-    from .methods import COMPARE_METHODS, IndexSource, resolve
-
-    source = IndexSource(index, list(queries), query_fm, options, bm25=bm25, embeddings=embeddings, forward=forward,
-                         lm=lm)
-    return {m.name: m.score(source) for m in resolve(COMPARE_METHODS if methods is None else methods)}

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import ModelLoadError, RiseError
+from .model_lock import MODEL_LOAD_LOCK
 
 try:  # POSIX only; elsewhere we fall back to rename semantics alone.
     import fcntl
@@ -311,8 +312,6 @@ def _load_and_repair(gguf: pathlib.Path, say: Progress) -> tuple[Any, Any, list[
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .models import MODEL_LOAD_LOCK
 
     dtype_kw = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
     with MODEL_LOAD_LOCK:  # from_pretrained is not thread-safe (see MODEL_LOAD_LOCK)

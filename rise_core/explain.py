@@ -36,9 +36,11 @@ class TokenAttribution:
         return [a + b + c for a, b, c in zip(self.rh, self.gh, self.hs, strict=False)]
 
 
-def _per_token(ts: TokenSketches, q: dict[str, torch.Tensor], features: FeatureMatrix, options: ScoreOptions
-               ) -> TokenAttribution:
-    """Contributions of each counted position of `ts` (the sample whose one-row `features` were scored)."""
+def token_attribution(ts: TokenSketches, q: dict[str, torch.Tensor], features: FeatureMatrix, options: ScoreOptions
+                      ) -> TokenAttribution:
+    """Each token's contribution to a sample's score against the query vectors `q` (`scoring.query_vectors`): `ts`
+    are the sample's token sketches and `features` its one-row feature matrix that was scored, so a channel's
+    contributions sum to its weighted channel score. The prediction at position t credits token t + 1."""
     scales = channel_scales(features, options)
     per_channel = {}
     for c, lam in weights(options).items():
@@ -65,9 +67,9 @@ def explain_hit(extractor: RiseExtractor, example: Sample, example_features: Fea
     token contributions sum to its (weighted) channel scores."""
     options = options or ScoreOptions()
     options = applied_options(example_features, options)
-    ex_attr = _per_token(extractor.token_sketches(example), query_vectors(query_features, options), example_features,
-                         options)
+    ex_attr = token_attribution(extractor.token_sketches(example), query_vectors(query_features, options),
+                                example_features, options)
     # symmetric: the example plays the query role for the query's own tokens
-    q_attr = _per_token(extractor.token_sketches(query), query_vectors(example_features, options), query_features,
-                        options)
+    q_attr = token_attribution(extractor.token_sketches(query), query_vectors(example_features, options),
+                               query_features, options)
     return ex_attr, q_attr

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -18,15 +17,9 @@ from typing import Any, NamedTuple
 import torch
 
 from .errors import ModelLoadError
+from .model_lock import MODEL_LOAD_LOCK  # re-exported: held around every model load (see model_lock)
 
 logger = logging.getLogger(__name__)
-
-MODEL_LOAD_LOCK = threading.RLock()
-"""Held around every `from_pretrained`, adapter merge and LoRA wrapping in this process. transformers builds a model
-under process-global state (torch's default dtype, the meta device of its empty-weight init, patched initialisers),
-so two loads at once in threads corrupt each other ("Cannot copy out of meta tensor"): two sessions of the app, or a
-fine-tune loading its copy of the model, load one after the other instead. Re-entrant, so a load may call another
-(converting the embedded default, merging an adapter)."""
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
           "float16": torch.float16, "fp16": torch.float16, "float64": torch.float64, "fp64": torch.float64}

@@ -29,7 +29,7 @@ import pandas as pd
 from rise_core import RiseConfig, ScoreOptions, build_index, load_model, preset_scoring
 from rise_core.attribution import query_features, rank
 from rise_core.baselines import BM25Scorer
-from rise_core.explain import _per_token
+from rise_core.explain import token_attribution
 from rise_core.scoring import applied_options, query_vectors
 from rise_core.shared_spans import TOKEN_RE, PoolSpans, find_shared_spans
 from rise_core.store import RiseIndex
@@ -57,7 +57,7 @@ def example_side(index: RiseIndex, lm, sid: str, qfm, options: ScoreOptions):
     """The hit's side of `attribution.explain` alone (the score share needs no query tokens: one forward pass)."""
     fm = index.feature_matrix().select([index.row_of(sid)])
     opts = applied_options(fm, options)
-    return _per_token(index.extractor(lm).token_sketches(index.sample(sid)), query_vectors(qfm, opts), fm, opts)
+    return token_attribution(index.extractor(lm).token_sketches(index.sample(sid)), query_vectors(qfm, opts), fm, opts)
 
 
 def run_task(task: str, lm, args: argparse.Namespace, workdir: Path) -> pd.DataFrame:

@@ -166,14 +166,14 @@ def test_where_filter_inside_the_scan_and_exact_when_selective(pool, monkeypatch
         ann.set_nprobe(index, NLIST)
         try:
             # a filter keeping half the rows, searched with the IDSelector (the exact shortcut switched off)
-            monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 0.0)
+            monkeypatch.setattr(ann.search, "FILTER_EXACT_FACTOR", 0.0)
             df = rank(index, q, options, k=10, where="label = 1", search="ann")
             want, values = exact_top(index, q, options, 10, where="label = 1")
             assert df.attrs["search"]["path"] == "ann" and df.attrs["search"]["n_allowed"] == N // 2
             assert [index.row_of(i) for i in df["id"]] == want and (df["label"] == 1).all()
             torch.testing.assert_close(col_(df, "score"), values, rtol=1e-6, atol=1e-7)
             # a selective filter: its few rows are scored exactly
-            monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 2.0)
+            monkeypatch.setattr(ann.search, "FILTER_EXACT_FACTOR", 2.0)
             where = "topic = 't1' AND row < 60"
             df = rank(index, q, options, k=5, where=where, search="ann")
             want, values = exact_top(index, q, options, 5, where=where)
@@ -227,7 +227,7 @@ def test_foreign_stale_or_damaged_ann_files_are_refused(pool, tmp_path, monkeypa
         assert status.state == "invalid" and "built for another index" in status.reason
         with pytest.raises(IndexMismatchError, match="built for another index"):
             rank(index, q, k=3, search="ann")
-        monkeypatch.setattr(ann, "ANN_MIN_ROWS", 0)
+        monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
         df = rank(index, q, k=3)  # auto: ignored, with the reason
         assert df.attrs["search"]["path"] == "exact" and "another index" in df.attrs["search"]["reason"]
 
@@ -247,9 +247,9 @@ def test_foreign_stale_or_damaged_ann_files_are_refused(pool, tmp_path, monkeypa
             rank(index, q, k=3, search="ann")
         assert rank(index, q, k=3).attrs["search"]["reason"] == "no ANN index"
     with RiseIndex.open(pool) as index:
-        monkeypatch.setattr(ann, "ANN_MIN_ROWS", N + 1)
+        monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", N + 1)
         assert rank(index, q, k=3).attrs["search"]["path"] == "exact"  # auto: too small a pool
-        monkeypatch.setattr(ann, "ANN_MIN_ROWS", N)
+        monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", N)
         assert rank(index, q, k=3).attrs["search"]["path"] == "ann"
         assert rank(index, q, k=3, search="exact").attrs["search"]["path"] == "exact"
         both = rank_each(index, FeatureMatrix.concat([q, query(4)]), k=3, search="ann")
@@ -273,8 +273,8 @@ def test_missing_faiss_names_the_install(tmp_path, monkeypatch, capsys):
 
 def test_missing_faiss_with_an_ann_index_falls_back_or_refuses(pool, monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
-    monkeypatch.setattr(ann, "_LOADED", OrderedDict())  # nothing opened before
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 0)
+    monkeypatch.setattr(ann.rank, "_LOADED", OrderedDict())  # nothing opened before
+    monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
     with RiseIndex.open(pool) as index:
         with pytest.raises(ConfigError, match="pip install faiss-cpu"):
             rank(index, query(), k=3, search="ann")
@@ -361,21 +361,21 @@ def test_cli_query_says_which_search_ran(pool, monkeypatch, capsys):
     assert main([*argv, "--search", "ann"]) == 0  # forced: the ANN index whatever the pool size
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("search: approximate search over 400 rows")
 
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", N)
+    monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", N)
     assert main([*argv, "--search", "exact"]) == 0
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("search: exact scan of 400 rows")
     assert main(argv) == 0
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "search: approximate search over 400 rows (IVF16,SQfp16, nprobe 8), exact rescoring of 19 candidates")
 
-    monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 0.0)  # a filter searched in the ANN scan, not all cells
+    monkeypatch.setattr(ann.search, "FILTER_EXACT_FACTOR", 0.0)  # a filter searched in the ANN scan, not all cells
     assert main([*argv, "--where", "label = 1", "--format", "json"]) == 0  # JSON stays parseable
     captured = capsys.readouterr()
     assert [r["label"] for r in json.loads(captured.out)] == [1, 1, 1]
     assert captured.err.strip().splitlines()[-1].startswith("search: approximate search over 400 rows (")
     assert captured.err.strip().endswith("; 200 rows match the filter")
 
-    monkeypatch.setattr(ann, "FILTER_EXACT_FACTOR", 2.0)
+    monkeypatch.setattr(ann.search, "FILTER_EXACT_FACTOR", 2.0)
     assert main([*argv, "--where", "row < 10", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     assert len(captured.out.strip().splitlines()) == 1 + 3

@@ -111,7 +111,7 @@ def test_the_builder_holds_one_block_and_one_shard_at_most(tmp_path, monkeypatch
     path = make_index(tmp_path / "spy.duckdb", n=400, seed=5)
     reads: list[int] = []
     shards: list[int] = []
-    reader, dump = ann._index_reader, ann._dump_shard
+    reader, dump = ann.build._index_reader, ann.layout.dump_shard
 
     def spy_reader(index, channels):
         read = reader(index, channels)
@@ -132,12 +132,12 @@ def test_the_builder_holds_one_block_and_one_shard_at_most(tmp_path, monkeypatch
         releases[0] += 1
         return release(self)
 
-    monkeypatch.setattr(ann, "_index_reader", spy_reader)
-    monkeypatch.setattr(ann, "_dump_shard", spy_dump)
+    monkeypatch.setattr(ann.build, "_index_reader", spy_reader)
+    monkeypatch.setattr(ann.build, "dump_shard", spy_dump)
     monkeypatch.setattr(RiseIndex, "release", spy_release)
     with RiseIndex.open(path) as index:
         d = sum(ann.index_dims(index).values())
-    monkeypatch.setattr(ann, "TRAIN_MAX_BYTES", 4 * d * 150)  # a k-means sample of 150 rows at most
+    monkeypatch.setattr(ann.build, "TRAIN_MAX_BYTES", 4 * d * 150)  # a k-means sample of 150 rows at most
     with RiseIndex.open(path) as index:
         meta = ann.build_ann(index, nlist=8, chunk_rows=32, shard_rows=96, threads=1)
     assert max(reads) <= 32 and sum(reads) == 2 * 400  # one pass to sample, one to add
@@ -170,9 +170,9 @@ def test_an_interrupted_build_leaves_the_old_files_and_no_half_file(tmp_path, mo
         return wrapped
 
     if where == "adding":
-        monkeypatch.setattr(ann, "_dump_shard", cut(ann._dump_shard))
+        monkeypatch.setattr(ann.build, "dump_shard", cut(ann.layout.dump_shard))
     else:
-        monkeypatch.setattr(ann, "_copy", cut(ann._copy))
+        monkeypatch.setattr(ann.layout, "_copy", cut(ann.layout._copy))
     with RiseIndex.open(path) as index:
         with pytest.raises(Interrupt):
             ann.build_ann(index, nlist=4, threads=1, shard_rows=50)
@@ -198,7 +198,7 @@ def test_a_failed_write_is_an_index_store_error_and_leaves_no_half_file(tmp_path
     def disk_full(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ann, "_copy", disk_full)
+    monkeypatch.setattr(ann.layout, "_copy", disk_full)
     with RiseIndex.open(path) as index:
         with pytest.raises(IndexStoreError, match=r"cannot write .*full\.duckdb\.ann\.faiss: No space left"):
             ann.build_ann(index, nlist=4, threads=1)
@@ -213,7 +213,7 @@ def test_update_streams_into_the_file_a_one_shot_build_would_write(tmp_path):
     faiss_path, meta_path = ann.ann_paths(path)
     with RiseIndex.open(path) as index:
         dims = ann.index_dims(index)
-        read = ann._index_reader(index, list(dims))
+        read = ann.build._index_reader(index, list(dims))
         template, n_train = ann.train_ivf(read, 200, sum(dims.values()), 8)
         quantizer = faiss.clone_index(template.quantizer)
         old = faiss.clone_index(template)
@@ -228,10 +228,10 @@ def test_update_streams_into_the_file_a_one_shot_build_would_write(tmp_path):
         assert ann.ann_status(index).n_tail == 57
         meta, added = ann.update_ann(index, shard_rows=20, chunk_rows=8)
         assert (added, meta.n_rows, ann.ann_status(index).state) == (57, 257, "valid")
-        ref = ann._new_ivf(quantizer, sum(dims.values()), 8, own=True)
+        ref = ann.layout.new_ivf(quantizer, sum(dims.values()), 8, own=True)
         ref.is_trained = True
         ref.set_direct_map_type(faiss.DirectMap.Array)
-        ref.add(ann._index_reader(index, list(dims))(0, 257))
+        ref.add(ann.build._index_reader(index, list(dims))(0, 257))
         faiss.write_index(ref, str(tmp_path / "ref.faiss"))
         assert faiss_path.read_bytes() == (tmp_path / "ref.faiss").read_bytes()
         assert meta.faiss_bytes == faiss_path.stat().st_size

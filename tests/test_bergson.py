@@ -16,10 +16,9 @@ from index_helpers import pool_rows
 from rise_core import bergson_method, methods
 from rise_core.attribution import query_features
 from rise_core.bergson_method import BERGSON, BergsonOptions, BergsonScorer, build
-from rise_core.compare import compare_methods
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.evaluation import Task, evaluate
-from rise_core.methods import TaskSource, Unavailable
+from rise_core.methods import TaskSource, Unavailable, compare_methods
 from rise_core.readout_cache import ReadoutCache
 from rise_core.samples import Sample, encode_sample
 from rise_core.store import RiseIndex, build_index

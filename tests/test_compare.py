@@ -17,7 +17,6 @@ import rise_core.compare as compare
 from rise_core.attribution import query_features, rank
 from rise_core.baselines import BM25Scorer
 from rise_core.compare import (
-    compare_methods,
     cosine_scores,
     fit_bm25,
     fit_embeddings,
@@ -27,7 +26,16 @@ from rise_core.compare import (
 )
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.errors import ConfigError, InputDataError, ModelLoadError
-from rise_core.methods import BM25, COMPARE_METHODS, EMBEDDING, GRAD_SKETCH, HIDDEN_COSINE, RISE, RISE_FIXED
+from rise_core.methods import (
+    BM25,
+    COMPARE_METHODS,
+    EMBEDDING,
+    GRAD_SKETCH,
+    HIDDEN_COSINE,
+    RISE,
+    RISE_FIXED,
+    compare_methods,
+)
 from rise_core.readout_cache import GradSketchScorer, ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 from rise_core.scoring import score_pool

@@ -15,6 +15,7 @@ import pytest
 import torch
 from explorer_env import INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 
+from explorer.counterfactual_charts import curve_figure
 from rise_core.attribution import query_features, rank
 from rise_core.cli import main as cli_main
 from rise_core.config import RiseConfig, ScoreOptions
@@ -24,6 +25,7 @@ from rise_core.counterfactual import (
     check_index_pool,
     claim,
     counterfactual,
+    curve_chart,
     list_runs,
     load_result,
     make_plan,
@@ -228,6 +230,16 @@ def test_generations_rates_curve_and_files(finished):
                         r"removing 3 random examples leaves \d+%\.", result.headline())
     for name in ("plan.json", "results.csv", "results.json", "curve.html"):
         assert (result.out_dir / name).is_file(), name
+    # curve.html draws the library's chart (plotly.js JSON, no plotly import); the explorer's figure is the same chart
+    page = (result.out_dir / "curve.html").read_text()
+    drawn = json.loads(page.split("const chart = ", 1)[1].split(";\nPlotly.newPlot", 1)[0])
+    assert drawn == curve_chart(result)
+    lines = {t["name"]: t for t in drawn["data"]}
+    assert list(lines) == ["RISE", "BM25", "Random"] and lines["Random"]["line"] == {"dash": "dot"}
+    rise = curve[curve["method"] == "RISE"].sort_values("k")
+    assert lines["RISE"]["x"] == [0, 3] and lines["RISE"]["y"] == rise["triggered_rate"].tolist()
+    figure = curve_figure(result)
+    assert [(t.name, list(t.y)) for t in figure.data] == [(t["name"], t["y"]) for t in drawn["data"]]
     loaded = load_result(result.out_dir)
     assert loaded.complete and loaded.headline() == result.headline()
     pd.testing.assert_frame_equal(loaded.curve, result.curve, check_dtype=False)
@@ -370,7 +382,7 @@ def assert_clean(at) -> None:
 def test_attribute_page_check_runs_in_the_background_with_stop_and_resume(app, finished, monkeypatch):
     import time
 
-    import rise_core.counterfactual as cf
+    import rise_core.counterfactual.run as cf  # where the check's answers are generated
 
     real = cf.answer
     monkeypatch.setattr(cf, "answer", lambda *a, **kw: (time.sleep(0.4), real(*a, **kw))[1])  # slow enough to stop

@@ -19,7 +19,7 @@ from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
 from rise_core.metrics import spearman
-from rise_core.store.index import sample_from_row
+from rise_core.store import sample_from_row
 from rise_core.units import format_bytes, format_seconds
 
 ROOT = Path(__file__).resolve().parent.parent

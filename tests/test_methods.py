@@ -10,11 +10,11 @@ from index_helpers import pool_rows
 from rise_core import methods
 from rise_core.attribution import query_features
 from rise_core.baselines import Scorer
-from rise_core.compare import compare_methods, fit_bm25, forward_vectors
+from rise_core.compare import fit_bm25, forward_vectors
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.errors import ConfigError, RiseError
 from rise_core.evaluation import Task, evaluate, sweep
-from rise_core.methods import IndexSource, MethodScores, TaskSource
+from rise_core.methods import IndexSource, MethodScores, TaskSource, compare_methods
 from rise_core.readout_cache import ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 from rise_core.scoring import score_each_query

@@ -35,6 +35,7 @@ from .options import (
     add_score_options,
     load_model_from_args,
     parse_numbers,
+    resolve_trigger,
     score_options_from_args,
 )
 
@@ -176,9 +177,8 @@ def report(result: CounterfactualResult, behaviour: str = "behaviour") -> str:
 
 def _cmd_counterfactual(args: argparse.Namespace) -> int:
     from ..store import RiseIndex
-    from .evaluate import _resolve_trigger
 
-    _resolve_trigger(args)
+    resolve_trigger(args)
     methods, seeds = _methods(args)
     ks = parse_numbers(args.ks, int, "--ks")
     index = RiseIndex.open(args.index, read_only=True)

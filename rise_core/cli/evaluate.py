@@ -26,10 +26,8 @@ from ..retrospective import (
     attack_strength,
     check_adapter_learned,
     check_heldout,
-    check_template,
     read_prompts,
     regenerate,
-    trigger_template,
 )
 from .counterfactual import add_evaluate_options, evaluate_counterfactual
 from .options import (
@@ -38,6 +36,7 @@ from .options import (
     add_score_options,
     config_from_args,
     load_model_from_args,
+    resolve_trigger,
     score_options_from_args,
 )
 
@@ -136,21 +135,10 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
     print(feedback_table(curves).round(3).to_markdown())
 
 
-def _resolve_trigger(args: argparse.Namespace) -> None:
-    """args.trigger_template from --trigger-template, or from --trigger and --trigger-position (checked up front)."""
-    if args.trigger_template is not None:
-        if args.trigger is not None or args.trigger_position is not None:
-            args._parser_error("give --trigger-template, or --trigger/--trigger-position, not both")
-        check_template(args.trigger_template)
-    else:
-        args.trigger_template = trigger_template(TRIGGER if args.trigger is None else args.trigger,
-                                                 args.trigger_position or "prefix")
-
-
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
-    _resolve_trigger(args)
+    resolve_trigger(args)
     args.retrospective = args.retrospective or args.counterfactual  # the check explains the fine-tune's own answers
     config = config_from_args(args)
     options = score_options_from_args(args, config)  # a weight on a channel the config lacks: dropped, with a note

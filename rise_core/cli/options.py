@@ -30,6 +30,7 @@ from ..config import (
 )
 from ..errors import ConfigError
 from ..ingest import FORMATS
+from ..retrospective import TRIGGER, check_template, trigger_template
 
 
 def add_model_options(parser: argparse.ArgumentParser, default_help: str = "default: the embedded "
@@ -170,3 +171,15 @@ def parse_numbers(text: str, kind: type, flag: str) -> tuple[Any, ...]:
         return tuple(kind(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"{flag} expects comma-separated {kind.__name__} values, got {text!r}") from None
+
+
+def resolve_trigger(args: argparse.Namespace) -> None:
+    """args.trigger_template from --trigger-template, or from --trigger and --trigger-position (checked up front): the
+    triggered prompt of `rise evaluate --retrospective` and of `rise counterfactual`."""
+    if args.trigger_template is not None:
+        if args.trigger is not None or args.trigger_position is not None:
+            args._parser_error("give --trigger-template, or --trigger/--trigger-position, not both")
+        check_template(args.trigger_template)
+    else:
+        args.trigger_template = trigger_template(TRIGGER if args.trigger is None else args.trigger,
+                                                 args.trigger_position or "prefix")

@@ -1,5 +1,6 @@
 """RISE indexes in DuckDB: the file format (`schema`), rows and features as tables (`rows`), index files on disk
-(`files`), the index (`index`), its resumable build (`build`) and its sharded build on Ray (`distributed`)."""
+(`files`), the index handle (`index`: `RiseIndex`, its connection from `connection` and its reads from `reader`), its
+resumable build (`build`) and its sharded build on Ray (`distributed`)."""
 
 from .build import build_index
 from .distributed import DistributedBuildError, build_index_distributed

@@ -11,16 +11,20 @@ import tempfile
 import threading
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import duckdb
 
 from ..errors import IndexStoreError
 
-if TYPE_CHECKING:
-    from .index import RiseIndex
 
-READERS: dict[str, weakref.WeakSet[RiseIndex]] = {}
+class Releasable(Protocol):
+    """What this process's registry holds of an open index handle (`RiseIndex`): it can release its connection."""
+
+    def release(self) -> None: ...
+
+
+READERS: dict[str, weakref.WeakSet[Releasable]] = {}
 READERS_LOCK = threading.Lock()
 # The connection of the handle writing each file in this process (a build): read-only handles of the same file read
 # through cursors of it while it is open (DuckDB lets a process hold a file either read-write or read-only).

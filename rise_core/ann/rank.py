@@ -1,0 +1,163 @@
+"""An index's ANN for `attribution.rank`: whether a query takes the ANN path (and why not), the loaded ANN files and
+the appended rows' features cached per file version; the lines saying whether an index has a usable ANN (`rise
+info`) and which path ranked a query."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..config import ScoreOptions
+from ..errors import ConfigError, InputDataError
+from ..scoring import FeatureMatrix, Scores
+from ..units import format_bytes
+from .search import AnnIndex, top_rows
+from .sidecar import AnnStatus, ann_paths, ann_status, import_faiss
+
+if TYPE_CHECKING:
+    from ..store import RiseIndex
+
+logger = logging.getLogger(__name__)
+
+SEARCH_MODES = ("auto", "exact", "ann")
+# search='auto' uses the ANN index from this many rows on: below it the exact float16 scan takes a few ms
+# (benchmarks/query_latency.py) and is exact
+ANN_MIN_ROWS = 50_000
+
+_LOADED: OrderedDict[tuple[str, int, int, str], AnnIndex] = OrderedDict()
+_TAILS: OrderedDict[tuple[str, str, int, int], FeatureMatrix] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _cache_get(cache: OrderedDict, key: Any) -> Any:
+    """cache[key] (marked most recently used), or None."""
+    with _LOCK:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+        return hit
+
+
+def _cache_put(cache: OrderedDict, key: Any, value: Any, size: int) -> Any:
+    """Store value under key, dropping the least recently used entries beyond `size`; returns value."""
+    with _LOCK:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return value
+
+
+def load_ann(index: RiseIndex, status: AnnStatus | None = None) -> AnnIndex:
+    """The index's valid ANN index, memory-mapped once and cached (per file version); raises if it is not valid."""
+    status = status or ann_status(index)
+    if not status.valid:
+        raise status.error(status.reason)
+    meta = status.meta
+    assert meta is not None
+    faiss_path, _ = ann_paths(index.path)
+    st = faiss_path.stat()
+    key = (str(faiss_path.resolve()), st.st_mtime_ns, st.st_size, meta.to_json())
+    hit = _cache_get(_LOADED, key)
+    return hit if hit is not None else _cache_put(_LOADED, key, AnnIndex.read(faiss_path, meta), 4)
+
+
+def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
+    """Features of rows start..stop-1 (appended since the ANN build), cached."""
+    if stop <= start:
+        return None
+    key = (str(index.path), index.manifest.index_uuid, start, stop)
+    hit = _cache_get(_TAILS, key)
+    return hit if hit is not None else _cache_put(_TAILS, key, index.load_features(start, stop), 2)
+
+
+def check_search(search: str) -> None:
+    if search not in SEARCH_MODES:
+        raise InputDataError(f"unknown search {search!r}; choose one of {', '.join(SEARCH_MODES)}")
+
+
+def rank_rows(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, k: int, where: str | None = None,
+              search: str = "auto") -> tuple[tuple[torch.Tensor, Scores] | None, dict[str, Any]]:
+    """The ANN path of `attribution.rank`: ((rows, scores), info) when it ran, (None, info with the reason) when the
+    query must be scored exactly.
+
+    search: 'auto' uses a valid ANN index for sample_norm='channel' on pools of at least ANN_MIN_ROWS rows, and
+    otherwise says why not (a stale or foreign ANN index is logged and ignored); 'ann' uses it whatever the pool
+    size and raises when there is none or it is not valid; 'exact' never uses it. Under sample_norm 'joint' or
+    'none' both fall back to exact."""
+    check_search(search)
+    exact: dict[str, Any] = {"path": "exact", "reason": ""}
+    if search == "exact":
+        exact["reason"] = "exact search asked for"
+        return None, exact
+    status = ann_status(index)
+    if not status.valid:
+        if search == "ann":
+            raise status.error(status.reason)
+        if status.state == "invalid":
+            logger.warning("ignoring the ANN index: %s", status.reason)
+        exact["reason"] = status.reason if status.state == "invalid" else "no ANN index"
+        return None, exact
+    if options.sample_norm != "channel":
+        exact["reason"] = (f"sample_norm={options.sample_norm!r} scales each sample's channels by its own norms, "
+                           "which the ANN index (one inner product, sample_norm='channel') cannot: scored exactly")
+        return None, exact
+    n = index.manifest.n_samples
+    if search == "auto" and n < ANN_MIN_ROWS:
+        exact["reason"] = f"the ANN index is used from {ANN_MIN_ROWS:,} rows"
+        return None, exact
+    try:
+        import_faiss()
+        ann = load_ann(index, status)
+    except ConfigError as exc:  # faiss missing
+        if search == "ann":
+            raise
+        logger.warning("%s", exc)
+        exact["reason"] = str(exc)
+        return None, exact
+    allowed = index.row_mask(where) if where else None
+    n = n if allowed is None else len(allowed)
+    rows, scores, info = top_rows(ann, query_fm, options, k, allowed, _tail(index, ann.meta.n_rows, n))
+    return (rows, scores), info
+
+
+def status_summary(status: AnnStatus, index_path: str | Path) -> str:
+    """One line for `rise info`: whether the index has a usable ANN index, the rows it covers of the index's rows
+    (stale when rows were appended since), its default nprobe and its file size."""
+    if status.state == "absent":
+        return f"none (`rise index-ann --index {index_path}` builds one; queries scan every row)"
+    if not status.valid:
+        return f"unusable, queries scan every row: {status.reason}"
+    meta = status.meta
+    assert meta is not None
+    tail = status.n_tail
+    text = (f"{meta.structure} over {meta.n_rows:,} of {status.n_index_rows:,} rows" +
+            (f" (stale: the {tail:,} appended since are scored exactly; `rise index-ann --index {index_path} "
+             f"--update` adds them)" if tail else " (up to date)") +
+            f", nprobe {meta.nprobe} of {meta.nlist} cells, {format_bytes(meta.faiss_bytes)}")
+    if status.n_index_rows < ANN_MIN_ROWS:
+        text += f"; queries use it from {ANN_MIN_ROWS:,} rows (`rank(..., search='ann')` forces it)"
+    return text
+
+
+def search_summary(info: dict[str, Any] | None) -> str:
+    """One line saying which path ranked a query (for the CLI's log and the explorer's caption)."""
+    if not info:
+        return ""
+    n = info.get("n_rows")
+    if info.get("path") == "ann":
+        text = (f"approximate search over {n:,} rows ({info['structure']}, nprobe {info['nprobe']}"
+                + (f": {info['probes_note']}" if info.get("probes_note") else "")
+                + f"), exact rescoring of {info['n_candidates']:,} candidates")
+        if info.get("n_allowed", n) != n:
+            text += f"; {info['n_allowed']:,} rows match the filter"
+        if info.get("n_tail"):
+            text += f" ({info['n_tail']:,} rows added since the ANN build scored exactly)"
+        return text
+    text = "exact scan" + (f" of {n:,} rows" if n is not None else "")
+    return text + (f" ({info['reason']})" if info.get("reason") else "")

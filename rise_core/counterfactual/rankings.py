@@ -1,0 +1,93 @@
+"""Each method's ranking of the pool for the check's queries, aggregated over the queries into one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import compare
+from ..attribution import query_features
+from ..config import RiseConfig, ScoreOptions
+from ..errors import ConfigError, InputDataError
+from ..methods import GRAD_SKETCH, HIDDEN_COSINE, IndexSource, TaskSource, resolve
+from ..readout_cache import ReadoutCache, grad_sketch_dim
+from ..samples import Sample
+from .config import AGGREGATES
+
+
+def aggregate_ranking(scores: np.ndarray, ids: Sequence[str], how: str = "best_rank") -> list[str]:
+    """Pool ids, best first, from (Q, N) scores of N rows (column j: `ids[j]`) for Q queries.
+
+    'best_rank': by the best (lowest) rank a row reaches over the queries, ties by its mean rank, then by column; with
+    one query, that query's ranking. 'mean_score': by the mean score over the queries (ties by column)."""
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[None] if s.ndim == 1 else s
+    if s.shape[1] != len(ids):
+        raise InputDataError(f"{s.shape[1]} score columns but {len(ids)} ids")
+    s = np.where(np.isnan(s), -np.inf, s)
+    n = s.shape[1]
+    if how == "mean_score":
+        order = np.argsort(-s.mean(axis=0), kind="stable")
+    elif how == "best_rank":
+        ranks = np.empty(s.shape, dtype=np.int64)
+        for q in range(len(s)):
+            ranks[q, np.argsort(-s[q], kind="stable")] = np.arange(n)
+        order = np.lexsort((np.arange(n), ranks.mean(axis=0), ranks.min(axis=0)))  # last key is the primary one
+    else:
+        raise ConfigError(f"unknown aggregate {how!r}; choose one of {', '.join(AGGREGATES)}")
+    return [str(ids[i]) for i in order]
+
+
+def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequence[str],
+                   options: ScoreOptions | None = None, aggregate: str = "best_rank", *, where: str | None = None,
+                   bm25: Any = None, embeddings: Any = None) -> dict[str, list[str]]:
+    """Each method's ranking of the index's pool for the queries (ids, best first), aggregated over the queries.
+
+    `bm25`, `embeddings`: scorers fitted on the index's pool (or functions returning one); fitted here when a method
+    needs them. Grad-Sketch (and hidden cosine on an index without the HS channel) runs one forward pass over the
+    pool. A method that cannot rank this index raises ConfigError saying why."""
+    chosen = resolve(methods)
+    if not chosen:
+        return {}
+    queries = [Sample.coerce(q) for q in queries]
+    query_fm = query_features(index, lm, queries)
+    forward = None
+    if any(m.name == GRAD_SKETCH or (m.name == HIDDEN_COSINE and not index.config.hidden_channel) for m in chosen):
+        forward = compare.forward_vectors(lm, index.sample_list(), index.config)
+    source = IndexSource(index, queries, query_fm, options,
+                         bm25=bm25 if bm25 is not None else (lambda: compare.fit_bm25(index)),
+                         embeddings=embeddings if embeddings is not None else (lambda: compare.fit_embeddings(index)),
+                         forward=forward, lm=lm)
+    keep = None if where is None else index.row_mask(where).numpy()
+    out = {}
+    for method in chosen:
+        scores = method.score(source)
+        if not scores.available:
+            raise ConfigError(f"{method.name} cannot rank this index: {scores.missing}")
+        matrix, ids = scores.scores, list(scores.ids)
+        if keep is not None:
+            matrix, ids = matrix[:, keep], [i for i, k in zip(ids, keep, strict=True) if k]
+        out[method.name] = aggregate_ranking(matrix, ids, aggregate)
+    return out
+
+
+def task_rankings(pool: Sequence[Sample], queries: Sequence[Sample], lm: Any, methods: Sequence[str],
+                  rise_config: RiseConfig | None = None, options: ScoreOptions | None = None,
+                  aggregate: str = "best_rank", cache: Any = None) -> dict[str, list[str]]:
+    """Each method's ranking of a labelled task's pool (ids, best first), scored as `rise evaluate` scores it (one
+    shared forward pass, `cache`, made here when None and a method needs the model)."""
+    config, options = rise_config or RiseConfig(), options or ScoreOptions()
+    chosen = [m for m in resolve(methods) if m.applies(config)]
+    if cache is None and any(m.needs_lm for m in chosen):
+        if lm is None:
+            raise ConfigError(f"methods {[m.name for m in chosen if m.needs_lm]} need a model")
+        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
+                             grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
+    source = TaskSource(list(pool), list(queries), cache, config, options, memo={})
+    if cache is not None and any(m.needs_lm for m in chosen):
+        cache.add(source.pool + source.queries)
+    return {m.name: aggregate_ranking(run.scores, run.ids, aggregate)
+            for m in chosen for run in [m.score(source)]}
+
