@@ -43,7 +43,7 @@ for name in modules:
 import rise_core, studies.tasks
 helps = {}
 for name in modules:
-    if name.endswith((".harness", ".tasks")):
+    if name.endswith((".harness", ".tasks", ".st_client")):
         continue  # libraries of the others, no command
     sys.argv = [name, "--help"]
     out = io.StringIO()
@@ -65,7 +65,9 @@ def test_the_packages_split_product_benchmarks_from_studies():
     for pkg, names in MODULES.items():
         for name in names:
             source = (ROOT / pkg / f"{name}.py").read_text()
-            assert "sys.path.insert" not in source, f"{pkg}.{name} edits sys.path to reach its siblings"
+            edits = [line for line in source.splitlines() if "sys.path.insert" in line]
+            # only the tests' tiny offline environment may be reached that way (the load test serves it)
+            assert all('ROOT / "tests"' in line for line in edits), f"{pkg}.{name} edits sys.path to reach its siblings"
 
 
 def _fresh_clone(dest: Path) -> Path:
@@ -91,7 +93,7 @@ def test_every_module_imports_and_answers_help_from_a_fresh_clone_without_the_de
     assert Path(out["rise_core"]).resolve().is_relative_to(clone.resolve())  # the clone's code, not an installed copy
     assert out["dev_dir"] == str(tmp_path / "shared" / "data" / "dev") and not (tmp_path / "shared").exists()
     assert out["opened"] == []
-    commands = {m for m in modules if not m.endswith((".harness", ".tasks"))}
+    commands = {m for m in modules if not m.endswith((".harness", ".tasks", ".st_client"))}  # libraries, no CLI
     assert set(out["helps"]) == commands
     for name, text in out["helps"].items():
         assert text.startswith("usage:"), (name, text[:200])

@@ -101,10 +101,10 @@ def violations(source: str, importer: str, is_package: bool = False, where: str 
 @pytest.mark.parametrize(("source", "importer", "bad"), [
     ("from rise_core.compare import _unit_rows", "rise_core.methods", ["rise_core.compare._unit_rows"]),
     ("from .compare import _unit_rows", "rise_core.methods", ["rise_core.compare._unit_rows"]),
-    ("import rise_core.compare as c\nc._unit_rows(x)", "benchmarks.x", ["rise_core.compare._unit_rows"]),
-    ("from rise_core import ann\nann.build._index_reader", "benchmarks.x", ["rise_core.ann.build._index_reader"]),
+    ("import rise_core.compare as c\nc._unit_rows(x)", "outside.script", ["rise_core.compare._unit_rows"]),
+    ("from rise_core import ann\nann.build._index_reader", "outside.script", ["rise_core.ann.build._index_reader"]),
     ("def f():\n    import rise_core.ann\n    return rise_core.ann.rank._LOADED", "app", ["rise_core.ann.rank._LOADED"]),
-    ("from rise_core.diagnostics._common import DiagnosticResult", "benchmarks.x", ["rise_core.diagnostics._common"]),
+    ("from rise_core.diagnostics._common import DiagnosticResult", "outside.script", ["rise_core.diagnostics._common"]),
     ("from rise_core.diagnostics._common import DiagnosticResult", "rise_core.diagnostics.energy", []),
     ("from ._common import DiagnosticResult", "rise_core.diagnostics.energy", []),
     ("from rise_core.compare import rise_scores\nindex._private, rise_scores.__name__", "app", []),

@@ -293,4 +293,5 @@ class IndexReader(IndexConnection):
             "has_hidden_mean": m.has_hidden_mean, "sketch_digest": m.sketch_digest, "seeds": m.seeds,
             "library_version": m.library_version, "format_version": m.format_version, "index_uuid": m.index_uuid,
             "created_at": m.created_at, "updated_at": m.updated_at, "size_bytes": self.size_bytes(),
+            "build_preset": m.build_preset, "owner": m.owner, "sources": m.sources,
         }
