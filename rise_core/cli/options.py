@@ -27,7 +27,7 @@ from ..config import (
     preset_scoring,
 )
 from ..errors import ConfigError
-from ..ingest import FORMATS
+from ..ingest import FIELD_NAMES, FORMATS
 
 
 def add_model_options(parser: argparse.ArgumentParser, default_help: str = "default: the embedded "
@@ -134,7 +134,10 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
     group = parser.add_argument_group(f"{prefix or 'pool '}file columns (default: guessed from the column names)")
     dest = prefix.replace("-", "_")
     for name, what in (("text", "plain text"), ("prompt", "prompt / instruction"),
-                       ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
+                       ("completion", "completion / response"),
+                       ("messages", "conversation: a list of {role, content} turns (JSON text in a CSV)"),
+                       ("input", "instruction's input, appended to the prompt after a blank line (Alpaca)"),
+                       ("id", "sample id"), ("label", "label")):
         group.add_argument(f"--{prefix}{name}-field", dest=f"{dest}{name}_field", default=None, metavar="COLUMN",
                            help=f"column holding the {what}")
     group.add_argument(f"--{prefix}format", dest=f"{dest}fmt", choices=FORMATS, default=None,
@@ -146,7 +149,7 @@ def read_pool_from_args(path: str, args: argparse.Namespace, prefix: str = "") -
     from ..ingest import read_pool
 
     dest = prefix.replace("-", "_")
-    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    given = {name: getattr(args, f"{dest}{name}_field") for name in FIELD_NAMES}
     return read_pool(path, None if all(v is None for v in given.values()) else given, getattr(args, f"{dest}fmt"))
 
 

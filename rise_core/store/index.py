@@ -45,7 +45,7 @@ from .files import (
     release_readers,
 )
 from .filters import FILTER_ERRORS, LOCKED_CONFIG, check_filter
-from .rows import features_table, merge_columns, sample_from_row, samples_table
+from .rows import CONVERSATION_KEY, features_table, merge_columns, sample_from_row, samples_table
 from .schema import (
     BUILD_STATUSES,
     FORMAT,
@@ -540,9 +540,10 @@ class RiseIndex:
         if row is None:
             raise InputDataError(f"no sample with id {sample_id!r} in {self.path}")
         text, prompt, completion, sid, label, meta = row
+        meta = json.loads(meta) if meta is not None else {}
+        messages = meta.pop(CONVERSATION_KEY, None) if text is None and completion is None else None
         return Sample(text=text, prompt=prompt, completion=completion, id=sid,
-                      label=json.loads(label) if label is not None else None,
-                      meta=json.loads(meta) if meta is not None else {})
+                      label=json.loads(label) if label is not None else None, meta=meta, messages=messages)
 
     def row_of(self, sample_id: str) -> int:
         """Feature row of a sample id."""
