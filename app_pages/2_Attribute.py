@@ -9,7 +9,14 @@ from explorer import plain, resources, ui, widgets
 from explorer.counterfactual_ui import check_section
 from explorer.feedback_ui import feedback_section
 from explorer.shared_spans_ui import shared_spans_section
-from explorer.views import HIDDEN_COLUMNS, channel_values, channels, contribution_chart, results_table
+from explorer.views import (
+    HIDDEN_COLUMNS,
+    channel_values,
+    channels,
+    contribution_chart,
+    conversation_turns,
+    results_table,
+)
 from rise_core import ann, attribution
 
 ui.page("attribute")
@@ -35,6 +42,9 @@ if st.button("Attribute", type="primary", key="attribute"):
 query = st.session_state.get("attr_query")
 if query is None:
     st.stop()
+if query.messages is not None:
+    with st.expander("The query conversation", expanded=True):
+        widgets.show_turns(conversation_turns(query))
 with ui.friendly("attribute the query"):
     lm = resources.model_for(index)
     query_fm = resources.query_features(index, lm, [query])
@@ -75,4 +85,6 @@ with ui.friendly("attribute the query"):
     meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "rank")}
     st.markdown(f"**Example {plain.md(hit_id)}**")
     st.caption(" · ".join(f"{plain.md(k)}: {plain.md(v)}" for k, v in meta.items()))
+    if (turns := conversation_turns(row)) is not None:
+        widgets.show_turns(turns)
     plain.token_heatmap(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens)

@@ -294,7 +294,9 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
 
 
 def _signature(queries: Sequence[Any]) -> str:
-    return request_digest({"queries": [[q.prompt, q.completion, q.text] for q in queries]})
+    return request_digest({"queries": [[q.prompt, q.completion, q.text,
+                                         *([[t.to_dict() for t in q.messages]] if q.messages else [])]
+                                        for q in queries]})
 
 
 def _start(job: CounterfactualJob) -> None:

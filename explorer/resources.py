@@ -195,7 +195,7 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample]) -> 
     cache: dict[tuple, FeatureMatrix] = st.session_state.setdefault("_query_features", {})
     m = index.manifest
     key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(),
-           tuple((q.prompt, q.completion, q.text) for q in queries))
+           tuple((q.prompt, q.completion, q.text, q.messages) for q in queries))
     if key not in cache:
         with st.spinner("Running the model on the query…"):
             cache[key] = attribution.query_features(index, lm, queries)

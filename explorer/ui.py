@@ -67,6 +67,7 @@ PAGES = {
 DEFAULTS: dict[str, Any] = {
     "query_prompt": "",
     "query_completion": "",
+    "query_messages": "",
     "lambda_rh": ScoreOptions().lambda_rh,
     "lambda_gh": ScoreOptions().lambda_gh,
     "lambda_hs": ScoreOptions().lambda_hs,

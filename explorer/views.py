@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
 from rise_core.metrics import as_binary, average_precision, precision_at_k
+from rise_core.samples import Sample
 from rise_core.store import sample_from_row
 
 from .plain import chart_text, html_text
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 CHANNELS = ("total", "RH", "GH", "HS")
 # stored per-sample statistics and raw fields that the result tables leave out (the text column shows the sample)
-HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "n_counted", "loss", "mean_support", "n_tokens", "truncated")
+HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "messages", "n_counted", "loss", "mean_support", "n_tokens",
+                  "truncated")
 
 
 # --- token highlighting ---------------------------------------------------------------------------------------------
@@ -117,8 +119,18 @@ def label_table(scores: dict[str, np.ndarray], labels: np.ndarray, k: int) -> pd
 # --- result tables --------------------------------------------------------------------------------------------------
 
 
+def conversation_turns(item: Sample | dict[str, Any] | pd.Series) -> list[tuple[str, str]] | None:
+    """The (role, text) turns of a conversation (a Sample, or a pool row of a ranking); None for text and pairs."""
+    sample = item if isinstance(item, Sample) else sample_from_row(item)
+    return None if sample.messages is None else [(t.role, t.content) for t in sample.messages]
+
+
 def display_text(row: dict[str, Any] | pd.Series) -> str:
-    """The text of a pool row as the model reads it (prompt, newline, completion; or plain text)."""
+    """The text of a pool row as the model reads it (prompt, newline, completion; or plain text); a conversation as
+    one `role: text` line per turn."""
+    turns = conversation_turns(row)
+    if turns is not None:
+        return "\n".join(f"{role}: {content}" for role, content in turns)
     return sample_from_row(row).full_text
 
 

@@ -4,6 +4,7 @@ and a build's live progress. Widget keys are fixed here, so a value typed on one
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -226,10 +227,35 @@ def query_inputs(path: str) -> None:
             st.session_state["query_completion"] = text
     st.text_area("Generation (the query to attribute)", key="query_completion", persist_state="session", height=100,
                  help="The model output whose training-data sources you want; its tokens are the ones that count.")
+    with st.expander("Or a conversation (several turns)", expanded=bool(st.session_state.get("query_messages"))):
+        st.text_area("Conversation as JSON", key="query_messages", persist_state="session", height=120,
+                     placeholder='[{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]',
+                     help="A list of {role, content} turns (system, user, assistant, tool), as a `messages` row of a "
+                     "pool holds them; when given, it is the query instead of the prompt and generation above, and "
+                     "its assistant turns are what counts.")
+
+
+def show_turns(turns: list[tuple[str, str]]) -> None:
+    """A conversation as chat turns: each turn's role and its text, shown as plain text (never Markdown)."""
+    for role, content in turns:
+        with st.chat_message(role):
+            st.caption(role)
+            st.text(content)
 
 
 def query_sample() -> Sample | None:
-    """The typed query as a sample (prompt + generation); a warning and None when the generation is empty."""
+    """The typed query as a sample: the conversation when one is given, else prompt + generation; a warning and None
+    when it cannot be read or the generation is empty."""
+    messages = (st.session_state.get("query_messages") or "").strip()
+    if messages:
+        try:
+            return Sample(messages=json.loads(messages), id="query")
+        except json.JSONDecodeError as exc:
+            st.warning(f"The conversation is not valid JSON ({exc.msg}, line {exc.lineno}): give a list of "
+                       "{role, content} turns.")
+        except InputDataError as exc:
+            st.warning(f"The conversation cannot be used: {exc}")
+        return None
     prompt = (st.session_state.get("query_prompt") or "").strip()
     completion = (st.session_state.get("query_completion") or "").strip()
     if not completion:
@@ -240,7 +266,7 @@ def query_sample() -> Sample | None:
 
 # --- building ---------------------------------------------------------------------------------------------------------
 
-FIELD_NAMES = ("text", "prompt", "completion", "id", "label")
+FIELD_NAMES = ("text", "prompt", "completion", "messages", "input", "id", "label")
 NO_COLUMN = "(none)"
 
 
@@ -250,8 +276,9 @@ def field_mapping(df: pd.DataFrame) -> FieldMap:
     try:
         guess = FieldMap.guess(list(df.columns))
     except InputDataError:  # no recognisable text column: the user maps it
-        guess = FieldMap(text=None, prompt=None, completion=None, id=None, label=None)
-    st.markdown("**Field mapping**: the column with the text (or the prompt and the completion), the id and the label.")
+        guess = FieldMap(text=None, prompt=None, completion=None, id=None, label=None, messages=None, input=None)
+    st.markdown("**Field mapping**: the column with the text (or the prompt and the completion, or the conversation's "
+                "messages), the id and the label.")
     cols = st.columns(len(FIELD_NAMES))
     picked = {}
     for col, name in zip(cols, FIELD_NAMES, strict=True):

@@ -211,7 +211,9 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
     lm.model = merged
     lm.model_id = model_spec(lm.model_id, adapter, manifest)
     lm.adapter = {"path": adapter, "digest": adapter_digest(adapter), "base_model": manifest.get("base_model"),
-                  "base_fingerprint": base_print, "rise_manifest": bool(manifest)}
+                  "base_fingerprint": base_print, "rise_manifest": bool(manifest),
+                  # the rendering it trained on; manifests from before the chat template was a choice: plain text
+                  "chat_template": manifest.get("chat_template", "off") if manifest else None}
     lm._fingerprint = None
     verify_readout(lm)
     return lm

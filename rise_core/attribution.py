@@ -20,7 +20,7 @@ import torch
 
 from . import adaptive, ann
 from .adaptive import ChannelChoice
-from .config import PRESET_SCORING, ScoreOptions, index_preset_line, preset_scoring
+from .config import PRESET_SCORING, RiseConfig, ScoreOptions, index_preset_line, preset_scoring
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
@@ -45,28 +45,32 @@ logger = logging.getLogger(__name__)
 
 
 def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample | str | dict] | Sample | str,
-                   batch_size: int = 8, truncate: bool = False) -> FeatureMatrix:
-    """Features (float32) of one query or a query set, with the index's sketches; refuses a query longer than the
-    index's seq_len (its tokens past seq_len would silently not count; `truncate=True` counts its first seq_len
-    tokens, as the build did for the pool's long samples) or one with no counted token."""
+                   batch_size: int = 8, truncate: bool = False, config: RiseConfig | None = None) -> FeatureMatrix:
+    """Features (float32) of one query or a query set (text, prompt + completion, or conversations), with the index's
+    sketches and config; refuses a query longer than the index's seq_len (its tokens past seq_len would silently not
+    count; `truncate=True` counts its first seq_len tokens, as the build did for the pool's long samples) or one with
+    no counted token. `config`, when given, is the config the caller means to query with: anything but the index's
+    (another chat_template or chat_turns, say) is an IndexMismatchError naming the fields."""
     if isinstance(queries, (str, Sample, dict)):
         queries = [queries]
     samples = [Sample.coerce(q) for q in queries]
     if not samples:
         raise InputDataError("the query set is empty")
+    if config is not None:
+        index.check_config(config)
     extractor = index.extractor(lm)
     cfg = extractor.config
     encoded = extractor.encode(samples)
     for i, (sample, enc) in enumerate(zip(samples, encoded, strict=True)):
         which = "the query" if len(samples) == 1 else f"query {i + 1}"
         if enc.truncated and not truncate:
-            n = len(encode_sample(sample, lm.tokenizer, 10**9, cfg.counted_positions).input_ids)
+            n = len(encode_sample(sample, lm.tokenizer, 10**9, cfg.counted_positions, extractor.rendering).input_ids)
             raise InputDataError(
                 f"{which} has {n} tokens; this index counts at most seq_len={cfg.seq_len} tokens per sample. "
                 "Shorten it, or build an index with a larger --seq-len.")
         if enc.n_counted == 0:
             raise InputDataError(f"{which} has no counted token: it needs at least two tokens (or a non-empty "
-                                 "completion)")
+                                 "completion or assistant turn)")
     parts = [extractor.features_from_encoded(encoded[s:s + batch_size]) for s in range(0, len(encoded), batch_size)]
     return FeatureMatrix.from_features(SampleFeatures.concat(parts), dtype=torch.float32)
 

@@ -37,10 +37,11 @@ import torch
 
 from .baselines import Scorer
 from .config import RiseConfig
+from .engine import rendering_for
 from .errors import ConfigError, InputDataError
 from .method_types import IndexSource, Method, TaskSource, Unavailable
 from .models import LoadedModel
-from .samples import Sample, encode_sample
+from .samples import Rendering, Sample, encode_sample
 
 BERGSON = "Bergson"
 BERGSON_VERSION = "2.5.1"
@@ -142,12 +143,13 @@ def _quiet() -> Iterator[None]:
 
 # --- samples as Bergson's dataset -----------------------------------------------------------------------------------
 
-def encode_rows(samples: Sequence[Sample], tokenizer: Any, seq_len: int, counted_positions: str) -> list[dict]:
-    """One row per sample as Bergson reads it: `input_ids` (RISE's tokens), `labels` (the token where its
-    prediction counts, -100 elsewhere; position 0 is never predicted) and `length`."""
+def encode_rows(samples: Sequence[Sample], tokenizer: Any, seq_len: int, counted_positions: str,
+                rendering: Rendering | None = None) -> list[dict]:
+    """One row per sample as Bergson reads it: `input_ids` (RISE's tokens, rendered as `rendering` says), `labels`
+    (the token where its prediction counts, -100 elsewhere; position 0 is never predicted) and `length`."""
     rows = []
     for s in samples:
-        enc = encode_sample(Sample.coerce(s), tokenizer, seq_len, counted_positions)
+        enc = encode_sample(Sample.coerce(s), tokenizer, seq_len, counted_positions, rendering)
         labels = [-100] + [t if c else -100 for t, c in zip(enc.input_ids[1:], enc.counted, strict=True)]
         rows.append({"input_ids": list(enc.input_ids), "labels": labels, "length": len(enc.input_ids)})
     return rows
@@ -186,6 +188,7 @@ class BergsonIndex:
     counted_positions: str
     options: BergsonOptions
     hessian_path: Path | None = None
+    rendering: Rendering = field(default_factory=Rendering)  # how the pool's pairs and conversations were tokenised
     _attributor: Any = field(default=None, repr=False)
 
     @property
@@ -223,7 +226,7 @@ class BergsonIndex:
         if not queries:
             raise InputDataError("the query list is empty")
         attr = self.attributor(lm)
-        rows = encode_rows(queries, lm.tokenizer, self.seq_len, self.counted_positions)
+        rows = encode_rows(queries, lm.tokenizer, self.seq_len, self.counted_positions, self.rendering)
         fwd_bwd = fwd_bwd_factory(_index_config(bergson, self.path, self.options))
         out = np.zeros((len(queries), self.n), dtype=np.float64)
         with _bergson_grads(lm.model), _quiet():
@@ -240,7 +243,7 @@ class BergsonIndex:
 
 def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: int = 512,
           counted_positions: str = "all", options: BergsonOptions | None = None, batch_size: int = 8,
-          overwrite: bool = False) -> BergsonIndex:
+          overwrite: bool = False, rendering: Rendering | None = None) -> BergsonIndex:
     """Bergson's gradient index of `pool` under `lm` at `path` (a directory), built in-process with Bergson's
     collector (`bergson.collect_gradients`, as `bergson build` runs it per worker), on RISE's tokens and batches."""
     bergson = _import_bergson()
@@ -256,7 +259,8 @@ def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: in
             raise ConfigError(f"{path} exists; give overwrite=True or another directory")
         shutil.rmtree(path)
     t0 = time.perf_counter()
-    rows = encode_rows(pool, lm.tokenizer, seq_len, counted_positions)
+    rendering = rendering or Rendering()
+    rows = encode_rows(pool, lm.tokenizer, seq_len, counted_positions, rendering)
     data = Dataset.from_list(rows)
     cfg = _index_config(bergson, path, options)
     processor = _processor(bergson, options)
@@ -268,7 +272,7 @@ def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: in
     seconds = time.perf_counter() - t0
     return BergsonIndex(path=path, n=len(pool), n_tokens=sum(r["length"] for r in rows), seconds=seconds,
                         seq_len=seq_len, counted_positions=counted_positions, options=options,
-                        hessian_path=hessian_path)
+                        hessian_path=hessian_path, rendering=rendering)
 
 
 def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[int]], index_path: Path,
@@ -316,7 +320,8 @@ class BergsonScorer(Scorer):
 
     def fit(self, pool: Sequence[Sample]) -> None:
         self.index = build(self.lm, pool, self.directory / "index", self.config.seq_len,
-                           self.config.counted_positions, self.options, self.batch_size, overwrite=True)
+                           self.config.counted_positions, self.options, self.batch_size, overwrite=True,
+                           rendering=rendering_for(self.lm, self.config))
         self.index.attributor(self.lm)  # rows loaded and normalised now: building, not querying
 
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
@@ -340,7 +345,8 @@ def _from_index(src: IndexSource) -> np.ndarray:
     if src.lm is None:
         raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
     cfg = src.index.config
-    key = (str(src.index.path), hash(src.ids), src.lm.fingerprint(), cfg.seq_len, cfg.counted_positions)
+    key = (str(src.index.path), hash(src.ids), src.lm.fingerprint(), cfg.seq_len, cfg.counted_positions,
+           cfg.chat_template, cfg.chat_turns)
     if key not in _BUILT:
         scorer = BergsonScorer(src.lm, cfg)
         scorer.fit(src.index.sample_list())

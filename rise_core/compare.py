@@ -127,7 +127,7 @@ def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConf
     grads, hiddens = [], []
     for start in range(0, len(samples), FORWARD_CHUNK):
         part = samples[start:start + FORWARD_CHUNK]
-        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=_FORWARD_K_MAX, seed=config.seed, grad_sketch_dim=dim)
+        cache = ReadoutCache.for_config(lm, config, k_max=_FORWARD_K_MAX, grad_sketch_dim=dim)
         cache.add(part, batch_size=batch_size)
         grads.append(_unit_rows(cache.grad_sketch(part, counted, dim).double()).half())
         hiddens.append(_unit_rows(cache.mean_hidden(part, counted).double()).half())

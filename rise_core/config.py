@@ -20,10 +20,14 @@ CountedPositions = Literal["completion", "all"]
 SampleNorm = Literal["channel", "joint", "none"]
 Weighting = Literal["fixed", "auto"]
 Composition = Literal["outer", "tensor"]
+ChatTemplate = Literal["auto", "on", "off"]
+ChatTurns = Literal["all", "last"]
 
 COUNTED_POSITIONS: tuple[str, ...] = get_args(CountedPositions)
 SAMPLE_NORMS: tuple[str, ...] = get_args(SampleNorm)
 COMPOSITIONS: tuple[str, ...] = get_args(Composition)
+CHAT_TEMPLATES: tuple[str, ...] = get_args(ChatTemplate)
+CHAT_TURNS: tuple[str, ...] = get_args(ChatTurns)
 # the scored channels, in score order; an index stores RH and GH always, HS when built with hidden_channel
 CHANNELS: tuple[str, ...] = ("rh", "gh", "hs")
 # the pool's mean final hidden state (for center_hidden and the HS channel) is fitted on a seeded random subset of
@@ -31,7 +35,11 @@ CHANNELS: tuple[str, ...] = ("rh", "gh", "hs")
 # builds and the evaluation follow this rule; RiseExtractor refuses to extract before a mean is fitted)
 HIDDEN_MEAN_SAMPLES = 256
 # values of fields added after the first index format, for manifests written before them
-LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False}
+LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False, "chat_template": "off",
+                                 "chat_turns": "all"}
+# fields added after config fingerprints were first recorded (ANN sidecars, cached runs): left out of the fingerprint
+# at the value that reproduces the features of before, so a fingerprint recorded then still matches
+_UNFINGERPRINTED_AT: dict[str, Any] = {"chat_template": "off", "chat_turns": "all"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,19 @@ class RiseConfig:
         metadata={"help": "Store the HS channel: each sample's mean final hidden state minus the pool's mean "
                   "(hidden-size values); scored with weight lambda_hs."},
     )
+    chat_template: ChatTemplate = field(
+        default="auto",
+        metadata={"help": "How prompt + completion rows and conversations (`messages` rows) become tokens: 'on': "
+                  "through the model's chat template (a pair is a one-turn conversation); 'off': prompt, newline, "
+                  "completion (a conversation's turns joined by newlines); 'auto': the rendering the model learned "
+                  "(a `rise finetune` adapter's own; else the template when the tokenizer has one). Plain text is "
+                  "never templated. Evidence for the default: docs/EVALUATION.md, \"Chat template\"."},
+    )
+    chat_turns: ChatTurns = field(
+        default="all",
+        metadata={"help": "Which assistant turns of a conversation are its completion (what counted_positions "
+                  "'completion' and a fine-tune's loss count): 'all' of them, or the 'last' only."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("k_r", "k_h", "k_g", "min_top_l", "k_max", "seq_len"):
@@ -95,6 +116,10 @@ class RiseConfig:
             raise ConfigError(f"counted_positions must be one of {COUNTED_POSITIONS}, got {self.counted_positions!r}")
         if self.composition not in COMPOSITIONS:
             raise ConfigError(f"composition must be one of {COMPOSITIONS}, got {self.composition!r}")
+        if self.chat_template not in CHAT_TEMPLATES:
+            raise ConfigError(f"chat_template must be one of {CHAT_TEMPLATES}, got {self.chat_template!r}")
+        if self.chat_turns not in CHAT_TURNS:
+            raise ConfigError(f"chat_turns must be one of {CHAT_TURNS}, got {self.chat_turns!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
 
@@ -134,8 +159,10 @@ class RiseConfig:
         return cls(**{**LEGACY_FIELDS, **data})
 
     def fingerprint(self) -> str:
-        """Stable hash of every field (all of them change the stored features)."""
-        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """Stable hash of every field (all of them change the stored features); a field added later is left out at
+        the value that reproduces the features of before (`_UNFINGERPRINTED_AT`), so older fingerprints hold."""
+        data = {k: v for k, v in self.to_dict().items() if k not in _UNFINGERPRINTED_AT or v != _UNFINGERPRINTED_AT[k]}
+        payload = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def diff(self, other: RiseConfig) -> dict[str, tuple[Any, Any]]:

@@ -24,7 +24,7 @@ import torch
 from .config import RiseConfig, mean_fit_rows
 from .errors import InputDataError
 from .models import LoadedModel
-from .samples import EncodedSample, Sample, collate, encode_sample
+from .samples import EncodedSample, Rendering, Sample, collate, encode_sample, resolve_rendering
 from .sketch import SketchSet, tensor_product
 from .vocab_pass import vocab_pass
 
@@ -357,6 +357,13 @@ def features_from_readout(readout: Readout, weight: torch.Tensor, config: RiseCo
     return feats
 
 
+def rendering_for(lm: LoadedModel, config: RiseConfig) -> Rendering:
+    """How `config` (chat_template, chat_turns) renders pairs and conversations for this model's tokenizer (and the
+    rendering a `rise finetune` adapter in its weights learned)."""
+    return resolve_rendering(config.chat_template, config.chat_turns, lm.tokenizer,
+                             getattr(lm, "learned_chat_template", None))
+
+
 class RiseExtractor:
     """Computes RISE features for samples with one model, config, sketch set and (optional) hidden mean."""
 
@@ -369,6 +376,7 @@ class RiseExtractor:
         self._check_sketches(sketches)
         self.sketches = sketches.to(lm.device)
         self.hidden_mean = None if hidden_mean is None else hidden_mean.to(lm.device)
+        self.rendering = rendering_for(lm, config)
 
     def _check_sketches(self, sk: SketchSet) -> None:
         cfg, v, d = self.config, self.lm.vocab_size, self.lm.hidden_size
@@ -387,7 +395,7 @@ class RiseExtractor:
 
     def encode(self, samples: Sequence[Sample | str | dict]) -> list[EncodedSample]:
         cfg = self.config
-        return [encode_sample(Sample.coerce(s), self.lm.tokenizer, cfg.seq_len, cfg.counted_positions)
+        return [encode_sample(Sample.coerce(s), self.lm.tokenizer, cfg.seq_len, cfg.counted_positions, self.rendering)
                 for s in samples]
 
     @torch.no_grad()

@@ -149,8 +149,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
     if lm_methods and cache is None:
         if lm is None:
             raise ConfigError(f"methods {lm_methods} need a model")
-        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
-                             grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
+        cache = ReadoutCache.for_config(lm, config, grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
     if cache is not None and lm_methods:
         if progress:
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")

@@ -1,8 +1,8 @@
 """The model's own continuation of a prompt: the query a retrospective attribution explains.
 
-A model fine-tuned by `rise finetune` learned answers in the index's format (prompt, newline, completion, end of
-sequence), so it is prompted exactly that way; any other model through its chat template when it has one, else with
-the prompt and a newline. Greedy by default (reproducible); sampling is seeded.
+A model fine-tuned by `rise finetune` learned answers in the index's format, so it is prompted exactly that way: through
+the chat template when it trained on it (the adapter's manifest says), else prompt, newline (then completion, end of
+sequence); any other model through its chat template when it has one, else with the prompt and a newline. Greedy by default (reproducible); sampling is seeded.
 """
 
 from __future__ import annotations
@@ -37,10 +37,12 @@ class GenerationSettings:
 
 
 def prompt_format(lm: Any) -> str:
-    """'rise' (prompt, newline: how a `rise finetune` model learned), 'chat' (the chat template) or 'plain'."""
-    if getattr(lm, "is_rise_finetune", False):
+    """'rise' (prompt, newline: how a `rise finetune` model learned without the template), 'chat' (the chat template)
+    or 'plain'."""
+    has_template = bool(getattr(lm.tokenizer, "chat_template", None))
+    if getattr(lm, "is_rise_finetune", False) and getattr(lm, "learned_chat_template", None) != "on":
         return "rise"
-    return "chat" if getattr(lm.tokenizer, "chat_template", None) else "plain"
+    return "chat" if has_template else "plain"
 
 
 def prompt_inputs(lm: Any, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:

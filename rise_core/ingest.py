@@ -1,7 +1,8 @@
 """Reading a pool of samples from JSONL, JSON, CSV or Parquet, with configurable field names.
 
 `read_table` turns a file (or uploaded bytes) into a DataFrame; `read_pool` maps its columns onto `Sample`s with a
-`FieldMap` (text, or prompt + completion; optional id and label), keeps every other column as metadata, gives rows
+`FieldMap` (text; prompt + completion, with an optional input column appended to the prompt as Alpaca rows have it;
+or a conversation, `messages`; optional id and label), keeps every other column as metadata, gives rows
 without an id a stable content id, and reports the rows it cannot use instead of dropping them silently.
 
 Row numbers in messages and reports are 1-based positions among the file's records (JSONL: non-blank lines;
@@ -29,7 +30,7 @@ from typing import IO, Any
 import pandas as pd
 
 from .errors import InputDataError
-from .samples import Sample
+from .samples import Sample, conversation_turns
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
@@ -39,16 +40,24 @@ _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "
 _TEXT_NAMES = ("text", "content", "document", "passage", "sentence", "body")
 _PROMPT_NAMES = ("prompt", "instruction", "question", "query", "input")
 _COMPLETION_NAMES = ("completion", "response", "output", "answer", "generation", "target")
+_MESSAGES_NAMES = ("messages",)
+# the context column of instruction datasets (Alpaca's `input`, Dolly's `context`), appended to an `instruction`
+_INPUT_NAMES = ("input", "context")
+INPUT_SEPARATOR = "\n\n"
+FIELD_NAMES = ("text", "prompt", "completion", "messages", "input", "id", "label")
 _ID_NAMES = ("id", "sample_id", "uid", "idx", "_id")
 _LABEL_NAMES = ("label", "labels", "is_positive")
 
 
 @dataclass(frozen=True)
 class FieldMap:
-    """Column names in the user's file: `text`, or `prompt` + `completion` (prompt optional); `id`, `label` optional.
+    """Column names in the user's file: `text`; or `prompt` + `completion` (prompt optional; `input`, optional, is
+    appended to the prompt after a blank line, as Alpaca's instruction + input); or `messages`, a conversation (a
+    list of {role, content} turns, or its JSON text in a CSV cell); `id`, `label` optional.
 
-    When `text` is set, prompt/completion are ignored. The default names "prompt", "id" and "label" are used only
-    when the file has such a column; any other name that is set must exist in the file.
+    When `text` is set, prompt/completion are ignored; `messages` excludes text, prompt and completion. The default
+    names "prompt", "id" and "label" are used only when the file has such a column; any other name that is set must
+    exist in the file.
     """
 
     text: str | None = None
@@ -56,17 +65,22 @@ class FieldMap:
     completion: str | None = "completion"
     id: str | None = "id"
     label: str | None = "label"
+    messages: str | None = None
+    input: str | None = None
 
     @classmethod
     def guess(cls, columns: Sequence[str], **given: str | None) -> FieldMap:
         """Pick fields from common names (text/content, prompt/instruction/question, completion/response/output,
-        id, label); names in `given` win (a given text field means plain text, a given completion or prompt field
-        means pairs). Raises InputDataError listing the columns when no text column can be found."""
+        messages, id, label; an `instruction` column's `input` or `context` column is appended to it, as Alpaca and
+        Dolly rows mean it); names in `given` win (a given text field means plain text, a given completion or prompt
+        field means pairs, a given messages field conversations). A `messages` column is read as conversations
+        unless a text, prompt or completion field is given. Raises InputDataError listing the columns when no text
+        column can be found."""
         cols = [str(c) for c in columns]
         given = {k: v for k, v in given.items() if v is not None}
-        unknown = set(given) - {"text", "prompt", "completion", "id", "label"}
+        unknown = set(given) - set(FIELD_NAMES)
         if unknown:
-            raise InputDataError(f"unknown field names {sorted(unknown)}; use text, prompt, completion, id, label")
+            raise InputDataError(f"unknown field names {sorted(unknown)}; use {', '.join(FIELD_NAMES)}")
 
         def find(names: Iterable[str]) -> str | None:
             lower = {c.lower(): c for c in reversed(cols)}
@@ -79,25 +93,36 @@ class FieldMap:
         completion, text = given.get("completion", find(_COMPLETION_NAMES)), find(_TEXT_NAMES)
         if "text" in given:
             return cls(text=given["text"], prompt=None, completion=None, **extra)
+        messages = given.get("messages", find(_MESSAGES_NAMES))
+        if messages is not None and ("messages" in given or not {"prompt", "completion"} & set(given)):
+            return cls(text=None, prompt=None, completion=None, messages=messages, **extra)
         pair = "completion" in given or "prompt" in given or (
             completion is not None and (text is None or find(_PROMPT_NAMES) is not None))
         if pair and completion is not None:
             prompt = given.get("prompt", find(n for n in _PROMPT_NAMES if n != completion.lower()))
-            return cls(text=None, prompt=prompt, completion=completion, **extra)
+            context = given.get("input")
+            if context is None and prompt is not None and prompt.lower() == "instruction":
+                context = find(n for n in _INPUT_NAMES if n != completion.lower())
+            return cls(text=None, prompt=prompt, completion=completion, input=context, **extra)
         if text is not None and not pair:
             return cls(text=text, prompt=None, completion=None, **extra)
         raise InputDataError(
-            f"cannot tell which column holds the text among {cols}; name it with --text-field (plain text) or "
-            "--prompt-field/--completion-field (instruction -> response)"
+            f"cannot tell which column holds the text among {cols}; name it with --text-field (plain text), "
+            "--prompt-field/--completion-field (instruction -> response) or --messages-field (conversations)"
         )
 
     @property
     def is_pair(self) -> bool:
-        return self.text is None
+        return self.text is None and self.messages is None
 
     def used(self) -> set[str]:
         """Column names mapped onto Sample fields (the rest become metadata)."""
-        names = [self.text] if self.text is not None else [self.prompt, self.completion]
+        if self.text is not None:
+            names = [self.text]
+        elif self.messages is not None:
+            names = [self.messages]
+        else:
+            names = [self.prompt, self.completion, self.input]
         return {n for n in [*names, self.id, self.label] if n is not None}
 
     def resolve(self, columns: Sequence[str]) -> FieldMap:
@@ -106,11 +131,18 @@ class FieldMap:
         cols = set(map(str, columns))
         if self.text is not None:
             out = {"text": self.text, "prompt": None, "completion": None, "id": self.id, "label": self.label}
-        elif self.completion is not None:
-            out = {"text": None, "prompt": self.prompt, "completion": self.completion, "id": self.id,
+        elif self.messages is not None:
+            if self.completion not in (None, FieldMap.completion) or self.prompt not in (None, FieldMap.prompt):
+                raise InputDataError("the field map names a messages field and a prompt or completion field; a "
+                                     "conversation holds its own turns: give one or the other")
+            out = {"text": None, "prompt": None, "completion": None, "messages": self.messages, "id": self.id,
                    "label": self.label}
+        elif self.completion is not None:
+            out = {"text": None, "prompt": self.prompt, "completion": self.completion, "input": self.input,
+                   "id": self.id, "label": self.label}
         else:
-            raise InputDataError("the field map names neither a text field nor a completion field")
+            raise InputDataError("the field map names neither a text field, a completion field nor a messages "
+                                 "field")
         defaults = FieldMap()
         for name, col in list(out.items()):
             if col is None or col in cols:
@@ -366,7 +398,10 @@ def _infer_csv_column(values: pd.Series) -> pd.Series:
 
 def content_hash(sample: Sample) -> str:
     """sha1 of a sample's text fields (what the model reads); identifies duplicates and content changes."""
-    payload = json.dumps([sample.text, sample.prompt, sample.completion], ensure_ascii=False)
+    fields: list[Any] = [sample.text, sample.prompt, sample.completion]
+    if sample.messages is not None:  # (the hashes of the other forms are as they were before conversations)
+        fields.append([[t.role, t.content] for t in sample.messages])
+    payload = json.dumps(fields, ensure_ascii=False)
     return hashlib.sha1(payload.encode()).hexdigest()
 
 
@@ -401,6 +436,30 @@ def _as_text(value: Any) -> str | None:
     return str(value)
 
 
+def _as_messages(value: Any) -> Any:
+    """A conversation cell as a list of turns: as read (JSONL, Parquet), or parsed from its JSON text (CSV)."""
+    if _is_missing(value):
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        value = _as_text(value)
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError("the conversation is text but not a JSON list of {role, content} turns") from None
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):  # a numpy array of turns
+        value = value.tolist()
+    return value
+
+
+def _pair_prompt(prompt: str | None, context: str | None) -> str | None:
+    """The prompt of an instruction row: the instruction, then its input after a blank line (either may be empty)."""
+    parts = [p for p in (prompt, context) if p is not None and p.strip()]
+    return INPUT_SEPARATOR.join(parts) if parts else None
+
+
 def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
               fields: FieldMap | dict[str, str | None] | None = None, fmt: str | None = None, *,
               name: str | None = None, first_row: int = 1) -> PoolData:
@@ -431,7 +490,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
     used = fields.used()
     meta_cols = [c for c in columns if c not in used]
     # a pair file's row that has a text column instead of a completion is reported by its text
-    stray_text = None if fields.text is not None else next((c for c in meta_cols if c.lower() in _TEXT_NAMES), None)
+    stray_text = None if not fields.is_pair else next((c for c in meta_cols if c.lower() in _TEXT_NAMES), None)
     if is_csv:
         for col in [*meta_cols, *([fields.label] if fields.label else [])]:
             df[col] = _infer_csv_column(df[col])
@@ -448,6 +507,16 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
                 if kwargs["text"] is None or not kwargs["text"].strip():
                     skipped.append((row, f"empty text ({fields.text!r}{_whitespace(kwargs['text'])})"))
                     continue
+            elif fields.messages is not None:
+                messages = _as_messages(rec[fields.messages])
+                if messages is None:
+                    skipped.append((row, f"empty conversation ({fields.messages!r})"))
+                    continue
+                try:
+                    kwargs = {"messages": conversation_turns(messages, f"the conversation ({fields.messages!r})")}
+                except InputDataError as exc:
+                    skipped.append((row, str(exc)))
+                    continue
             else:
                 prompt = _as_text(rec[fields.prompt]) if fields.prompt else None
                 completion = _as_text(rec[fields.completion])
@@ -460,7 +529,8 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
                 if completion is None or not completion.strip():
                     skipped.append((row, f"empty completion ({fields.completion!r}{_whitespace(completion)})"))
                     continue
-                kwargs = {"prompt": prompt if prompt and prompt.strip() else None, "completion": completion}
+                context = _as_text(rec[fields.input]) if fields.input else None
+                kwargs = {"prompt": _pair_prompt(prompt, context), "completion": completion}
         except ValueError as exc:
             skipped.append((row, str(exc)))
             continue
@@ -479,7 +549,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
                 skipped.append((row, f"duplicate of row {derived[sid]} (same text, no id)"))
                 continue
             derived[sid] = row
-            sample = Sample(**kwargs, id=sid, label=label, meta=meta)
+            sample = sample.with_id(sid)
         else:
             explicit.setdefault(sample_id, []).append(row)
         samples.append(sample)
@@ -519,16 +589,14 @@ def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
     for sample, row in zip(items, rows, strict=True):
         sample_id = _normalise_id(sample.id)
         if sample_id is not None and sample_id != sample.id:
-            sample = Sample(text=sample.text, prompt=sample.prompt, completion=sample.completion, id=sample_id,
-                            label=sample.label, meta=dict(sample.meta))
+            sample = sample.with_id(sample_id)
         if sample.id is None:
             sid = stable_id(sample)
             if sid in derived:
                 skipped.append((row, f"duplicate of row {derived[sid]} (same text, no id)"))
                 continue
             derived[sid] = row
-            sample = Sample(text=sample.text, prompt=sample.prompt, completion=sample.completion, id=sid,
-                            label=sample.label, meta=dict(sample.meta))
+            sample = sample.with_id(sid)
         else:
             explicit.setdefault(str(sample.id), []).append(row)
         samples.append(sample)

@@ -136,6 +136,12 @@ class LoadedModel:
         """True when the weights carry a `rise finetune` adapter (it was trained on prompt, newline, completion)."""
         return bool(self.adapter and self.adapter.get("rise_manifest"))
 
+    @property
+    def learned_chat_template(self) -> str | None:
+        """'on' / 'off': whether the `rise finetune` adapter in the weights trained on chat-template renderings (what
+        chat_template 'auto' follows); None without such an adapter."""
+        return (self.adapter or {}).get("chat_template") if self.is_rise_finetune else None
+
 
 def verify_readout(lm: LoadedModel, atol: float = 1e-3) -> None:
     """Check on a short probe that W h + b reproduces the model's logits (raises ModelLoadError if not)."""

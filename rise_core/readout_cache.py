@@ -22,10 +22,10 @@ import torch
 
 from .baselines import Scorer
 from .config import RiseConfig, ScoreOptions, mean_fit_rows
-from .engine import Readout, features_from_readout, readout_forward
+from .engine import Readout, features_from_readout, readout_forward, rendering_for
 from .errors import ConfigError
 from .models import LoadedModel
-from .samples import EncodedSample, Sample, encode_sample
+from .samples import EncodedSample, Rendering, Sample, encode_sample
 from .scoring import FeatureMatrix, score_each_query
 from .sketch import CountSketch, SketchSet
 
@@ -54,19 +54,34 @@ class ReadoutCache:
     """Per-sample readouts of a model over samples, computed once (batched by length)."""
 
     def __init__(self, lm: LoadedModel, seq_len: int = 512, k_max: int = 256, grad_sketch_dim: int | None = None,
-                 seed: int = 42) -> None:
+                 seed: int = 42, chat_template: str = RiseConfig.chat_template, chat_turns: str = RiseConfig.chat_turns
+                 ) -> None:
         self.lm = lm
-        self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed)
+        self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed,
+                                      chat_template=chat_template, chat_turns=chat_turns)
+        self.rendering = rendering_for(lm, self.base_config)  # how pairs and conversations become tokens
         self.grad_sketch_dim = grad_sketch_dim  # the default dimension of `grad_sketch`
         self.readouts: dict[tuple, SampleReadout] = {}
         self._grad: dict[tuple, torch.Tensor] = {}  # (sample key, counted, dim) -> Grad-Sketch vector
         self.forward_seconds = 0.0
 
+    @classmethod
+    def for_config(cls, lm: LoadedModel, config: RiseConfig, k_max: int | None = None,
+                   grad_sketch_dim: int | None = None) -> ReadoutCache:
+        """A cache whose readouts serve `config`: its seq_len, seed and rendering (chat_template, chat_turns), and its
+        k_max unless another is given."""
+        return cls(lm, seq_len=config.seq_len, k_max=config.k_max if k_max is None else k_max,
+                   grad_sketch_dim=grad_sketch_dim, seed=config.seed, chat_template=config.chat_template,
+                   chat_turns=config.chat_turns)
+
     def identity(self) -> dict:
         """What the cached readouts depend on: the model and the cache's seq_len, k_max and seed."""
         cfg = self.base_config
-        return {"model_fingerprint": self.lm.fingerprint(), "seq_len": cfg.seq_len, "k_max": cfg.k_max,
-                "seed": cfg.seed}
+        identity = {"model_fingerprint": self.lm.fingerprint(), "seq_len": cfg.seq_len, "k_max": cfg.k_max,
+                    "seed": cfg.seed}
+        if self.rendering != Rendering():  # (caches saved before renderings were a choice are plain text)
+            identity["rendering"] = {"template": self.rendering.template, "turns": self.rendering.turns}
+        return identity
 
     def save(self, path: str | Path) -> None:
         """Write the readouts (not the Grad-Sketch memo) to one file, for `load` in a later run."""
@@ -90,12 +105,23 @@ class ReadoutCache:
 
     @staticmethod
     def key(sample: Sample) -> tuple:
+        if sample.messages is not None:
+            return (None, None, None, tuple((t.role, t.content) for t in sample.messages))
         return (sample.text, sample.prompt, sample.completion)
 
     def _encode(self, sample: Sample) -> tuple[EncodedSample, list[bool]]:
-        enc_all = encode_sample(sample, self.lm.tokenizer, self.base_config.seq_len, "all")
-        enc_c = encode_sample(sample, self.lm.tokenizer, self.base_config.seq_len, "completion")
+        seq_len, rendering = self.base_config.seq_len, self.rendering
+        enc_all = encode_sample(sample, self.lm.tokenizer, seq_len, "all", rendering)
+        enc_c = encode_sample(sample, self.lm.tokenizer, seq_len, "completion", rendering)
         return enc_all, enc_c.counted
+
+    def check_rendering(self, config: RiseConfig) -> None:
+        """Refuse a config whose chat_template / chat_turns render samples otherwise than this cache did."""
+        if rendering_for(self.lm, config) != self.rendering:
+            cfg = self.base_config
+            raise ConfigError(f"this readout cache rendered its samples with chat_template={cfg.chat_template!r}, "
+                              f"chat_turns={cfg.chat_turns!r}; the config asks chat_template={config.chat_template!r}, "
+                              f"chat_turns={config.chat_turns!r}: build a ReadoutCache with those")
 
     @torch.no_grad()
     def add(self, samples: Sequence[Sample], batch_size: int = 8, progress: Callable[[int], None] | None = None) -> None:
@@ -153,6 +179,7 @@ class ReadoutCache:
         set, and the features need only z / tau at the candidates (the support and the residual are softmaxes over
         them)."""
         cache, vocab = self.base_config, self.lm.vocab_size
+        self.check_rendering(config)
         if config.seq_len > cache.seq_len:
             raise ConfigError(f"the config's seq_len={config.seq_len} exceeds this readout cache's "
                               f"seq_len={cache.seq_len}; build the ReadoutCache with seq_len >= {config.seq_len}")

@@ -25,8 +25,9 @@ def _jsonl(tmp_path, rows, name="pool.jsonl"):
         (["text", "id"], FieldMap(text="text", prompt=None, completion=None, id="id", label=None)),
         (["prompt", "completion", "label"], FieldMap(text=None, prompt="prompt", completion="completion", id=None,
                                                      label="label")),
+        # Alpaca: the input is part of the prompt (appended after a blank line), not metadata
         (["instruction", "input", "output"], FieldMap(text=None, prompt="instruction", completion="output", id=None,
-                                                      label=None)),
+                                                      label=None, input="input")),
         (["Question", "Answer", "ID"], FieldMap(text=None, prompt="Question", completion="Answer", id="ID",
                                                 label=None)),
         (["content", "response"], FieldMap(text="content", prompt=None, completion=None, id=None, label=None)),

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 
+from ..config import RiseConfig, field_choices, field_help
 from ..finetune import FinetuneConfig, FinetuneProgress, finetune, pool_loss
 from ..ingest import read_pool
 from .options import add_model_options, load_model_from_args
@@ -17,11 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     defaults = FinetuneConfig()
     p = sub.add_parser(
         "finetune", help="LoRA-fine-tune a model on a pool (writes a peft adapter + manifest)",
-        description="Trains a LoRA adapter (peft) on the pool's samples in the format an index reads them (prompt, "
-        "newline, completion; loss on completion tokens). Seeded; checkpoints every --checkpoint-every steps, and a "
+        description="Trains a LoRA adapter (peft) on the pool's samples in the format an index reads them (the "
+        "model's chat template, or prompt, newline, completion: --chat-template; loss on completion tokens, a "
+        "conversation's assistant turns). Seeded; checkpoints every --checkpoint-every steps, and a "
         "killed run started again with the same arguments resumes. Use the result anywhere a model is named: "
         "--model DIR, --adapter DIR, RISE_MODEL=DIR.")
-    p.add_argument("pool", help="JSONL/CSV/Parquet pool (text, or prompt + completion)")
+    p.add_argument("pool", help="JSONL/CSV/Parquet pool (text, prompt + completion, or messages)")
     p.add_argument("--out", required=True, help="adapter directory to write")
     p.add_argument("--rank", type=int, default=defaults.rank)
     p.add_argument("--alpha", type=float, default=defaults.alpha)
@@ -37,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=defaults.seed)
     p.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
     p.add_argument("--save-dtype", choices=["float32", "float16", "bfloat16"], default=defaults.save_dtype)
+    help_of = field_help(RiseConfig)
+    for name in ("chat_template", "chat_turns"):
+        p.add_argument("--" + name.replace("_", "-"), choices=field_choices(RiseConfig)[name],
+                       default=getattr(defaults, name), help=f"{help_of[name]} (default {getattr(defaults, name)!r}; "
+                       "an index of the adapter's generations renders alike with 'auto')")
     p.add_argument("--overwrite", action="store_true", help="replace a finished adapter or a foreign checkpoint")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_options(p)
@@ -53,7 +60,8 @@ def _cmd_finetune(args: argparse.Namespace) -> int:
     pool = read_pool(args.pool).require_samples()
     lm = load_model_from_args(args)
     probe = pool.samples[:LOSS_PROBE_SAMPLES]
-    before = pool_loss(lm, probe, seq_len=config.seq_len, loss_on=config.loss_on)
+    before = pool_loss(lm, probe, seq_len=config.seq_len, loss_on=config.loss_on,
+                       chat_template=config.chat_template, chat_turns=config.chat_turns)
     print(f"fine-tuning {lm.model_id} on {len(pool.samples)} samples of {args.pool} "
           f"(LoRA r={config.rank}, {config.epochs} epochs, lr {config.learning_rate}); pool loss before "
           f"{before:.4f} (first {len(probe)} samples)", flush=True)

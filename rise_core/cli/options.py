@@ -29,7 +29,7 @@ from ..config import (
     preset_scoring,
 )
 from ..errors import ConfigError
-from ..ingest import FORMATS
+from ..ingest import FIELD_NAMES, FORMATS
 from ..retrospective import TRIGGER, check_template, trigger_template
 
 
@@ -144,7 +144,10 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
     group = parser.add_argument_group(f"{prefix or 'pool '}file columns (default: guessed from the column names)")
     dest = prefix.replace("-", "_")
     for name, what in (("text", "plain text"), ("prompt", "prompt / instruction"),
-                       ("completion", "completion / response"), ("id", "sample id"), ("label", "label")):
+                       ("completion", "completion / response"),
+                       ("messages", "conversation: a list of {role, content} turns (JSON text in a CSV)"),
+                       ("input", "instruction's input, appended to the prompt after a blank line (Alpaca)"),
+                       ("id", "sample id"), ("label", "label")):
         group.add_argument(f"--{prefix}{name}-field", dest=f"{dest}{name}_field", default=None, metavar="COLUMN",
                            help=f"column holding the {what}")
     group.add_argument(f"--{prefix}format", dest=f"{dest}fmt", choices=FORMATS, default=None,
@@ -154,7 +157,7 @@ def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None
 def fields_from_args(args: argparse.Namespace, prefix: str = "") -> dict[str, str | None] | None:
     """The field names given under `prefix` (see `add_field_options`), or None when none is (guess them all)."""
     dest = prefix.replace("-", "_")
-    given = {name: getattr(args, f"{dest}{name}_field") for name in ("text", "prompt", "completion", "id", "label")}
+    given = {name: getattr(args, f"{dest}{name}_field") for name in FIELD_NAMES}
     return None if all(v is None for v in given.values()) else given
 
 

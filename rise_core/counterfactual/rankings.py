@@ -83,8 +83,7 @@ def task_rankings(pool: Sequence[Sample], queries: Sequence[Sample], lm: Any, me
     if cache is None and any(m.needs_lm for m in chosen):
         if lm is None:
             raise ConfigError(f"methods {[m.name for m in chosen if m.needs_lm]} need a model")
-        cache = ReadoutCache(lm, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed,
-                             grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
+        cache = ReadoutCache.for_config(lm, config, grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
     source = TaskSource(list(pool), list(queries), cache, config, options, memo={})
     if cache is not None and any(m.needs_lm for m in chosen):
         cache.add(source.pool + source.queries)

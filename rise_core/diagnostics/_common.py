@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from ..config import RiseConfig, ScoreOptions
-from ..engine import Readout, readout_factors
+from ..engine import Readout, readout_factors, rendering_for
 from ..errors import InputDataError
 from ..models import LoadedModel
 from ..samples import EncodedSample, Sample, encode_sample
@@ -53,8 +53,9 @@ def encode_samples(lm: LoadedModel, samples: Sequence[Sample | str | dict], conf
                    require_counted: bool = True) -> tuple[list[Sample], list[EncodedSample]]:
     """Encode samples under the config's seq_len / counted positions; drop those with no counted position."""
     kept_s, kept_e = [], []
+    rendering = rendering_for(lm, config)  # as the index renders pairs and conversations
     for s in coerce_samples(samples):
-        enc = encode_sample(s, lm.tokenizer, config.seq_len, config.counted_positions)
+        enc = encode_sample(s, lm.tokenizer, config.seq_len, config.counted_positions, rendering)
         if enc.n_counted > 0 or not require_counted:
             kept_s.append(s)
             kept_e.append(enc)

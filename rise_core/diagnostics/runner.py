@@ -126,7 +126,8 @@ def _digest(payload: Any) -> str:
 
 
 def samples_digest(samples: Sequence[Sample]) -> str:
-    return _digest([[s.text, s.prompt, s.completion] for s in samples])
+    return _digest([[s.text, s.prompt, s.completion, *([[t.to_dict() for t in s.messages]] if s.messages else [])]
+                    for s in samples])
 
 
 def tensor_digest(t: torch.Tensor | None) -> str | None:

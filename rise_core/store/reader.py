@@ -22,7 +22,7 @@ from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
 from .connection import IndexConnection
 from .filters import FILTER_ERRORS, check_filter, run_filter
-from .rows import sample_from_row
+from .rows import CONVERSATION_KEY, sample_from_row
 from .schema import IndexManifest, blob_matrix, select_sql
 
 
@@ -197,9 +197,10 @@ class IndexReader(IndexConnection):
         if row is None:
             raise InputDataError(f"no sample with id {sample_id!r} in {self.path}")
         text, prompt, completion, sid, label, meta = row
+        meta = json.loads(meta) if meta is not None else {}
+        messages = meta.pop(CONVERSATION_KEY, None) if text is None and completion is None else None
         return Sample(text=text, prompt=prompt, completion=completion, id=sid,
-                      label=json.loads(label) if label is not None else None,
-                      meta=json.loads(meta) if meta is not None else {})
+                      label=json.loads(label) if label is not None else None, meta=meta, messages=messages)
 
     def row_of(self, sample_id: str) -> int:
         """Feature row of a sample id."""

@@ -19,6 +19,20 @@ from ..samples import Sample
 from ..scoring import FeatureMatrix
 from .schema import FEATURE_DTYPE, RESERVED_COLUMNS, Column, blob_array, merge_types, value_type
 
+# a conversation's turns are stored in its row's metadata under this key (the `samples` view's JSON column of that
+# name); its text, prompt and completion columns are NULL, which is how a row is read back as a conversation
+CONVERSATION_KEY = "messages"
+
+
+def _stored_meta(sample: Sample) -> dict[str, Any]:
+    meta = {k: v for k, v in jsonable(sample.meta).items() if v is not None}
+    if sample.messages is not None:
+        if CONVERSATION_KEY in meta:
+            raise InputDataError(f"sample {sample.id!r} is a conversation and also has metadata {CONVERSATION_KEY!r}, "
+                                 "where its turns are stored; rename that metadata key")
+        meta[CONVERSATION_KEY] = [t.to_dict() for t in sample.messages]
+    return meta
+
 
 def samples_table(samples: Sequence[Sample], start: int, n_tokens: Sequence[int], truncated: Sequence[bool]
                   ) -> tuple[Any, list[Any], list[dict[str, Any]]]:
@@ -27,7 +41,7 @@ def samples_table(samples: Sequence[Sample], start: int, n_tokens: Sequence[int]
 
     n = len(samples)
     label_values = [jsonable(s.label) for s in samples]
-    meta_values = [{k: v for k, v in jsonable(s.meta).items() if v is not None} for s in samples]
+    meta_values = [_stored_meta(s) for s in samples]
     labels = [None if v is None else json.dumps(v, ensure_ascii=False) for v in label_values]
     metas = [json.dumps(v, ensure_ascii=False) if v else None for v in meta_values]
     added_at = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -104,8 +118,16 @@ def merge_columns(existing: Sequence[Column], labels: Sequence[Any], metas: Sequ
     return sorted(cols.values(), key=lambda c: c.position) if changed else None
 
 
+def stored_messages(value: Any) -> list[dict[str, Any]] | None:
+    """The turns of a stored conversation: the `messages` value of a row (JSON text or a list), None when absent."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
 def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
-    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, or prompt + completion)."""
+    """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, prompt + completion, or a
+    conversation)."""
     get = row.get
 
     def clean(v: Any) -> Any:
@@ -116,4 +138,7 @@ def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
         return Sample(prompt=prompt, completion=str(completion), id=clean(get("id")))
     if text is not None:
         return Sample(text=str(text), id=clean(get("id")))
-    raise InputDataError(f"row {clean(get('id'))!r} has neither text nor a completion")
+    messages = stored_messages(get(CONVERSATION_KEY))
+    if messages is not None:
+        return Sample(messages=messages, id=clean(get("id")))
+    raise InputDataError(f"row {clean(get('id'))!r} has neither text, a completion nor a conversation")
