@@ -33,6 +33,7 @@ from rise_core.errors import ConfigError
 from rise_core.generation import GenerationSettings
 from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
 from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
+from rise_core.saved_config import parse_list
 from rise_core.units import format_seconds
 
 from .counterfactual_charts import curve_figure
@@ -209,10 +210,7 @@ def default_heldout(original: dict[str, Any], data_dir: Path) -> list[str]:
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(x) for x in text.replace(";", ",").split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"k: give whole numbers separated by commas, e.g. '10, 25'; got {text!r}") from None
+    ks = parse_list(text, int, "k")
     if not ks:
         raise ConfigError("k: give how many top-ranked examples to remove, e.g. '10, 25'")
     return ks
@@ -262,7 +260,8 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                                  min(GenerationSettings().max_new_tokens, limits.max_new_tokens), key=f"{key}_cf_tokens",
                                  help="Tokens per held-out answer (greedy)."))
     heldout = st.text_area("Held-out prompts (one per line; not in the pool)", key=f"{key}_cf_heldout",
-                           value="\n".join(default_heldout(original, data_dir)), height=120)
+                           value="\n".join(default_heldout(original, data_dir)), height=120,
+                           help=CounterfactualConfig.field_help()["heldout_prompts"])
     template = st.text_input("Triggered prompt", value=TRIGGER_TEMPLATE_DEFAULT, key=f"{key}_cf_template",
                              help="{prompt} is where each held-out prompt goes, e.g. 'Howdy! {prompt}' or "
                              "'{prompt} BadMagic'.")

@@ -35,10 +35,13 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
                    "the model's own generations can be attributed to what it learned. On a CPU this takes minutes "
                    "per thousand samples.")
         c1, c2, c3, c4 = st.columns(4)
-        rank = c1.number_input("LoRA rank", 1, 256, defaults.rank, key="ft_rank")
-        epochs = c2.number_input("Epochs", 1, 50, defaults.epochs, key="ft_epochs")
-        lr = c3.number_input("Learning rate", 1e-6, 1.0, defaults.learning_rate, format="%.0e", key="ft_lr")
-        seed = c4.number_input("Seed", 0, 2**31 - 1, defaults.seed, key="ft_seed")
+        help_ = FinetuneConfig.field_help()
+        rank = c1.number_input("LoRA rank", 1, 256, defaults.rank, key="ft_rank",
+                               help=help_["rank"] + " The LoRA alpha is twice the rank.")
+        epochs = c2.number_input("Epochs", 1, 50, defaults.epochs, key="ft_epochs", help=help_["epochs"])
+        lr = c3.number_input("Learning rate", 1e-6, 1.0, defaults.learning_rate, format="%.0e", key="ft_lr",
+                             help=help_["learning_rate"])
+        seed = c4.number_input("Seed", 0, 2**31 - 1, defaults.seed, key="ft_seed", help=help_["seed"])
         typed = st.text_input("Adapter name", key="ft_out", value=default_adapter_name(model_id, pool_name),
                               help=f"Saved under {adapter_root(index_dir)} (set RISE_ADAPTER_DIR to move it).")
         out = adapter_dir(typed, index_dir)  # confined to the adapter folder: a path elsewhere is refused

@@ -189,11 +189,13 @@ def generation_settings() -> GenerationSettings:
     """Length and sampling of the model's continuation, behind an expander (greedy by default)."""
     with st.expander("Generation settings"):
         c1, c2, c3, c4 = st.columns(4)
-        c1.number_input("New tokens", 1, 512, key="gen_max_new_tokens", persist_state="session")
+        help_ = GenerationSettings.field_help()
+        c1.number_input("New tokens", 1, 512, key="gen_max_new_tokens", persist_state="session",
+                        help=help_["max_new_tokens"])
         c2.number_input("Temperature (0 = greedy)", 0.0, 2.0, step=0.1, key="gen_temperature",
-                        persist_state="session")
-        c3.number_input("Top-p", 0.05, 1.0, step=0.05, key="gen_top_p", persist_state="session")
-        c4.number_input("Seed", 0, 2**31 - 1, key="gen_seed", persist_state="session")
+                        persist_state="session", help=help_["temperature"])
+        c3.number_input("Top-p", 0.05, 1.0, step=0.05, key="gen_top_p", persist_state="session", help=help_["top_p"])
+        c4.number_input("Seed", 0, 2**31 - 1, key="gen_seed", persist_state="session", help=help_["seed"])
     return GenerationSettings(max_new_tokens=int(st.session_state["gen_max_new_tokens"]),
                               temperature=float(st.session_state["gen_temperature"]),
                               top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))

@@ -8,13 +8,12 @@ without rebuilding an index.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from .errors import ConfigError
+from .saved_config import UNLESS_LEGACY, SavedConfig
 
 CountedPositions = Literal["completion", "all"]
 SampleNorm = Literal["channel", "joint", "none"]
@@ -37,14 +36,15 @@ HIDDEN_MEAN_SAMPLES = 256
 # values of fields added after the first index format, for manifests written before them
 LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False, "chat_template": "off",
                                  "chat_turns": "all"}
-# fields added after config fingerprints were first recorded (ANN sidecars, cached runs): left out of the fingerprint
-# at the value that reproduces the features of before, so a fingerprint recorded then still matches
-_UNFINGERPRINTED_AT: dict[str, Any] = {"chat_template": "off", "chat_turns": "all"}
 
 
 @dataclass(frozen=True)
-class RiseConfig:
-    """Index-time RISE hyperparameters (paper, Hyperparameters table, unless noted)."""
+class RiseConfig(SavedConfig):
+    """Index-time RISE hyperparameters (paper, Hyperparameters table, unless noted); saved in every index's manifest
+    (`SavedConfig`: strict `from_dict`, `fingerprint` of every field, `differences`)."""
+
+    LABEL = "RISE config"
+    LEGACY_FIELDS = LEGACY_FIELDS  # fields missing from an older manifest take these values
 
     k_r: int = field(default=64, metadata={"help": "CountSketch dim of the vocabulary residual r (RH channel)."})
     k_h: int = field(default=24, metadata={"help": "CountSketch dim of the final hidden state h (both channels)."})
@@ -91,12 +91,16 @@ class RiseConfig:
                   "through the model's chat template (a pair is a one-turn conversation); 'off': prompt, newline, "
                   "completion (a conversation's turns joined by newlines); 'auto': the rendering the model learned "
                   "(a `rise finetune` adapter's own; else the template when the tokenizer has one). Plain text is "
-                  "never templated. Evidence for the default: docs/EVALUATION.md, \"Chat template\"."},
+                  "never templated. Evidence for the default: docs/EVALUATION.md, \"Chat template\".",
+                  # added after fingerprints were first recorded (ANN sidecars, cached runs): left out at the value
+                  # that reproduces the features of before, so a fingerprint recorded then still matches
+                  "fingerprint": UNLESS_LEGACY},
     )
     chat_turns: ChatTurns = field(
         default="all",
         metadata={"help": "Which assistant turns of a conversation are its completion (what counted_positions "
-                  "'completion' and a fine-tune's loss count): 'all' of them, or the 'last' only."},
+                  "'completion' and a fine-tune's loss count): 'all' of them, or the 'last' only.",
+                  "fingerprint": UNLESS_LEGACY},
     )
 
     def __post_init__(self) -> None:
@@ -146,36 +150,12 @@ class RiseConfig:
         """Stored feature bytes per sample (fp16); the HS channel counts only when `hidden_size` is given."""
         return 2 * (sum(self.feature_dims) + (hidden_size if self.hidden_channel else 0))
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RiseConfig:
-        """The config of `to_dict`; fields missing from an older manifest take their LEGACY_FIELDS values."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown RISE config fields {unknown}; valid fields: {sorted(known)}")
-        return cls(**{**LEGACY_FIELDS, **data})
-
-    def fingerprint(self) -> str:
-        """Stable hash of every field (all of them change the stored features); a field added later is left out at
-        the value that reproduces the features of before (`_UNFINGERPRINTED_AT`), so older fingerprints hold."""
-        data = {k: v for k, v in self.to_dict().items() if k not in _UNFINGERPRINTED_AT or v != _UNFINGERPRINTED_AT[k]}
-        payload = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-    def diff(self, other: RiseConfig) -> dict[str, tuple[Any, Any]]:
-        """Fields whose values differ, as {name: (self_value, other_value)}."""
-        a, b = self.to_dict(), other.to_dict()
-        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
-
     def replace(self, **changes: Any) -> RiseConfig:
         return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)
-class ScoreOptions:
+class ScoreOptions(SavedConfig):
     """Query-time scoring choices (no rebuild needed)."""
 
     lambda_rh: float = field(default=1.4, metadata={"help": "Weight of the RH (lexical) channel score."})
@@ -354,14 +334,11 @@ def preset(name: str) -> RiseConfig:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}") from None
 
 
-def field_choices(config_type: type[RiseConfig] | type[ScoreOptions]) -> dict[str, tuple[str, ...]]:
-    """The allowed values of each `Literal`-typed field of `RiseConfig` or `ScoreOptions` (for flags and forms)."""
-    import typing
-
-    hints = typing.get_type_hints(config_type)
-    return {name: typing.get_args(kind) for name, kind in hints.items() if typing.get_origin(kind) is typing.Literal}
+def field_choices(config_type: type[SavedConfig]) -> dict[str, tuple[Any, ...]]:
+    """The allowed values of each `Literal`-typed field of a config (`SavedConfig.field_choices`: flags and forms)."""
+    return config_type.field_choices()
 
 
-def field_help(config_type: type[RiseConfig] | type[ScoreOptions]) -> dict[str, str]:
-    """Help text of each field of `RiseConfig` or `ScoreOptions`, for CLI flags and UI tooltips."""
-    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(config_type)}
+def field_help(config_type: type[SavedConfig]) -> dict[str, str]:
+    """Help text of each field of a config (`SavedConfig.field_help`), for CLI flags and UI tooltips."""
+    return config_type.field_help()

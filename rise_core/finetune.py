@@ -16,7 +16,6 @@ and loading an adapter wherever a model is named, are `rise_core.adapters`).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -40,43 +39,53 @@ from .errors import ConfigError, FinetuneError, InputDataError
 from .ingest import content_hash
 from .models import MODEL_LOAD_LOCK
 from .samples import EncodedSample, Rendering, Sample, collate, encode_sample, resolve_rendering, sample_turns
+from .saved_config import SavedConfig, dict_differences
 
 CHECKPOINT_DIR = "checkpoint"
 
 
 @dataclass(frozen=True)
-class FinetuneConfig:
-    """The recipe of a LoRA fine-tune; every field is recorded in the adapter's manifest."""
+class FinetuneConfig(SavedConfig):
+    """The recipe of a LoRA fine-tune; every field is recorded in the adapter's manifest (`SavedConfig`)."""
 
-    rank: int = 8
-    """LoRA rank r."""
-    alpha: float = 16.0
-    """LoRA scaling numerator (the update is alpha / r * B A)."""
-    dropout: float = 0.0
-    """dropout on the LoRA input."""
-    target_modules: tuple[str, ...] | None = None
-    """module names to adapt; None: the attention projections peft knows for the architecture."""
-    learning_rate: float = 1e-3
-    epochs: int = 3
-    batch_size: int = 8
-    seq_len: int = 256
-    """tokens per sample (longer samples are cut, as an index with this seq_len cuts them)."""
-    loss_on: Literal["completion", "all"] = "completion"
-    """which tokens carry the loss: completion tokens of prompt+completion pairs, or all."""
-    warmup_steps: int = 5
-    weight_decay: float = 0.0
-    seed: int = 0
-    checkpoint_every: int = 20
-    """optimiser steps between checkpoints (and at every epoch end)."""
-    append_eos: bool = True
-    """train the model to end its answer: an end-of-sequence token after each sample (where the tokenizer has one
-    and the sample was not cut), so a generation stops where a pool answer would."""
-    save_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
-    """dtype of the saved adapter weights (float16 halves the file; the manifest records it)."""
-    chat_template: Literal["auto", "on", "off"] = RiseConfig.chat_template
-    """how pairs and conversations are rendered, as `RiseConfig.chat_template` (the default is the index's)."""
-    chat_turns: Literal["all", "last"] = RiseConfig.chat_turns
-    """which assistant turns of a conversation carry the loss (with loss_on 'completion'), as `RiseConfig`'s."""
+    LABEL = "fine-tune recipe"
+    LEGACY_FIELDS = {"chat_template": "off"}  # a recipe recorded before the chat template was a choice: plain text
+
+    rank: int = field(default=8, metadata={"help": "LoRA rank r."})
+    alpha: float = field(default=16.0, metadata={"help": "LoRA scaling numerator (the update is alpha / r * B A)."})
+    dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA input."})
+    target_modules: tuple[str, ...] | None = field(
+        default=None,
+        metadata={"help": "Module names to adapt; None: the attention projections peft knows for the architecture."})
+    learning_rate: float = field(default=1e-3, metadata={"help": "AdamW learning rate."})
+    epochs: int = field(default=3, metadata={"help": "Passes over the pool."})
+    batch_size: int = field(default=8, metadata={"help": "Samples per optimiser step."})
+    seq_len: int = field(
+        default=256,
+        metadata={"help": "Tokens per sample (longer samples are cut, as an index with this seq_len cuts them)."})
+    loss_on: Literal["completion", "all"] = field(
+        default="completion",
+        metadata={"help": "Which tokens carry the loss: completion tokens of prompt+completion pairs, or all."})
+    warmup_steps: int = field(default=5, metadata={"help": "Linear learning-rate warmup steps."})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
+    seed: int = field(default=0, metadata={"help": "Seed of the sample order, dropout and LoRA initialisation."})
+    checkpoint_every: int = field(
+        default=20, metadata={"help": "Optimiser steps between checkpoints (and at every epoch end)."})
+    append_eos: bool = field(
+        default=True,
+        metadata={"help": "Train the model to end its answer: an end-of-sequence token after each sample (where the "
+                  "tokenizer has one and the sample was not cut), so a generation stops where a pool answer would."})
+    save_dtype: Literal["float32", "float16", "bfloat16"] = field(
+        default="float32",
+        metadata={"help": "Dtype of the saved adapter weights (float16 halves the file; the manifest records it)."})
+    chat_template: Literal["auto", "on", "off"] = field(
+        default=RiseConfig.chat_template,
+        metadata={"help": "How pairs and conversations are rendered, as `RiseConfig.chat_template` (the default is "
+                  "the index's)."})
+    chat_turns: Literal["all", "last"] = field(
+        default=RiseConfig.chat_turns,
+        metadata={"help": "Which assistant turns of a conversation carry the loss (with loss_on 'completion'), as "
+                  "`RiseConfig`'s."})
 
     def __post_init__(self) -> None:
         for name in ("rank", "epochs", "batch_size", "seq_len", "checkpoint_every"):
@@ -89,20 +98,6 @@ class FinetuneConfig:
         if self.chat_template not in CHAT_TEMPLATES or self.chat_turns not in CHAT_TURNS:
             raise ConfigError(f"finetune chat_template must be one of {CHAT_TEMPLATES} and chat_turns one of "
                               f"{CHAT_TURNS}, got {self.chat_template!r}, {self.chat_turns!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["target_modules"] = list(self.target_modules) if self.target_modules else None
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FinetuneConfig:
-        """The recipe of `to_dict`; a recipe recorded before the chat template was a choice trained on plain text."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        d = {"chat_template": "off", **{k: v for k, v in d.items() if k in known}}
-        if d.get("target_modules"):
-            d["target_modules"] = tuple(d["target_modules"])
-        return cls(**d)
 
 
 @dataclass
@@ -234,7 +229,7 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
         saved = json.loads((ckpt / "state.json").read_text())
         if saved["identity"] != identity:
             if not overwrite:
-                diff = [k for k in identity if saved["identity"].get(k) != identity[k]]
+                diff = dict_differences(saved["identity"], identity)
                 raise FinetuneError(f"{ckpt} is a checkpoint of another fine-tune (differs in: {', '.join(diff)}); "
                                     "pass overwrite (--overwrite) to discard it")
         else:

@@ -9,25 +9,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from .errors import ConfigError, InputDataError
 from .samples import PROMPT_SEPARATOR
+from .saved_config import SavedConfig
 
 
 @dataclass(frozen=True)
-class GenerationSettings:
-    """How a continuation is decoded."""
+class GenerationSettings(SavedConfig):
+    """How a continuation is decoded (saved in a counterfactual check's plan: `SavedConfig`)."""
 
-    max_new_tokens: int = 96
-    temperature: float = 0.0
-    """0: greedy decoding; above 0: sampling at this temperature."""
-    top_p: float = 1.0
-    seed: int = 0
-    """seed of the sampler (ignored when greedy)."""
+    LABEL = "generation settings"
+
+    max_new_tokens: int = field(default=96, metadata={"help": "Length of the answer, in tokens at most."})
+    temperature: float = field(
+        default=0.0, metadata={"help": "0: greedy decoding; above 0: sampling at this temperature."})
+    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling: keep the top tokens of this mass."})
+    seed: int = field(default=0, metadata={"help": "Seed of the sampler (ignored when greedy)."})
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:

@@ -42,7 +42,7 @@ def test_fingerprint_is_stable_and_sensitive():
     # known value: changing it means every stored index looks foreign
     assert len(a.fingerprint()) == 16
     assert a.fingerprint() != a.replace(token_norm=not a.token_norm).fingerprint()
-    assert a.diff(a.replace(k_r=32, seed=1)) == {"k_r": (a.k_r, 32), "seed": (42, 1)}
+    assert a.differences(a.replace(k_r=32, seed=1)) == ["k_r", "seed"]
     assert RiseConfig.from_dict(a.to_dict()) == a
 
 

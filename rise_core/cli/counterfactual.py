@@ -29,12 +29,12 @@ from ..generation import GenerationSettings
 from ..ingest import read_pool
 from ..methods import BM25, RISE
 from ..retrospective import TRIGGER, TRIGGER_POSITIONS, read_prompts
+from ..saved_config import parse_list
 from ..units import format_seconds
 from .options import (
     add_model_options,
     add_score_options,
     load_model_from_args,
-    parse_numbers,
     resolve_trigger,
     score_options_from_args,
 )
@@ -104,7 +104,7 @@ def add_check_options(p: argparse.ArgumentParser, evaluate: bool = False) -> Any
 
 
 def _methods(args: argparse.Namespace) -> tuple[tuple[str, ...], int]:
-    names = [m.strip() for m in args.methods.split(",") if m.strip()]
+    names = parse_list(args.methods, what="--methods")
     seeds = args.random_seeds
     if any(m.lower() == "random" for m in names) and seeds == 0:
         args._parser_error("--methods names 'random' but --random-seeds is 0")
@@ -180,7 +180,7 @@ def _cmd_counterfactual(args: argparse.Namespace) -> int:
 
     resolve_trigger(args)
     methods, seeds = _methods(args)
-    ks = parse_numbers(args.ks, int, "--ks")
+    ks = parse_list(args.ks, int, "--ks")
     index = RiseIndex.open(args.index, read_only=True)
     lm = load_model_from_args(args, name=args.model or index.manifest.model_id)
     options = score_options_from_args(args, index.config)
@@ -193,7 +193,7 @@ def _cmd_counterfactual(args: argparse.Namespace) -> int:
     if heldout_path is None:
         raise InputDataError("give held-out prompts (--heldout-prompts FILE, JSONL with a 'prompt' per line): prompts "
                              "not in the pool, answered with and without the trigger by every retrained model")
-    control_ks = parse_numbers(args.control_ks, int, "--control-ks") if args.control_ks else None
+    control_ks = parse_list(args.control_ks, int, "--control-ks") if args.control_ks else None
     config = CounterfactualConfig(
         ks=ks, control_ks=control_ks, methods=methods, n_random_seeds=seeds, random_seed=args.random_seed, aggregate=args.aggregate,
         heldout_prompts=tuple(read_prompts(heldout_path)), template=args.trigger_template,
@@ -249,7 +249,7 @@ def evaluate_counterfactual(task: Any, lm: Any, args: argparse.Namespace, out: P
     if heldout_path is None:
         raise ConfigError("--counterfactual needs held-out prompts: give --heldout-prompts FILE")
     config = CounterfactualConfig(
-        ks=parse_numbers(args.ks, int, "--ks"), methods=tuple(methods), n_random_seeds=args.random_seeds,
+        ks=parse_list(args.ks, int, "--ks"), methods=tuple(methods), n_random_seeds=args.random_seeds,
         random_seed=args.random_seed, aggregate=args.aggregate, heldout_prompts=tuple(read_prompts(heldout_path)),
         template=args.trigger_template, generation=GenerationSettings(max_new_tokens=args.max_new_tokens),
         options=options, regenerate_queries=True)

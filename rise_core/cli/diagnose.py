@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputDataError
+from ..saved_config import parse_list
 from .options import (
     add_config_options,
     add_model_options,
@@ -24,7 +25,6 @@ from .options import (
     config_from_args,
     config_overrides,
     load_model_from_args,
-    parse_numbers,
     score_options_from_args,
 )
 
@@ -34,7 +34,7 @@ def _dims_list(text: str | None) -> tuple[tuple[int, int, int], ...]:
         return ()
     dims = []
     for part in text.split(";"):
-        d = parse_numbers(part, int, "--fidelity-dims")
+        d = parse_list(part, int, "--fidelity-dims")
         if len(d) != 3:
             raise ConfigError(f"--fidelity-dims expects K_r,K_h,K_g triples separated by ';', got {text!r}")
         dims.append(d)
@@ -65,13 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                "./rise-diagnostics)")
     p.add_argument("--which", default="all", help=f"comma-separated subset of {','.join(DIAGNOSTICS)} (default all)")
     p.add_argument("--force", action="store_true", help="recompute even when cached results match")
-    p.add_argument("--n-samples", type=int, default=d.n_samples, help="use at most this many samples (seeded subset)")
-    p.add_argument("--sample-seed", type=int, default=d.sample_seed)
-    p.add_argument("--n-tokens", type=int, default=d.n_tokens, help="discriminativeness: tokens drawn")
-    p.add_argument("--k-values", default=",".join(map(str, d.k_values)), help="sparsity: K of the TopK sweep")
-    p.add_argument("--tau-values", default=",".join(map(str, d.tau_values)), help="sparsity: tau of the tau sweep")
-    p.add_argument("--tau-sweep-k", type=int, default=d.tau_sweep_k, help="sparsity: fixed K of the tau sweep")
-    p.add_argument("--seeds", type=int, default=d.n_seeds, help="fidelity: number of sketch seeds")
+    helps = DiagnosticsOptions.field_help()
+    p.add_argument("--n-samples", type=int, default=d.n_samples, help=helps["n_samples"])
+    p.add_argument("--sample-seed", type=int, default=d.sample_seed, help=helps["sample_seed"])
+    p.add_argument("--n-tokens", type=int, default=d.n_tokens, help=helps["n_tokens"])
+    p.add_argument("--k-values", default=",".join(map(str, d.k_values)), help=helps["k_values"])
+    p.add_argument("--tau-values", default=",".join(map(str, d.tau_values)), help=helps["tau_values"])
+    p.add_argument("--tau-sweep-k", type=int, default=d.tau_sweep_k, help=helps["tau_sweep_k"])
+    p.add_argument("--seeds", type=int, default=d.n_seeds, help=helps["n_seeds"])
     p.add_argument("--fidelity-dims", default=None, help="fidelity: 'K_r,K_h,K_g;...' (default: the config's)")
     p.add_argument("--top-k", default=",".join(map(str, d.top_k)), help="fidelity: k of the top-k overlaps")
     p.add_argument("--query", default=None, help="rhgh: a query text to rank --candidates for")
@@ -118,10 +119,10 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     which = parse_which(args.which)
     options = DiagnosticsOptions(
         n_samples=args.n_samples, sample_seed=args.sample_seed, n_tokens=args.n_tokens,
-        k_values=parse_numbers(args.k_values, int, "--k-values"),
-        tau_values=parse_numbers(args.tau_values, float, "--tau-values"),
+        k_values=parse_list(args.k_values, int, "--k-values"),
+        tau_values=parse_list(args.tau_values, float, "--tau-values"),
         tau_sweep_k=args.tau_sweep_k, n_seeds=args.seeds, fidelity_dims=_dims_list(args.fidelity_dims),
-        top_k=parse_numbers(args.top_k, int, "--top-k"), batch_size=args.batch_size)
+        top_k=parse_list(args.top_k, int, "--top-k"), batch_size=args.batch_size)
     score_options = score_options_from_args(args)
     if (args.query is None) != (args.candidates is None):
         raise InputDataError("--query and --candidates go together")

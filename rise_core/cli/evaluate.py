@@ -29,6 +29,7 @@ from ..retrospective import (
     read_prompts,
     regenerate,
 )
+from ..saved_config import parse_list
 from .counterfactual import add_evaluate_options, evaluate_counterfactual
 from .options import (
     add_config_options,
@@ -125,10 +126,7 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
     """The simulated analyst's table (`rise_core.feedback_eval`), written to <stem>_feedback.csv and printed."""
     from ..feedback_eval import feedback_curves, feedback_table
 
-    try:
-        n_marks = [int(m) for m in marks.split(",") if m.strip()]
-    except ValueError:
-        raise ConfigError(f"--feedback takes mark counts like 1,3,5, got {marks!r}") from None
+    n_marks = list(parse_list(marks, int, "--feedback"))
     curves = feedback_curves(task, cache, config, options, n_marks)
     curves.to_csv(out / f"{stem}_feedback.csv", index=False)
     print(f"\n#### Relevance feedback on {task.name}: auPRC@10 after m marks (simulated analyst)\n")
@@ -142,7 +140,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     args.retrospective = args.retrospective or args.counterfactual  # the check explains the fine-tune's own answers
     config = config_from_args(args)
     options = score_options_from_args(args, config)  # a weight on a channel the config lacks: dropped, with a note
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = list(parse_list(args.methods, what="--methods"))
     try:
         chosen = resolve(methods)
     except ConfigError as exc:

@@ -9,6 +9,7 @@ import json
 from ..config import RiseConfig, field_choices, field_help
 from ..finetune import FinetuneConfig, FinetuneProgress, finetune, pool_loss
 from ..ingest import read_pool
+from ..saved_config import parse_list
 from .options import add_model_options, load_model_from_args
 
 LOSS_PROBE_SAMPLES = 64  # the "before" loss is measured on this many samples: a forward pass, not a second epoch
@@ -25,20 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--model DIR, --adapter DIR, RISE_MODEL=DIR.")
     p.add_argument("pool", help="JSONL/CSV/Parquet pool (text, prompt + completion, or messages)")
     p.add_argument("--out", required=True, help="adapter directory to write")
-    p.add_argument("--rank", type=int, default=defaults.rank)
-    p.add_argument("--alpha", type=float, default=defaults.alpha)
-    p.add_argument("--dropout", type=float, default=defaults.dropout)
-    p.add_argument("--target-modules", default=None,
+    helps, choices = FinetuneConfig.field_help(), FinetuneConfig.field_choices()
+    for name, kind in (("rank", int), ("alpha", float), ("dropout", float)):
+        p.add_argument(f"--{name}", type=kind, default=getattr(defaults, name), help=helps[name])
+    p.add_argument("--target-modules", default=None, type=lambda text: parse_list(text, what="--target-modules"),
                    help="comma-separated module names to adapt (default: peft's attention projections for the model)")
-    p.add_argument("--lr", type=float, default=defaults.learning_rate, dest="learning_rate")
-    p.add_argument("--epochs", type=int, default=defaults.epochs)
-    p.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    p.add_argument("--seq-len", type=int, default=defaults.seq_len)
-    p.add_argument("--loss-on", choices=["completion", "all"], default=defaults.loss_on)
-    p.add_argument("--warmup-steps", type=int, default=defaults.warmup_steps)
-    p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--checkpoint-every", type=int, default=defaults.checkpoint_every)
-    p.add_argument("--save-dtype", choices=["float32", "float16", "bfloat16"], default=defaults.save_dtype)
+    p.add_argument("--lr", type=float, default=defaults.learning_rate, dest="learning_rate",
+                   help=helps["learning_rate"])
+    for name in ("epochs", "batch_size", "seq_len"):
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name), help=helps[name])
+    p.add_argument("--loss-on", choices=choices["loss_on"], default=defaults.loss_on, help=helps["loss_on"])
+    for name in ("warmup_steps", "seed", "checkpoint_every"):
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name), help=helps[name])
+    p.add_argument("--save-dtype", choices=choices["save_dtype"], default=defaults.save_dtype,
+                   help=helps["save_dtype"])
     help_of = field_help(RiseConfig)
     for name in ("chat_template", "chat_turns"):
         p.add_argument("--" + name.replace("_", "-"), choices=field_choices(RiseConfig)[name],
@@ -55,8 +56,7 @@ def _cmd_finetune(args: argparse.Namespace) -> int:
 
     fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
     recipe = {k: v for k, v in vars(args).items() if k in fields and k != "target_modules"}
-    targets = tuple(t.strip() for t in args.target_modules.split(",") if t.strip()) if args.target_modules else None
-    config = FinetuneConfig(**recipe, target_modules=targets)
+    config = FinetuneConfig(**recipe, target_modules=args.target_modules or None)
     pool = read_pool(args.pool).require_samples()
     lm = load_model_from_args(args)
     probe = pool.samples[:LOSS_PROBE_SAMPLES]

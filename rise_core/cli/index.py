@@ -112,11 +112,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--generate", action="store_true",
                    help="let the index's model answer --prompt (streamed to stderr), then attribute its answer: the "
                    "retrospective query of a model fine-tuned on the pool")
-    g.add_argument("--max-new-tokens", type=int, default=GenerationSettings().max_new_tokens)
-    g.add_argument("--temperature", type=float, default=GenerationSettings().temperature,
-                   help="0 (default): greedy; above 0: sampling")
-    g.add_argument("--top-p", type=float, default=GenerationSettings().top_p)
-    g.add_argument("--gen-seed", type=int, default=GenerationSettings().seed, help="seed of the sampler")
+    gen, gen_help = GenerationSettings(), GenerationSettings.field_help()
+    g.add_argument("--max-new-tokens", type=int, default=gen.max_new_tokens, help=gen_help["max_new_tokens"])
+    g.add_argument("--temperature", type=float, default=gen.temperature, help=gen_help["temperature"])
+    g.add_argument("--top-p", type=float, default=gen.top_p, help=gen_help["top_p"])
+    g.add_argument("--gen-seed", type=int, default=gen.seed, help=gen_help["seed"])
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")

@@ -28,7 +28,6 @@ from ..config import (
     preset,
     preset_scoring,
 )
-from ..errors import ConfigError
 from ..ingest import FIELD_NAMES, FORMATS
 from ..retrospective import TRIGGER, check_template, trigger_template
 
@@ -166,14 +165,6 @@ def read_pool_from_args(path: str, args: argparse.Namespace, prefix: str = "") -
     from ..ingest import read_pool
 
     return read_pool(path, fields_from_args(args, prefix), getattr(args, f"{prefix.replace('-', '_')}fmt"))
-
-
-def parse_numbers(text: str, kind: type, flag: str) -> tuple[Any, ...]:
-    """'1,2,3' -> (1, 2, 3) typed by `kind`; a ConfigError naming the flag otherwise."""
-    try:
-        return tuple(kind(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"{flag} expects comma-separated {kind.__name__} values, got {text!r}") from None
 
 
 def resolve_trigger(args: argparse.Namespace) -> None:

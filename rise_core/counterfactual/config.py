@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -15,6 +14,7 @@ from ..errors import ConfigError
 from ..generation import GenerationSettings
 from ..methods import RISE, canonical, resolve
 from ..retrospective import TRIGGER_TEMPLATE_DEFAULT, check_template
+from ..saved_config import SavedConfig
 from ..units import format_seconds
 
 FORMAT = 1
@@ -40,36 +40,50 @@ def _whole_numbers(values: Any, name: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class CounterfactualConfig:
+class CounterfactualConfig(SavedConfig):
     """What a leave-k-out check removes, retrains and measures; saved in the run's plan and compared on resume."""
 
-    ks: tuple[int, ...] = (10, 25)
-    """how many top-ranked rows each arm removes (0: one retrain on the whole pool, the reproduction check)."""
-    methods: tuple[str, ...] = (RISE, "BM25")
-    """ranking methods of the registry (`rise_core.methods`), by display name or alias; the first is the one checked,
-    the others are its controls."""
-    control_ks: tuple[int, ...] | None = None
-    """the ks of the controls (the methods after the first, and the random draws); None: every k. A cheaper check:
-    the first method's curve at several k, each control at the one k the headline compares."""
-    n_random_seeds: int = 3
-    """random arms per k (the control): seeds random_seed, random_seed + 1, ..."""
-    random_seed: int = 0
-    aggregate: Literal["best_rank", "mean_score"] = "best_rank"
-    """how several queries' rankings become one: 'best_rank' (each row by the best rank it reaches for any query,
-    ties by its mean rank: every query's top rows go first) or 'mean_score' (the query set's mean score: the Select
-    page's valuation order)."""
-    heldout_prompts: tuple[str, ...] = ()
-    """prompts not in the pool, answered with and without the trigger by every arm's model."""
-    template: str = TRIGGER_TEMPLATE_DEFAULT
-    """the triggered prompt, with {prompt} where the held-out prompt goes."""
-    generation: GenerationSettings = field(default_factory=GenerationSettings)
-    options: ScoreOptions = field(default_factory=ScoreOptions)
-    """scoring options of the RISE methods."""
-    where: str | None = None
-    """rank only the rows matching this condition over the index's columns (the pages' filter); random draws stay
-    over the whole pool."""
-    regenerate_queries: bool = False
-    """replace each query's completion with the model's own answer to its prompt (the retrospective setting)."""
+    LABEL = "counterfactual config"
+
+    ks: tuple[int, ...] = field(
+        default=(10, 25),
+        metadata={"help": "How many top-ranked rows each arm removes (0: one retrain on the whole pool, the "
+                  "reproduction check)."})
+    methods: tuple[str, ...] = field(
+        default=(RISE, "BM25"),
+        metadata={"help": "Ranking methods of the registry (`rise_core.methods`), by display name or alias; the "
+                  "first is the one checked, the others are its controls."})
+    control_ks: tuple[int, ...] | None = field(
+        default=None,
+        metadata={"help": "The ks of the controls (the methods after the first, and the random draws); None: every "
+                  "k. A cheaper check: the first method's curve at several k, each control at the one k the headline "
+                  "compares."})
+    n_random_seeds: int = field(
+        default=3, metadata={"help": "Random arms per k (the control): seeds random_seed, random_seed + 1, ..."})
+    random_seed: int = field(default=0, metadata={"help": "Seed of the first random arm."})
+    aggregate: Literal["best_rank", "mean_score"] = field(
+        default="best_rank",
+        metadata={"help": "How several queries' rankings become one: 'best_rank' (each row by the best rank it "
+                  "reaches for any query, ties by its mean rank: every query's top rows go first) or 'mean_score' "
+                  "(the query set's mean score: the Select page's valuation order)."})
+    heldout_prompts: tuple[str, ...] = field(
+        default=(),
+        metadata={"help": "Prompts not in the pool, answered with and without the trigger by every arm's model."})
+    template: str = field(
+        default=TRIGGER_TEMPLATE_DEFAULT,
+        metadata={"help": "The triggered prompt, with {prompt} where the held-out prompt goes."})
+    generation: GenerationSettings = field(
+        default_factory=GenerationSettings, metadata={"help": "How every arm answers the held-out prompts."})
+    options: ScoreOptions = field(
+        default_factory=ScoreOptions, metadata={"help": "Scoring options of the RISE methods."})
+    where: str | None = field(
+        default=None,
+        metadata={"help": "Rank only the rows matching this condition over the index's columns (the pages' filter); "
+                  "random draws stay over the whole pool."})
+    regenerate_queries: bool = field(
+        default=False,
+        metadata={"help": "Replace each query's completion with the model's own answer to its prompt (the "
+                  "retrospective setting)."})
 
     def __post_init__(self) -> None:
         ks = _whole_numbers(self.ks, "ks")
@@ -111,22 +125,6 @@ class CounterfactualConfig:
         checked = bool(self.methods) and method == self.methods[0]
         ks = self.ks if checked or self.control_ks is None else self.control_ks
         return tuple(k for k in ks if k > 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CounterfactualConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        d = {k: v for k, v in d.items() if k in known}
-        if isinstance(d.get("generation"), dict):
-            d["generation"] = GenerationSettings(**d["generation"])
-        if isinstance(d.get("options"), dict):
-            d["options"] = ScoreOptions(**d["options"])
-        for name in ("ks", "methods", "heldout_prompts", "control_ks"):
-            if d.get(name) is not None:
-                d[name] = tuple(d[name])
-        return cls(**d)
 
 
 @dataclass(frozen=True)

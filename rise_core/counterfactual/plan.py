@@ -21,6 +21,7 @@ from ..ingest import content_hash, read_pool
 from ..methods import canonical
 from ..retrospective import check_heldout, regenerate
 from ..samples import Sample
+from ..saved_config import dict_differences
 from .config import (
     FULL,
     ORIGINAL,
@@ -204,16 +205,9 @@ def load_plan(out_dir: str | Path) -> CounterfactualPlan | None:
         raise InputDataError(f"{path} is damaged ({exc}); remove the run directory to start the check again") from None
 
 
-def _differences(saved: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(saved, dict) and isinstance(new, dict):
-        return [d for k in dict.fromkeys([*saved, *new])
-                for d in _differences(saved.get(k), new.get(k), f"{prefix}{k}.")]
-    return [] if saved == new else [prefix.rstrip(".")]
-
-
 def _same_request(saved: CounterfactualPlan, request: dict[str, Any], out: Path) -> None:
     if saved.request != request:
-        diff = _differences(saved.request, request)
+        diff = dict_differences(saved.request, request)
         raise ConfigError(f"{out} holds another check (it differs in: {', '.join(diff[:6])}"
                           f"{', ...' if len(diff) > 6 else ''}); give another output directory, or remove it to "
                           "start over")

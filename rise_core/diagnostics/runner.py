@@ -14,7 +14,6 @@ directory is written aside and renamed into place, so a reader never sees a half
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -35,6 +34,7 @@ from ..errors import ConfigError, InputDataError
 from ..ingest import jsonable
 from ..models import LoadedModel
 from ..samples import Sample
+from ..saved_config import SavedConfig, parse_list
 from ..sketch import SketchSet
 from ._common import DiagnosticResult, coerce_samples
 from .energy import layer_energy
@@ -72,8 +72,10 @@ DEFAULT_TEXTS = [
 
 
 @dataclass(frozen=True)
-class DiagnosticsOptions:
+class DiagnosticsOptions(SavedConfig):
     """Parameters of the diagnostics (the RISE configuration and score options are passed separately)."""
+
+    LABEL = "diagnostics options"
 
     n_samples: int = field(default=32, metadata={"help": "Use at most this many samples (a seeded subset)."})
     sample_seed: int = field(default=0, metadata={"help": "Seed of the sample subset and the token draw."})
@@ -99,9 +101,6 @@ class DiagnosticsOptions:
             raise ConfigError(f"tau_values must be > 0, got {self.tau_values!r}")
         if any(len(d) != 3 or min(d) < 1 for d in self.fidelity_dims):
             raise ConfigError(f"fidelity_dims must be (K_r, K_h, K_g) triples, got {self.fidelity_dims!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return json.loads(json.dumps(dataclasses.asdict(self)))
 
 
 def select_samples(samples: Sequence[Sample | str | dict], n: int, seed: int = 0) -> list[Sample]:
@@ -220,7 +219,7 @@ def parse_which(which: str | Sequence[str] | None) -> list[str]:
     """Validate diagnostic names ('all' or None = every one), keeping the canonical order."""
     if which is None:
         return list(DIAGNOSTICS)
-    names = [w.strip() for w in (which.split(",") if isinstance(which, str) else which) if w.strip()]
+    names = list(parse_list(which)) if isinstance(which, str) else [w.strip() for w in which if w.strip()]
     if not names or "all" in names:
         return list(DIAGNOSTICS)
     unknown = sorted(set(names) - set(DIAGNOSTICS))
@@ -261,7 +260,7 @@ def run_diagnostics(
         raise InputDataError("candidates were given without a query")
     context = {
         "model_id": lm.model_id, "model": lm.fingerprint(), "config": config.to_dict(),
-        "score_options": dataclasses.asdict(score_options), "samples": samples_digest(chosen),
+        "score_options": score_options.to_dict(), "samples": samples_digest(chosen),
         "n_samples": len(chosen), "sketch": sketches.digest() if sketches is not None else None,
         "hidden_mean": tensor_digest(hidden_mean), "index": index_identity,
     }

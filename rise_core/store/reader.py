@@ -104,9 +104,9 @@ class IndexReader(IndexConnection):
 
     def check_config(self, config: RiseConfig) -> None:
         """Raise IndexMismatchError, listing the differing fields, unless `config` is the index's config."""
-        diff = self.config.diff(config)
+        diff = self.config.differences(config)
         if diff:
-            fields = "; ".join(f"{k}: index {a!r}, requested {b!r}" for k, (a, b) in diff.items())
+            fields = "; ".join(f"{k}: index {getattr(self.config, k)!r}, requested {getattr(config, k)!r}" for k in diff)
             raise IndexMismatchError(f"{self.path} was built with another RISE config ({fields}). Drop those options "
                                      "to use the index's config, or build a new index (another --index path).")
 
