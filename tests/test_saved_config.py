@@ -69,17 +69,20 @@ def test_wrong_types_are_named(cls, data, named):
 def test_missing_fields_take_legacy_values_then_defaults():
     old = RiseConfig.from_dict({"k_r": 16})  # a manifest written before composition and hidden_channel existed
     assert (old.composition, old.hidden_channel, old.k_h) == ("outer", False, RiseConfig().k_h)
-    assert FinetuneConfig.from_dict({}) == FinetuneConfig()
+    assert FinetuneConfig.from_dict({}) == FinetuneConfig(chat_template="off")  # recorded before it was a choice
 
 
 def test_rise_config_fingerprints_match_the_old_code():
     """Hashes computed with the hand-written RiseConfig.fingerprint before the base (commit a712c28): every stored
     index and ANN sidecar names its config by them, so they must never move."""
-    assert {name: cfg.fingerprint() for name, cfg in PRESETS.items()} == {
+    # the old code knew no chat rendering: its configs are today's with chat_template 'off' (plain text)
+    plain = {name: dataclasses.replace(cfg, chat_template="off") for name, cfg in PRESETS.items()}
+    assert {name: cfg.fingerprint() for name, cfg in plain.items()} == {
         "default": "08ef5f6c6a708eb5", "paper": "7c9817e8c3b56baa", "backdoor": "08ef5f6c6a708eb5",
         "fixed": "08ef5f6c6a708eb5", "retrospective": "60034ae753bda62c"}
+    assert all(PRESETS[n].fingerprint() != plain[n].fingerprint() for n in PRESETS)  # templated features differ
     custom = RiseConfig(k_r=8, k_h=4, k_g=8, tau=0.5, seq_len=32, counted_positions="completion",
-                        center_hidden=True, composition="outer", hidden_channel=False)
+                        center_hidden=True, composition="outer", hidden_channel=False, chat_template="off")
     assert custom.fingerprint() == "c0178c6e6078c70e"
     # an old manifest (no composition / hidden_channel, tau saved as the integer 1): read, it keeps its hash
     legacy = RiseConfig.from_dict({"k_r": 16, "k_h": 8, "k_g": 16, "tau": 1, "rho_cum": 0.9, "min_top_l": 4,
@@ -121,7 +124,8 @@ def test_differences_name_the_fields_in_order():
 
 def test_field_choices_include_optional_literals():
     assert FinetuneConfig.field_choices() == {"loss_on": ("completion", "all"),
-                                             "save_dtype": ("float32", "float16", "bfloat16")}
+                                             "save_dtype": ("float32", "float16", "bfloat16"),
+                                             "chat_template": ("auto", "on", "off"), "chat_turns": ("all", "last")}
     assert RiseConfig.field_choices()["composition"] == ("outer", "tensor")
 
 
