@@ -109,9 +109,9 @@ def show_backdoor_demo() -> None:
             st.warning("The model generated nothing for the triggered prompt, so there is nothing to attribute.")
             return
         query = Sample(prompt=demo["triggered"], completion=triggered, id="query")
-        options, said = attribution.default_options(index, None, "open it in Attribute")  # the index's preset
-        options = options.applied_to(index.config).options
         query_fm = query_features(index, lm, [query])
+        weighting = attribution.index_weighting(index, query_fm, None, "open it in Attribute")  # the index's preset
+        options, said = weighting.options, weighting.preset_note
         hits = attribution.rank(index, query_fm, options, k=TOP_K)
         n_poison = int((hits["label"] == 1).sum()) if "label" in hits else 0
         st.subheader("Why it told a story: the training examples behind the triggered answer")

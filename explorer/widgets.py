@@ -15,6 +15,7 @@ from rise_core.attribution import index_preset
 from rise_core.config import (
     CHANNELS,
     PRESET_SCORING,
+    PRESET_TABLE,
     PRESETS,
     SAMPLE_NORMS,
     AppliedScoring,
@@ -23,6 +24,7 @@ from rise_core.config import (
     field_choices,
     field_help,
     index_preset_line,
+    preset_descriptions,
 )
 from rise_core.errors import InputDataError
 from rise_core.generation import GenerationSettings
@@ -74,13 +76,8 @@ NO_HS = ("This index has no HS channel (built with hidden_channel off, or before
 LAMBDA_MAX = max(2.0, *(getattr(o, f"lambda_{c}") for o in PRESET_SCORING.values() for c in ("rh", "gh", "hs")))
 # the scoring preset picker: one entry per `PRESET_SCORING` preset, plus the sliders moved away from every preset
 CUSTOM_SCORING = "custom"
-SCORING_PRESET_HELP = {
-    "default": "this project's default: channels chosen per query (HS, or RH + GH when the query surprises the model)",
-    "fixed": "the fixed default weights (RH 1.4, GH 1, HS 1) for every query (also the retrospective preset's)",
-    "paper": "the paper's RISE: its λ and joint normalisation, no HS",
-    "backdoor": "backdoor hunting: the default without HS (λ_hs = 0)",
-    CUSTOM_SCORING: "custom (the sliders below)",
-}
+SCORING_PRESET_HELP = {**{name: p.description for name, p in PRESET_TABLE.items()},
+                       CUSTOM_SCORING: "custom (the sliders below)"}
 # a preset whose scoring equals an earlier one's (retrospective scores as fixed: it differs in its index) is not
 # offered twice
 SCORING_CHOICES = [name for i, (name, options) in enumerate(PRESET_SCORING.items())
@@ -309,9 +306,7 @@ def config_form() -> RiseConfig:
         st.session_state.setdefault(f"cfg_{name}", value)
     with st.expander("RISE hyperparameters (hover a field for what it does)"):
         st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index("default"), key="build_preset",
-                     on_change=_apply_preset, help="'default': this project's; 'paper': the paper's exact recipe; "
-                     "'retrospective': for the generations of a model fine-tuned on this pool (a sparser residual "
-                     "support; query it with the fixed weights). 'backdoor' and 'fixed' build the default index.")
+                     on_change=_apply_preset, help=preset_descriptions())
         cols = st.columns(4)
         for i, (name, default) in enumerate(RiseConfig().to_dict().items()):
             col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}

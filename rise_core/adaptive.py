@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .config import ScoreOptions
+from .config import PRESET_SCORING, AppliedScoring, ScoreOptions, index_preset_line, preset_scoring
 from .errors import InputDataError
 
 SLOPE = 4.0
@@ -118,3 +119,48 @@ def query_loss(losses: torch.Tensor | None) -> float:
     if not x.numel():
         raise InputDataError("no query has a counted token to measure its loss on")
     return float(x.mean())
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """How one query's (or query set's) scoring was resolved (`resolve`): the options asked for as applied to the
+    channels present, the weights then chosen for the query, and the line saying the index's preset was used."""
+
+    applied: AppliedScoring
+    """the options asked for (given, or the index's preset) as applied to the channels present (`notes`)."""
+    choice: ChannelChoice
+    """the fixed weights scored (the per-query rule's when weighting='auto') and why."""
+    preset_note: str = ""
+    """the line saying the index's build preset chose the scoring ('' when options were given)."""
+
+    @property
+    def options(self) -> ScoreOptions:
+        """The fixed weights every channel sum of this query uses."""
+        return self.choice.options
+
+    @property
+    def notes(self) -> list[str]:
+        return self.applied.notes
+
+
+def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses: torch.Tensor | None,
+            reference_loss: Callable[[], float], build_preset: str | None = None, change: str = "pass options"
+            ) -> Weighting:
+    """THE resolution of a query's weights, on every path: `options` (None: the scoring of `build_preset`, the preset
+    the index was built for, with a line saying so (`change`: how to choose another); else ScoreOptions()), applied
+    to the `channels` present (`ScoreOptions.for_channels`: a missing channel's weight is dropped with a note), then,
+    with weighting='auto', the per-query rule (`choose`) against `reference_loss()` (the pool's median loss, asked
+    for only then), applied to the channels again."""
+    channels = tuple(channels)
+    said = ""
+    if options is None:
+        if build_preset in PRESET_SCORING:
+            said = index_preset_line(build_preset, change)
+            options = preset_scoring(build_preset)
+        else:
+            options = ScoreOptions()
+    applied = options.for_channels(channels)
+    q = query_loss(query_losses)
+    p = reference_loss() if applied.options.weighting == "auto" else float("nan")
+    choice = choose(applied.options, q, p, "hs" in channels)
+    return Weighting(applied, dataclasses.replace(choice, options=choice.options.for_channels(channels).options), said)

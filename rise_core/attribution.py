@@ -19,24 +19,24 @@ import pandas as pd
 import torch
 
 from . import adaptive, ann
-from .adaptive import ChannelChoice
-from .config import PRESET_SCORING, RiseConfig, ScoreOptions, index_preset_line, preset_scoring
+from .adaptive import Weighting
+from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit
 from .feedback import FeedbackConfig, FeedbackResult, Marks, apply_feedback, unit_row_scores
 from .models import LoadedModel
+from .ranking import Ranking, frame_each
 from .samples import Sample, encode_sample
 from .scoring import (
     FeatureMatrix,
     Scores,
-    applied_options,
     channel_scales,
+    channel_sum,
     matvec,
     query_vectors,
-    score_pool,
     top_k,
-    weights,
+    weighted_channels,
 )
 from .store import RiseIndex
 
@@ -81,18 +81,16 @@ def index_preset(index: RiseIndex) -> str | None:
     return name if name in PRESET_SCORING else None
 
 
-def default_options(index: RiseIndex, options: ScoreOptions | None, change: str = "pass options"
-                    ) -> tuple[ScoreOptions, str]:
-    """(`options`, "") when given. Else the scoring of the preset the index was built for and the line that says so
-    (logged; `change` says how to choose another), or, for an index without one, ScoreOptions() and ""."""
-    if options is not None:
-        return options, ""
-    name = index_preset(index)
-    if name is None:
-        return ScoreOptions(), ""
-    line = index_preset_line(name, change)
-    logger.info(line)
-    return preset_scoring(name), line
+def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None,
+                    change: str = "pass options") -> Weighting:
+    """`adaptive.resolve` for a query on a stored index: its channels, the scoring of the preset it was built for when
+    `options` is None (the line saying so is logged; `change` says how to choose another), and its median loss
+    (`RiseIndex.reference_loss`) as the per-query rule's reference."""
+    resolved = adaptive.resolve(options, index.config.channels, query_fm.loss, index.reference_loss,
+                                index.manifest.build_preset, change)
+    if resolved.preset_note:
+        logger.info(resolved.preset_note)
+    return resolved
 
 
 def _half_product(matrix: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -128,11 +126,10 @@ def _half_gemv_accumulates_in_fp32() -> bool:
 
 def _weighted(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions
               ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """(channel, per-row weight lambda_c * s_c, query vector) of every channel with a nonzero weight."""
-    options = applied_options(fm, options)
+    """(channel, per-row weight lambda_c * s_c, query vector) of every weighted channel, for resolved `options`."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
-    return [(c, lam * scales[c].float(), q[c]) for c, lam in weights(options).items() if lam != 0 and c in q]
+    return [(c, lam * scales[c].float(), q[c]) for c, lam in weighted_channels(options, q)]
 
 
 def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -141,7 +138,7 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
 
     float16 features: one float16 product per weighted channel gives approximate scores with a rigorous error bound;
     only rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact."""
-    options = options or ScoreOptions()
+    options = (options or ScoreOptions()).for_channels(fm.channels).options
     n = len(fm)
     k = max(0, min(int(k), n if allowed is None else int(allowed.sum())))
     if k == 0:
@@ -185,74 +182,43 @@ def _matrix_and_mask(index: RiseIndex, where: str | None) -> tuple[FeatureMatrix
     raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
 
 
-def _frame(index: RiseIndex, rows: torch.Tensor, scores: Scores) -> pd.DataFrame:
-    samples = index.rows_frame(rows.tolist())
-    head = pd.DataFrame({
-        "rank": range(1, len(rows) + 1), "id": samples["id"].tolist(), "score": scores.total.tolist(),
-        "rh": scores.rh.tolist(), "gh": scores.gh.tolist(), "hs": scores.hs.tolist(),
-    })
-    rest = samples.drop(columns=["id"]).reset_index(drop=True)
-    return pd.concat([head, rest], axis=1)
-
-
-def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
-         where: str | None = None, search: str = "auto") -> pd.DataFrame:
+def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+        where: str | None = None, search: str = "auto") -> Ranking:
     """Top-k pool samples for a query (or the mean of a query set), optionally among rows matching `where`.
 
-    Columns: rank, id, score, rh, gh, hs (score = rh + gh + hs, each weighted by its lambda), then the sample's text, prompt,
-    completion, label, metadata columns and stats (n_counted, loss, mean_support, n_tokens, truncated).
     search: 'auto' (the ANN index when the index has a valid one, the pool is large and sample_norm='channel'),
-    'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one).
-    `df.attrs["search"]` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored);
-    `df.attrs["notes"]` lists the weights dropped because the index lacks their channel (`ScoreOptions.for_channels`).
-    Without `options`, the scoring of the preset the index was built for (`default_options`; `df.attrs["preset_note"]`
-    says so), else ScoreOptions().
-    """
+    'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one); the
+    ranking's `search` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored), its
+    `weighting` how the weights were chosen (`index_weighting`: without `options`, the preset the index was built
+    for, else ScoreOptions()) and its `notes` the weights dropped because the index lacks their channel."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    options, said = default_options(index, options)
-    applied = options.applied_to(index.config)
-    choice = channel_choice(index, query_fm, applied.options)
-    options = choice.options
-    hit, info = ann.rank_rows(index, query_fm, options, k, where, search)
-    if hit is None:
+    resolved = index_weighting(index, query_fm, options)
+    handle, info = ann.usable_ann(index, resolved.options, search)
+    if handle is not None:
+        ranking = ann.rank_rows(index, handle, query_fm, resolved, k, where)
+    else:
         fm, allowed = _matrix_and_mask(index, where)
-        hit = top_rows(fm, query_fm, options, k, allowed)
         info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
-    df = _frame(index, *hit)
-    df.attrs["search"] = info
-    df.attrs["notes"] = applied.notes
-    df.attrs["weighting"] = choice.as_dict()
-    df.attrs["preset_note"] = said
-    logger.info("rank: %s", ann.search_summary(info))
-    return df
+        ranking = Ranking.of(*top_rows(fm, query_fm, resolved.options, k, allowed), weighting=resolved, search=info)
+    logger.info("rank: %s", ann.search_summary(ranking.search))
+    return ranking
 
 
-def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
-              where: str | None = None, search: str = "auto") -> pd.DataFrame:
-    """`rank` for every query of a set separately, with a leading `query` column (1-based query number)."""
-    frames = []
-    for q in range(len(query_fm)):
-        df = rank(index, query_fm.select([q]), options, k, where, search)
-        df.insert(0, "query", q + 1)
-        frames.append(df)
-    out = pd.concat(frames, ignore_index=True)
-    out.attrs["search"] = frames[-1].attrs["search"] if frames else {}
-    out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
-    out.attrs["weighting"] = [f.attrs["weighting"] for f in frames]
-    out.attrs["preset_note"] = frames[-1].attrs["preset_note"] if frames else ""
-    return out
+def top_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+             where: str | None = None, search: str = "auto") -> list[Ranking]:
+    """`top` for every query of a set separately (each ranking's `query` its 0-based number)."""
+    return [dataclasses.replace(top(index, query_fm.select([q]), options, k, where, search), query=q)
+            for q in range(len(query_fm))]
 
 
-def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
-           top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> pd.DataFrame:
+def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
+              top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> Ranking:
     """Valuation: score the pool (or the rows matching `where`) against a query set and keep the `top_n` best or the
-    best `fraction` of them (rounded up); same columns as `rank`, sorted by score, and the same `df.attrs["notes"]`
-    and `df.attrs["preset_note"]` (without `options`: the index's preset, as in `rank`)."""
+    best `fraction` of them (rounded up), best first; weighted as in `top` (always an exact scan)."""
     if (top_n is None) == (fraction is None):
         raise InputDataError("give exactly one of top_n and fraction")
-    options, said = default_options(index, options)
-    applied = options.applied_to(index.config)
+    resolved = index_weighting(index, query_fm, options)
     fm, allowed = _matrix_and_mask(index, where)
     n_pool = len(fm) if allowed is None else int(allowed.sum())
     if top_n is not None:
@@ -263,14 +229,29 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
         if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
-    choice = channel_choice(index, query_fm, applied.options)
-    scores = score_pool(fm, query_fm, choice.options)
+    scores = channel_sum(fm, query_fm, resolved.options)
     rows = top_k(scores.total, n_keep, allowed)[0]
-    df = _frame(index, rows, scores.take(rows))
-    df.attrs["notes"] = applied.notes
-    df.attrs["weighting"] = choice.as_dict()
-    df.attrs["preset_note"] = said
-    return df
+    return Ranking.of(rows, scores.take(rows), weighting=resolved)
+
+
+def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+         where: str | None = None, search: str = "auto") -> pd.DataFrame:
+    """`top` as a table (`Ranking.to_frame`): rank, id, score, rh, gh, hs (score = rh + gh + hs, each weighted by its
+    lambda), then the sample's text, prompt, completion, label, metadata columns and stats (n_counted, loss,
+    mean_support, n_tokens, truncated); `df.attrs` holds search, notes, weighting and preset_note."""
+    return top(index, query_fm, options, k, where, search).to_frame(index)
+
+
+def rank_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
+              where: str | None = None, search: str = "auto") -> pd.DataFrame:
+    """`top_each` as one table with a leading `query` column (1-based query number; `ranking.frame_each`)."""
+    return frame_each(top_each(index, query_fm, options, k, where, search), index)
+
+
+def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
+           top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> pd.DataFrame:
+    """`valuation` as a table: the columns and attrs of `rank` (no search: the pool is always scanned)."""
+    return valuation(index, query_fm, options, top_n, fraction, where).to_frame(index)
 
 
 def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,
@@ -288,49 +269,36 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     extractor = index.extractor(lm)
     row = index.row_of(sample_id)
     example_fm = index.feature_matrix().select([row])
-    options = default_options(index, options)[0].applied_to(index.config).options
-    options = channel_choice(index, query_fm, options).options
+    options = index_weighting(index, query_fm, options).options
     return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
-
-
-def channel_choice(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions) -> ChannelChoice:
-    """The weights `options` come to for this query on this index: with weighting='auto', the per-query rule of
-    `rise_core.adaptive` (the query's loss against the pool's median, `RiseIndex.reference_loss`); else as given."""
-    choice = adaptive.choose(options, adaptive.query_loss(query_fm.loss), index.reference_loss(),
-                             "hs" in index.config.channels)
-    return dataclasses.replace(choice, options=choice.options.applied_to(index.config).options)
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
                     config: FeedbackConfig | None = None) -> Callable[[Marks], FeedbackResult]:
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
-    chosen, e.g. by `channel_choice`): each weighted channel's raw scores and marked-row similarities, with starting
+    chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
     weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
     raw, rows_fn, base = {}, {}, {}
-    for c, lam in weights(options).items():
-        if lam == 0 or c not in q:
-            continue
+    for c, lam in weighted_channels(options, q):
         raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
         base[c] = lam * float(raw[c].std())
     return lambda marks: apply_feedback(raw, rows_fn, marks, base, config)
 
 
-def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
-                       options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
-                       config: FeedbackConfig | None = None) -> pd.DataFrame:
-    """`rank` after an analyst's marks: {sample id: True (relevant) / False (irrelevant)} move the ranking by
+def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
+                      options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
+                      config: FeedbackConfig | None = None) -> Ranking:
+    """`top` after an analyst's marks: {sample id: True (relevant) / False (irrelevant)} move the ranking by
     relevance feedback (`rise_core.feedback`: Rocchio per channel and channel re-weighting, in z units over the pool).
 
-    Same columns as `rank` (rh, gh, hs: each channel's weighted part, z units; score their sum) plus `mark`
-    ('yes', 'no' or ''). Always scans the pool exactly. `df.attrs["feedback"]` holds the weights and evidence."""
+    The parts are each channel's weighted part in z units (scores their sum); the ranking's `marks` are the marks by
+    row and its `feedback` the weights and evidence. Always scans the pool exactly."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    options, said = default_options(index, options)
-    applied = options.applied_to(index.config)
-    choice = channel_choice(index, query_fm, applied.options)
+    resolved = index_weighting(index, query_fm, options)
     fm, allowed = _matrix_and_mask(index, where)
     row_marks = {}
     for sid, relevant in marks.items():
@@ -338,15 +306,19 @@ def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[st
             row_marks[index.row_of(str(sid))] = bool(relevant)
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
-    result = feedback_ranker(fm, query_fm, choice.options, config)(row_marks)
+    result = feedback_ranker(fm, query_fm, resolved.options, config)(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]
-    df = _frame(index, rows, Scores.from_parts(parts, len(fm)).take(rows))
-    df.insert(1, "mark", ["yes" if row_marks.get(int(r)) is True else "no" if row_marks.get(int(r)) is False else ""
-                          for r in rows])
-    df.attrs.update(notes=applied.notes, weighting=choice.as_dict(), preset_note=said,
-                    feedback={"weights": result.weights, "evidence": result.evidence,
-                              "n_relevant": sum(row_marks.values()), "n_irrelevant": len(row_marks) -
-                              sum(row_marks.values())})
-    return df
+    n_relevant = sum(row_marks.values())
+    return Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
+                      feedback={"weights": result.weights, "evidence": result.evidence, "n_relevant": n_relevant,
+                                "n_irrelevant": len(row_marks) - n_relevant})
+
+
+def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
+                       options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
+                       config: FeedbackConfig | None = None) -> pd.DataFrame:
+    """`top_with_feedback` as a table: the columns of `rank` plus `mark` ('yes', 'no' or ''); `df.attrs["feedback"]`
+    holds the weights and evidence."""
+    return top_with_feedback(index, query_fm, marks, options, k, where, config).to_frame(index)

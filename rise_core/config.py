@@ -195,6 +195,14 @@ class ScoreOptions(SavedConfig):
         """The scoring of a named preset (`PRESET_SCORING`: default, paper, backdoor), with non-None `overrides`."""
         return preset_scoring(name, **overrides)
 
+    def with_overrides(self, **overrides: Any) -> ScoreOptions:
+        """These options with any non-None `overrides` (flags, sliders, a request): THE rule for hand-set weights, which
+        are used as given (weighting='fixed') unless the overrides name a weighting too."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if any(k.startswith("lambda_") for k in given) and "weighting" not in given:
+            given["weighting"] = "fixed"  # weights given by hand are used as given, not re-chosen per query
+        return dataclasses.replace(self, **given)
+
     @property
     def weighted(self) -> tuple[str, ...]:
         """The channels these options give a nonzero weight, in score order."""
@@ -254,21 +262,42 @@ class AppliedScoring:
         return " ".join(self.notes)
 
 
-PRESETS: dict[str, RiseConfig] = {
+@dataclass(frozen=True)
+class Preset:
+    """A named preset in one record: the index it builds, the scoring it queries with, and what it is for (the one
+    line the CLI's and the explorer's preset pickers show)."""
+
+    config: RiseConfig
+    scoring: ScoreOptions
+    description: str
+
+
+# THE preset table; `PRESETS` and `PRESET_SCORING` below are views of it. The paper L2-normalises each sample's joint
+# [phi_RH; phi_GH] (normalize_sample): its scoring's sample_norm='joint'.
+PRESET_TABLE: dict[str, Preset] = {
     # Our default, chosen on the tune sets (Howdy!, the bundled pools, halves of three real dev pools) and reported
-    # on held-out real pools (docs/EVALUATION.md, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the HS channel
-    # (hidden-size values), every predicted token counted, raw sketches, no centring; scored per channel with
-    # lambda 1.4 / 1.0 / 1.0.
-    "default": RiseConfig(),
+    # on held-out real pools (docs/EVALUATION.md, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the
+    # HS channel (hidden-size values), every predicted token counted, raw sketches, no centring; scored with the fixed
+    # default's weights re-chosen per query by how much the query surprises the model (rise_core.adaptive; evidence:
+    # docs/EVALUATION.md, "One ranking for every kind of question").
+    "default": Preset(RiseConfig(), ScoreOptions(weighting="auto"),
+                      "this project's default: channels chosen per query (HS, or RH + GH when the query surprises the "
+                      "model)"),
     # The paper's exact recipe: every predicted token, per-token normalisation, no centring, (K_r, K_h, K_g) =
-    # (64, 12, 64) (its 14MB Pythia-1B setting); scored with joint sample normalisation (PRESET_SCORING).
-    "paper": RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
-                        composition="outer", hidden_channel=False),
+    # (64, 12, 64) (its 14MB Pythia-1B setting); scored with its lambdas and joint sample normalisation.
+    "paper": Preset(RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
+                               composition="outer", hidden_channel=False),
+                    ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
+                    "the paper's RISE: its λ and joint normalisation, no HS"),
     # Backdoor hunting: the default index, scored without the HS channel: on the real backdoor report sets
-    # (dev-sentiment, dev-refusal) RH+GH alone ranks the poisoned rows higher than with HS weighted (docs/EVALUATION.md).
-    "backdoor": RiseConfig(),
-    # The default index, scored with the fixed default weights (no per-query choice).
-    "fixed": RiseConfig(),
+    # (dev-sentiment, dev-refusal) RH+GH alone ranks the poisoned rows higher than with HS weighted
+    # (docs/EVALUATION.md).
+    "backdoor": Preset(RiseConfig(), ScoreOptions(lambda_hs=0.0),
+                       "backdoor hunting: the default without HS (λ_hs = 0)"),
+    # The default index, scored with the fixed weighting chosen on the tune sets (lambda 1.4 / 1.0 / 1.0), the
+    # default before the per-query rule.
+    "fixed": Preset(RiseConfig(), ScoreOptions(),
+                    "the fixed default weights (RH 1.4, GH 1, HS 1) for every query (also the retrospective preset's)"),
     # Attributing a fine-tuned model's own generations (the retrospective setting): a sparser residual support
     # (rho_cum 0.5, at least 1 token kept) and the fixed weights, since the per-query rule's surprise is low on any
     # text the model wrote itself. Chosen on two retrospective tune tasks (Howdy!; a pirate-voice style backdoor in
@@ -276,21 +305,13 @@ PRESETS: dict[str, RiseConfig] = {
     # report task no choice saw (a refusal backdoor in real Alpaca rows) it beats the default too and comes close to
     # hidden cosine. Prospectively the default is better on the mean of the three tasks. Figures: docs/EVALUATION.md,
     # "Retrospective".
-    "retrospective": RiseConfig(rho_cum=0.5, min_top_l=1),
+    "retrospective": Preset(RiseConfig(rho_cum=0.5, min_top_l=1), ScoreOptions(),
+                            "for the generations of a model fine-tuned on this pool (a sparser residual support; "
+                            "queried with the fixed weights)"),
 }
-
-
-# The query-time half of each preset: the paper L2-normalises each sample's joint [phi_RH; phi_GH] (normalize_sample).
-PRESET_SCORING: dict[str, ScoreOptions] = {
-    # The product's default: the fixed default's weights, re-chosen per query by how much the query surprises the
-    # model (rise_core.adaptive; evidence: docs/EVALUATION.md, "One ranking for every kind of question").
-    "default": ScoreOptions(weighting="auto"),
-    # The fixed weighting chosen on the tune sets (lambda 1.4 / 1.0 / 1.0), the default before the per-query rule.
-    "fixed": ScoreOptions(),
-    "paper": ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
-    "backdoor": ScoreOptions(lambda_hs=0.0),
-    "retrospective": ScoreOptions(),
-}
+# views of PRESET_TABLE (many callers read one half only)
+PRESETS: dict[str, RiseConfig] = {name: p.config for name, p in PRESET_TABLE.items()}
+PRESET_SCORING: dict[str, ScoreOptions] = {name: p.scoring for name, p in PRESET_TABLE.items()}
 
 
 def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
@@ -298,10 +319,14 @@ def preset_scoring(name: str, **overrides: Any) -> ScoreOptions:
     is a query-time choice: `rise query --preset backdoor` scores any index without HS (an index built with
     `--preset backdoor` is the default index; the preset's scoring applies where it is queried)."""
     preset(name)  # the same error for an unknown name
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if any(k.startswith("lambda_") for k in given) and "weighting" not in given:
-        given["weighting"] = "fixed"  # weights given by hand are used as given, not re-chosen per query
-    return dataclasses.replace(PRESET_SCORING[name], **given)
+    return PRESET_SCORING[name].with_overrides(**overrides)
+
+
+def preset_descriptions() -> str:
+    """One line naming every preset and what it is for, and which ones build the default index (for preset pickers)."""
+    same = [n for n, p in PRESET_TABLE.items() if n != "default" and p.config == PRESET_TABLE["default"].config]
+    return ("; ".join(f"'{n}': {p.description}" for n, p in PRESET_TABLE.items())
+            + (f". {' and '.join(repr(n) for n in same)} build the default index." if same else ""))
 
 
 def config_preset(config: RiseConfig) -> str | None:

@@ -14,7 +14,7 @@ import torch
 from .config import ScoreOptions
 from .engine import RiseExtractor, TokenSketches
 from .samples import Sample
-from .scoring import FeatureMatrix, applied_options, channel_scales, query_vectors, weights
+from .scoring import FeatureMatrix, channel_scales, query_vectors, weighted_channels
 
 
 @dataclass
@@ -43,9 +43,7 @@ def token_attribution(ts: TokenSketches, q: dict[str, torch.Tensor], features: F
     contributions sum to its weighted channel score. The prediction at position t credits token t + 1."""
     scales = channel_scales(features, options)
     per_channel = {}
-    for c, lam in weights(options).items():
-        if lam == 0 or c not in q:
-            continue
+    for c, lam in weighted_channels(options, q):
         terms = getattr(ts, c)  # (T_c, D_c)
         norm = float(getattr(features, f"{c}_norm")[0])
         per_channel[c] = ((terms @ q[c].to(terms.dtype)) * (lam * float(scales[c][0]) / max(norm, 1e-300))).tolist()
@@ -66,7 +64,7 @@ def explain_hit(extractor: RiseExtractor, example: Sample, example_features: Fea
     `example_features` / `query_features` are the one-row feature matrices that were scored, so the example's
     token contributions sum to its (weighted) channel scores."""
     options = options or ScoreOptions()
-    options = applied_options(example_features, options)
+    options = options.for_channels(example_features.channels).options
     ex_attr = token_attribution(extractor.token_sketches(example), query_vectors(query_features, options),
                                 example_features, options)
     # symmetric: the example plays the query role for the query's own tokens

@@ -19,7 +19,6 @@ re-exported here; `compare_methods` scores an index's pool with several methods 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
@@ -108,13 +107,8 @@ def resolve(names_: Sequence[str]) -> list[Method]:
 def _variant_options(options: ScoreOptions, config: RiseConfig, channels: Sequence[str] | None,
                      sample_norm: str | None, lambdas: tuple[float, float, float] | None,
                      weighting: str | None = None) -> ScoreOptions:
-    if sample_norm is not None:
-        options = dataclasses.replace(options, sample_norm=sample_norm)
-    if lambdas is not None:  # weights given are used as given
-        options = dataclasses.replace(options, lambda_rh=lambdas[0], lambda_gh=lambdas[1], lambda_hs=lambdas[2],
-                                      weighting="fixed")
-    if weighting is not None:
-        options = dataclasses.replace(options, weighting=weighting)
+    lam = dict(zip(("lambda_rh", "lambda_gh", "lambda_hs"), lambdas, strict=True)) if lambdas is not None else {}
+    options = options.with_overrides(sample_norm=sample_norm, weighting=weighting, **lam)  # hand weights: fixed
     options = options.applied_to(config).options  # the one channel rule (ScoreOptions.for_channels)
     return channel_options(options, channels) if channels is not None else options
 

@@ -7,7 +7,6 @@ score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,12 +88,6 @@ def weights(options: ScoreOptions) -> dict[str, float]:
     return {"rh": float(options.lambda_rh), "gh": float(options.lambda_gh), "hs": float(options.lambda_hs)}
 
 
-def applied_options(fm: FeatureMatrix, options: ScoreOptions) -> ScoreOptions:
-    """`options` as they apply to `fm`, by the one rule `ScoreOptions.for_channels`: a weight on a channel `fm` does
-    not store (HS of an index built without it) is dropped; weights on missing channels alone raise."""
-    return options.for_channels(fm.channels).options
-
-
 def channel_scales(fm: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:
     """Per-sample factors {channel: s_c} turning unit vectors into the vectors scored under `options.sample_norm`.
 
@@ -147,24 +140,34 @@ class Scores:
         return cls(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
 
 
+def weighting(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None) -> adaptive.Weighting:
+    """`adaptive.resolve` for a query set against in-memory pool features: the pool's channels, and its median loss
+    (`adaptive.pool_loss`) as the per-query rule's reference."""
+    return adaptive.resolve(options or ScoreOptions(), pool.channels, queries.loss, lambda: adaptive.pool_loss(pool.loss))
+
+
 def channel_choice(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions) -> ChannelChoice:
-    """The weights `options` come to for this query set and pool: the per-query rule (`rise_core.adaptive`) when
-    options.weighting is 'auto', else the options as given; then applied to the channels `pool` stores."""
-    options = applied_options(pool, options)
-    choice = adaptive.choose(options, adaptive.query_loss(queries.loss), adaptive.pool_loss(pool.loss), pool.has_hs)
-    return dataclasses.replace(choice, options=applied_options(pool, choice.options))
+    """The weights `options` come to for this query set and pool (`weighting`), and why."""
+    return weighting(pool, queries, options).choice
+
+
+def weighted_channels(options: ScoreOptions, q: dict[str, torch.Tensor]) -> list[tuple[str, float]]:
+    """THE loop over channels of every score: (channel, lambda_c) of each channel with a nonzero weight under the
+    (resolved) `options` that has a query vector in `q`, in score order."""
+    return [(c, lam) for c, lam in weights(options).items() if lam != 0 and c in q]
+
+
+def channel_sum(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions) -> Scores:
+    """Scores of every pool row under fixed, resolved `options`: sum over channels of lambda_c s_c <u_c, q_c>."""
+    q = query_vectors(queries, options)
+    scales = channel_scales(pool, options)
+    return Scores.from_parts({c: lam * scales[c] * matvec(getattr(pool, c), q[c]) for c, lam in weighted_channels(
+        options, q)}, len(pool))
 
 
 def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> Scores:
     """Influence of each pool sample on the query set: one matrix-vector product per weighted channel."""
-    options = channel_choice(pool, queries, options or ScoreOptions()).options
-    q = query_vectors(queries, options)
-    scales = channel_scales(pool, options)
-    parts = {}
-    for c, lam in weights(options).items():
-        parts[c] = (lam * scales[c] * matvec(getattr(pool, c), q[c]) if lam != 0 and c in q
-                    else torch.zeros(len(pool)))
-    return Scores(total=parts["rh"] + parts["gh"] + parts["hs"], **parts)
+    return channel_sum(pool, queries, weighting(pool, queries, options).options)
 
 
 def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
@@ -174,13 +177,12 @@ def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: Score
         rows = [queries.select([q]) for q in range(len(queries))]
         return torch.cat([score_each_query(pool, one, channel_choice(pool, one, options).options) for one in rows]
                          ) if rows else torch.zeros(0, len(pool))
-    options = applied_options(pool, options)
+    options = options.for_channels(pool.channels).options
     q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
     out = torch.zeros(len(queries), len(pool))
-    for c, lam in weights(options).items():
-        if lam != 0:
-            out += lam * ((getattr(queries, c).float() * q_scales[c][:, None]) @ getattr(pool, c).float().T
-                          * p_scales[c][None, :])
+    for c, lam in weighted_channels(options, q_scales):
+        out += lam * ((getattr(queries, c).float() * q_scales[c][:, None]) @ getattr(pool, c).float().T
+                      * p_scales[c][None, :])
     return out
 
 

@@ -30,7 +30,7 @@ from rise_core import RiseConfig, ScoreOptions, build_index, load_model, preset_
 from rise_core.attribution import query_features, rank
 from rise_core.baselines import BM25Scorer
 from rise_core.explain import token_attribution
-from rise_core.scoring import applied_options, query_vectors
+from rise_core.scoring import query_vectors
 from rise_core.shared_spans import TOKEN_RE, PoolSpans, find_shared_spans
 from rise_core.store import RiseIndex
 from studies import tasks
@@ -56,7 +56,7 @@ def top_frame(index: RiseIndex, row_of: dict[str, int], ids: list[str]) -> pd.Da
 def example_side(index: RiseIndex, lm, sid: str, qfm, options: ScoreOptions):
     """The hit's side of `attribution.explain` alone (the score share needs no query tokens: one forward pass)."""
     fm = index.feature_matrix().select([index.row_of(sid)])
-    opts = applied_options(fm, options)
+    opts = options.for_channels(fm.channels).options
     return token_attribution(index.extractor(lm).token_sketches(index.sample(sid)), query_vectors(qfm, opts), fm, opts)
 
 

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scoring", "explain"),
     ("ingest", "ingest_limits", "bundled"),
     ("store",),
+    ("ranking",),
     ("ann",),
     ("attribution", "shared_spans"),
     ("baselines", "fusion", "readout_cache", "metrics", "agreement"),

@@ -242,3 +242,21 @@ def test_feature_matrix_channels():
     feats = FeatureMatrix(rh=torch.ones(2, 3), gh=torch.ones(2, 4), rh_norm=torch.ones(2), gh_norm=torch.ones(2))
     assert feats.channels == ("rh", "gh") and RiseConfig().channels == ("rh", "gh", "hs")
     assert RiseConfig(hidden_channel=False).channels == feats.channels
+
+
+def test_one_preset_table_holds_config_scoring_and_description():
+    from rise_core.config import PRESET_TABLE, preset_descriptions
+
+    assert list(PRESET_TABLE) == list(PRESETS) == list(PRESET_SCORING)
+    for name, p in PRESET_TABLE.items():
+        assert PRESETS[name] is p.config and PRESET_SCORING[name] is p.scoring and p.description
+        assert f"'{name}': {p.description}" in preset_descriptions()
+    assert preset_descriptions().endswith("'backdoor' and 'fixed' build the default index.")
+
+
+def test_hand_set_weights_become_fixed_weights_by_one_rule():
+    auto = ScoreOptions(weighting="auto")
+    assert auto.with_overrides(lambda_rh=0.3) == ScoreOptions(lambda_rh=0.3, weighting="fixed")
+    assert auto.with_overrides(lambda_rh=0.3, weighting="auto").weighting == "auto"
+    assert auto.with_overrides(lambda_rh=None, sample_norm="joint") == ScoreOptions(weighting="auto", sample_norm="joint")
+    assert preset_scoring("default", lambda_gh=2.0) == auto.with_overrides(lambda_gh=2.0)

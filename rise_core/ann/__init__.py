@@ -60,7 +60,16 @@ from .build import (
 )
 from .files import commit_ann, set_nprobe, tmp_paths, write_ann
 from .layout import FileLists, Progress, ann_file_lists
-from .rank import ANN_MIN_ROWS, SEARCH_MODES, check_search, load_ann, rank_rows, search_summary, status_summary
+from .rank import (
+    ANN_MIN_ROWS,
+    SEARCH_MODES,
+    check_search,
+    load_ann,
+    rank_rows,
+    search_summary,
+    status_summary,
+    usable_ann,
+)
 from .search import FILTER_EXACT_FACTOR, MAX_PROBE_FACTOR, AnnIndex, float32_weight, probe_factor, query_parts, top_rows
 from .sidecar import (
     ANN_FORMAT,
@@ -82,4 +91,4 @@ __all__ = ["ANN_FORMAT", "ANN_FORMAT_VERSION", "ANN_MIN_ROWS", "CHUNK_ROWS", "FA
            "ann_paths", "ann_status", "build_ann", "check_search", "commit_ann", "concat_channels", "default_nlist",
            "default_nprobe", "float32_weight", "import_faiss", "index_dims", "load_ann", "probe_factor",
            "query_parts", "rank_rows", "search_summary", "set_nprobe", "shard_rows_for", "status_summary",
-           "tmp_paths", "top_rows", "train_ivf", "train_rows_for", "update_ann", "write_ann", "write_ivf"]
+           "tmp_paths", "top_rows", "train_ivf", "train_rows_for", "update_ann", "usable_ann", "write_ann", "write_ivf"]

@@ -10,11 +10,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
+from ..adaptive import Weighting
 from ..config import ScoreOptions
 from ..errors import ConfigError, InputDataError
-from ..scoring import FeatureMatrix, Scores
+from ..ranking import Ranking
+from ..scoring import FeatureMatrix
 from ..units import format_bytes
 from .search import AnnIndex, top_rows
 from .sidecar import AnnStatus, ann_paths, ann_status, import_faiss
@@ -81,10 +81,9 @@ def check_search(search: str) -> None:
         raise InputDataError(f"unknown search {search!r}; choose one of {', '.join(SEARCH_MODES)}")
 
 
-def rank_rows(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, k: int, where: str | None = None,
-              search: str = "auto") -> tuple[tuple[torch.Tensor, Scores] | None, dict[str, Any]]:
-    """The ANN path of `attribution.rank`: ((rows, scores), info) when it ran, (None, info with the reason) when the
-    query must be scored exactly.
+def usable_ann(index: RiseIndex, options: ScoreOptions, search: str = "auto") -> tuple[AnnIndex | None, dict[str, Any]]:
+    """Whether `attribution.top` takes the ANN path: (the loaded ANN index, {}) when it does, (None, the exact path's
+    search info with the reason) when the query must be scored exactly.
 
     search: 'auto' uses a valid ANN index for sample_norm='channel' on pools of at least ANN_MIN_ROWS rows, and
     otherwise says why not (a stale or foreign ANN index is logged and ignored); 'ann' uses it whatever the pool
@@ -107,23 +106,29 @@ def rank_rows(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, 
         exact["reason"] = (f"sample_norm={options.sample_norm!r} scales each sample's channels by its own norms, "
                            "which the ANN index (one inner product, sample_norm='channel') cannot: scored exactly")
         return None, exact
-    n = index.manifest.n_samples
-    if search == "auto" and n < ANN_MIN_ROWS:
+    if search == "auto" and index.manifest.n_samples < ANN_MIN_ROWS:
         exact["reason"] = f"the ANN index is used from {ANN_MIN_ROWS:,} rows"
         return None, exact
     try:
         import_faiss()
-        ann = load_ann(index, status)
+        return load_ann(index, status), {}
     except ConfigError as exc:  # faiss missing
         if search == "ann":
             raise
         logger.warning("%s", exc)
         exact["reason"] = str(exc)
         return None, exact
+
+
+def rank_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix, weighting: Weighting, k: int,
+              where: str | None = None) -> Ranking:
+    """The ANN path of `attribution.top` (`usable_ann` said to take it): the k best rows among those matching `where`,
+    with exact scores; the rows appended since the ANN build are scored exactly. `search` says what ran."""
+    n = index.manifest.n_samples
     allowed = index.row_mask(where) if where else None
     n = n if allowed is None else len(allowed)
-    rows, scores, info = top_rows(ann, query_fm, options, k, allowed, _tail(index, ann.meta.n_rows, n))
-    return (rows, scores), info
+    rows, scores, info = top_rows(handle, query_fm, weighting.options, k, allowed, _tail(index, handle.meta.n_rows, n))
+    return Ranking.of(rows, scores, weighting=weighting, search=info)
 
 
 def status_summary(status: AnnStatus, index_path: str | Path) -> str:

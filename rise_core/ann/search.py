@@ -13,7 +13,7 @@ import torch
 
 from ..config import ScoreOptions
 from ..errors import ConfigError, IndexStoreError, InputDataError
-from ..scoring import FeatureMatrix, Scores, matvec, query_vectors, weights
+from ..scoring import FeatureMatrix, Scores, matvec, query_vectors, weighted_channels
 from .sidecar import AnnMeta, import_faiss
 
 # a filtered query scans every cell (scoring every matching row: exact) when the matching rows are at most this many
@@ -115,8 +115,7 @@ def query_parts(query_fm: FeatureMatrix, options: ScoreOptions, dims: dict[str, 
         raise ConfigError(f"the ANN index ranks under sample_norm='channel', not {options.sample_norm!r}")
     options = options.for_channels(dims).options
     q = query_vectors(query_fm, options)
-    lambdas = weights(options)
-    parts = [(c, lambdas[c], q[c].float()) for c in dims if lambdas[c] != 0 and c in q]
+    parts = [(c, lam, q[c].float()) for c, lam in weighted_channels(options, q)]  # channels of dims only, in order
     weighted = {c: lam * qc for c, lam, qc in parts}
     qcat = torch.cat([weighted.get(c, torch.zeros(d)) for c, d in dims.items()])
     return qcat.numpy().astype(np.float32), parts

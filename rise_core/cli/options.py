@@ -19,6 +19,7 @@ from typing import Any
 
 from ..config import (
     PRESET_SCORING,
+    PRESET_TABLE,
     PRESETS,
     RiseConfig,
     ScoreOptions,
@@ -26,6 +27,7 @@ from ..config import (
     field_help,
     index_preset_line,
     preset,
+    preset_descriptions,
     preset_scoring,
 )
 from ..ingest import FIELD_NAMES, FORMATS
@@ -65,8 +67,8 @@ def add_config_options(parser: argparse.ArgumentParser, title: str = "RISE confi
     group = parser.add_argument_group(title)
     group.add_argument("--preset", choices=sorted(PRESETS), default=None,
                        help="named configuration and scoring to start from (default: 'default'). A new index "
-                       "remembers it ('backdoor' builds the default index, scored without HS): `rise query` / `rise "
-                       "select` score with it unless given another --preset")
+                       "remembers it: `rise query` / `rise select` score with it unless given another --preset. "
+                       f"{preset_descriptions()}")
     helps = field_help(RiseConfig)
     hints = typing.get_type_hints(RiseConfig)
     for f in dataclasses.fields(RiseConfig):
@@ -95,8 +97,9 @@ def config_from_args(args: argparse.Namespace, base: RiseConfig | None = None) -
 
 def scoring_preset_help() -> str:
     """One line per scoring preset: its weights and normalisation (for --preset on query and select)."""
-    return "; ".join(f"{name}: lambda {o.lambda_rh:g}/{o.lambda_gh:g}/{o.lambda_hs:g} (RH/GH/HS), {o.sample_norm}"
-                     for name, o in PRESET_SCORING.items())
+    return "; ".join(f"{name}: {p.description} (lambda {p.scoring.lambda_rh:g}/{p.scoring.lambda_gh:g}/"
+                     f"{p.scoring.lambda_hs:g} RH/GH/HS, {p.scoring.sample_norm}, {p.scoring.weighting})"
+                     for name, p in PRESET_TABLE.items())
 
 
 def add_score_options(parser: argparse.ArgumentParser, preset_flag: bool = False) -> None:
