@@ -1,0 +1,183 @@
+"""Pool files (JSONL, JSON, CSV, Parquet; a path, file object or bytes) read into a DataFrame: formats from extensions,
+UTF-8 decoding, JSON parsing (a repeated key refused), one name per column."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from ..errors import InputDataError
+
+FORMATS = ("jsonl", "json", "csv", "parquet")
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+               ".pq": "parquet"}
+
+
+def detect_format(name: str | Path) -> str:
+    suffix = Path(str(name)).suffix.lower()
+    try:
+        return EXTENSIONS[suffix]
+    except KeyError:
+        raise InputDataError(f"cannot tell the format of {str(name)!r} from its extension; use one of "
+                             f"{sorted(EXTENSIONS)} or give the format ({', '.join(FORMATS)})") from None
+
+
+def read_bytes(source: str | Path | IO[bytes] | bytes) -> tuple[bytes, str]:
+    """(the bytes, a name for messages) of a path, file object or bytes; InputDataError for a missing or unreadable
+    file or a directory."""
+    if isinstance(source, (bytes, bytearray)):
+        return bytes(source), "<bytes>"
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            raise InputDataError(f"no such file: {str(path)!r}")
+        if path.is_dir():
+            raise InputDataError(f"{str(path)!r} is a directory, not a data file")
+        try:
+            return path.read_bytes(), str(path)
+        except OSError as exc:
+            raise InputDataError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    data = source.read()
+    if isinstance(data, str):
+        data = data.encode()
+    return data, getattr(source, "name", "<upload>")
+
+
+def decode_utf8(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text (a BOM dropped); InputDataError naming the first bad byte and its line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputDataError(
+            f"{name}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}); "
+            "re-encode the file as UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT`"
+        ) from None
+
+
+def check_columns(names: Iterable[Any], name: str) -> None:
+    """Refuse a table with two columns of one name: a reader would keep one, or rename the other ('label.1')
+    where neither a field map nor a filter would look for it."""
+    seen: dict[str, int] = {}
+    for i, col in enumerate(map(str, names), 1):
+        if col in seen:
+            raise InputDataError(f"{name}: column {col!r} appears twice (columns {seen[col]} and {i}); rename or "
+                                 "remove one, so that every column has its own name")
+        seen[col] = i
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object with one key twice (json.loads would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        counts = Counter(k for k, _ in pairs)
+        raise _DuplicateKey(next(k for k, _ in pairs if counts[k] > 1))
+    return obj
+
+
+def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Records (dicts) as a DataFrame with every key of any record a column (None where a record lacks it)."""
+    # object dtype keeps ints as ints (no float upcast where a key is missing) and strings verbatim
+    columns: dict[str, None] = {}
+    for rec in records:
+        columns.update(dict.fromkeys(rec))
+    return pd.DataFrame({c: [rec.get(c) for rec in records] for c in columns}, dtype=object)
+
+
+def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -> pd.DataFrame:
+    """Read a JSONL / JSON / CSV / Parquet file (path, file object or bytes) into a DataFrame.
+
+    CSV cells are read as text (so an id "007" or a text "42" stays verbatim); `read_pool` infers numeric
+    metadata columns. Raises InputDataError for an empty or malformed file."""
+    name = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<upload>")
+    fmt = (fmt or detect_format(name)).lower().lstrip(".")
+    fmt = EXTENSIONS.get(f".{fmt}", fmt)  # an extension ("ndjson", "pq") names its format
+    if fmt not in FORMATS:
+        raise InputDataError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+    data, name = read_bytes(source)
+    if not data.strip():
+        raise InputDataError(f"{name}: the file is empty")
+    if fmt == "parquet":
+        return _read_parquet(data, name)
+    text = decode_utf8(data, name)
+    if fmt == "csv":
+        check_columns(next(csv.reader(io.StringIO(text)), []), name)
+        try:
+            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+        except (pd.errors.ParserError, csv.Error, ValueError) as exc:
+            raise InputDataError(f"{name}: not a readable CSV file: {exc}") from exc
+        df.columns = [str(c) for c in df.columns]
+    else:
+        records = _parse_json(text, name, lines=(fmt == "jsonl"))
+        df = records_frame(records)
+    if len(df) == 0:
+        raise InputDataError(f"{name}: the file has no rows")
+    return df
+
+
+def _loads(text: str, name: str, where: str) -> Any:
+    """json.loads, with every failure (malformed text, nesting deeper than the decoder's recursion limit) an
+    InputDataError naming the file and `where` ("line 3")."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputDataError(f"{name}: {'an object in the file' if where == 'the file' else where} has the key "
+                             f"{exc.args[0]!r} twice; keep one, so that no value is dropped silently") from None
+    except json.JSONDecodeError as exc:
+        if where == "the file":
+            raise InputDataError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise InputDataError(f"{name}: {where} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise InputDataError(f"{name}: {where} is nested too deeply to read (more than a few hundred levels of "
+                             "arrays or objects)") from None
+
+
+def _parse_json(text: str, name: str, lines: bool) -> list[dict[str, Any]]:
+    stripped = text.lstrip()
+    if not lines and stripped.startswith("["):
+        records = _loads(text, name, "the file")
+        bad = next((i for i, r in enumerate(records, 1) if not isinstance(r, dict)), None)
+        if bad is not None:
+            raise InputDataError(f"{name}: item {bad} of the JSON array is not an object")
+        return records
+    records = []
+    # split on "\n" only: JSON strings may hold U+2028, U+0085 and other characters str.splitlines breaks at
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        rec = _loads(line, name, f"line {lineno}")
+        if not isinstance(rec, dict):
+            raise InputDataError(f"{name}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
+        records.append(rec)
+    return records
+
+
+def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        check_columns(pq.read_schema(pa.BufferReader(data)).names, name)  # read_table fails on a repeated name
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise InputDataError(f"{name}: not a readable Parquet file: {exc}") from exc
+    columns = {}
+    for col_name, col in zip(table.column_names, table.columns, strict=True):
+        try:
+            columns[str(col_name)] = pd.Series(col.to_pylist(), dtype=object)
+        except (pa.ArrowException, UnicodeDecodeError) as exc:
+            raise InputDataError(f"{name}: column {col_name!r} cannot be decoded: {exc}") from exc
+    df = pd.DataFrame(columns, dtype=object)
+    if len(df) == 0:
+        raise InputDataError(f"{name}: the file has no rows")
+    return df
