@@ -5,11 +5,13 @@ RISE+BM25 fusion, and whatever is registered later) is one `Method`: a display n
 table, a description, what it needs (`lm`, `text`, `embedder`) and how it scores from either source:
 
 - `TaskSource`: a labelled task's pool and queries with a shared `ReadoutCache` (the model runs once per sample however
-  many methods read it); the method builds a `baselines.Scorer`, fitted on the pool and timed (`rise evaluate`).
+  many methods read it), seen as an in-memory index: features computed from the cache, the pool side timed as
+  building (`rise evaluate`).
 - `IndexSource`: a built index, its queries' features, and what the caller fitted on its pool or ran over it (BM25,
   embeddings, the forward pass of `compare.forward_vectors`); the Compare page.
 
-`Method.score(source)` returns a `MethodScores` either way; a method that cannot run from what the source has says
+Both give a method the same things (RISE features, hidden and gradient vectors, text scorers fitted on the pool), so
+each method has one scoring function. `Method.score(source)` returns a `MethodScores` either way; a method that cannot run from what the source has says
 why in `missing` (index source) instead of raising. `get(name)` accepts the display name or an old spelling
 ("Hidden-cosine", "RISE-RH", "Embedding"...) and lists the valid names when it knows neither.
 
@@ -25,34 +27,33 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import bergson_method, compare
-from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .baselines import Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, ModelLoadError
-from .fusion import FUSION_RULES, FusionScorer, fuse
+from .fusion import FUSION_RULES, fuse
 from .method_types import (
     EMBEDDING_BYTES_PER_SAMPLE,
     NEEDS,
     IndexSource,
     Method,
     MethodScores,
+    Source,
     TaskSource,
     Unavailable,
     applies_always,
     cache_time,
-    run_scorer,
-    shared_cache,
 )
 from .models import LoadedModel
-from .readout_cache import GradSketchScorer, HiddenCosineScorer, ReadoutCache, RiseScorer, channel_options
+from .readout_cache import channel_options
 from .samples import Sample
-from .scoring import FeatureMatrix
+from .scoring import FeatureMatrix, score_each_query
 from .store import RiseIndex
 
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
            "HIDDEN_COSINE", "NEEDS", "PEER_METHODS", "REGISTRY", "RISE", "RISE_BM25", "RISE_FIXED", "RISE_GH", "RISE_HS",
            "RISE_RH", "RISE_RH_GH", "TEXT_METHODS", "IndexSource", "Method", "MethodScores", "TaskSource",
-           "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "register", "resolve",
-           "rise_variant", "run_scorer", "shared_cache"]
+           "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "register",
+           "resolve", "rise_variant"]
 
 # --- the registry -----------------------------------------------------------------------------------------------------
 
@@ -137,52 +138,22 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
     def options_for(source_options: ScoreOptions, config: RiseConfig) -> ScoreOptions:
         return _variant_options(source_options, config, channels, sample_norm, lambdas, weighting)
 
-    def scorer(src: TaskSource) -> Scorer:
-        config = src.config.replace(**changes) if changes else src.config
-        rise = RiseScorer(src.need_cache(name), config, options_for(src.options, config), name, memo=src.memo)
-        if fusion is None:
-            return rise
-        return FusionScorer([rise, _memo_text(src, "BM25", BM25Scorer)], fusion[0], [1.0, fusion[1]], name=name)
-
-    def from_index(src: IndexSource) -> np.ndarray:
-        if changes:
-            raise Unavailable(f"the index was built with its own config; {name} changes {sorted(changes)}")
-        config = src.index.config
+    def scores(src: Source) -> np.ndarray:
+        pool_fm, query_fm, config = src.rise_inputs(name, changes)
         if channels is not None and not set(channels) & set(config.channels):
-            raise Unavailable(f"{src.index.path.name} has no {'+'.join(channels).upper()} channel (built with "
+            raise Unavailable(f"no {'+'.join(channels).upper()} channel here (the features were computed with "
                               "hidden_channel off, or before it existed)")
         options = options_for(src.options or ScoreOptions.preset("default"), config)
-        rise = compare.rise_scores(src.index, src.query_fm, options)
+        rise = score_each_query(pool_fm, query_fm, options).double().numpy()
         if fusion is None:
             return rise
-        return fuse([rise, src.text_scores("bm25", "BM25")], fusion[0], [1.0, fusion[1]])
+        return fuse([rise, src.text_scores("bm25", BM25)], fusion[0], [1.0, fusion[1]])
 
     needs = frozenset({"lm", "text"} if fusion is not None else {"lm"})
     needs_hs = channels is not None and list(channels) == ["hs"]
     applies = (lambda config: config.replace(**changes).hidden_channel) if needs_hs else applies_always
     return Method(name, description or f"RISE with {name[len('RISE'):].strip() or 'the given options'}", needs,
-                  scorer, from_index, aliases, applies)
-
-
-class _Memoised(Scorer):
-    """A text scorer fitted once per source memo (fusion variants share one BM25 over the pool)."""
-
-    def __init__(self, inner: Scorer, memo: dict, key: str) -> None:
-        self.inner, self.memo, self.key, self.name = inner, memo, key, inner.name
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        key = (self.key, "fit", tuple(map(ReadoutCache.key, pool)))
-        if key not in self.memo:
-            self.inner.fit(pool)
-            self.memo[key] = self.inner
-        self.inner = self.memo[key]
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        return self.inner.score(queries)
-
-
-def _memo_text(src: TaskSource, key: str, make: Callable[[], Scorer]) -> Scorer:
-    return make() if src.memo is None else _Memoised(make(), src.memo, key)
+                  scores, aliases, applies)
 
 
 # --- the registered methods -------------------------------------------------------------------------------------------
@@ -200,22 +171,15 @@ EMBEDDING = "MiniLM embedding"
 RISE_BM25 = "RISE+BM25 RRF"
 
 
-def _hidden_cosine_index(src: IndexSource) -> np.ndarray:
-    if src.index.config.hidden_channel:
-        return compare.hidden_cosine_scores(src.index, src.query_fm)
-    if src.q_forward is None:
-        raise Unavailable(compare.no_hs_reason(src.index))
-    return compare.cosine_scores(src.q_forward.hidden, src.forward.hidden)
+def _hidden_cosine(src: Source) -> np.ndarray:
+    return compare.cosine_scores(*src.hidden_vectors(HIDDEN_COSINE))
 
 
-def _grad_sketch_index(src: IndexSource) -> np.ndarray:
-    if src.q_forward is None:
-        raise Unavailable(f"Grad-Sketch needs one forward pass over the {len(src.index)} pool samples"
-                          + ("" if src.forward is None else " (and the model, to run the queries)"))
-    return compare.cosine_scores(src.q_forward.grad, src.forward.grad)
+def _grad_sketch(src: Source) -> np.ndarray:
+    return compare.cosine_scores(*src.grad_vectors(GRAD_SKETCH))
 
 
-def _embedding_index(src: IndexSource) -> np.ndarray:
+def _embedding(src: Source) -> np.ndarray:
     try:
         return src.text_scores("embeddings", EMBEDDING)
     except ModelLoadError as exc:
@@ -236,16 +200,14 @@ register(rise_variant(channels=("hs",), name=RISE_HS, aliases=("RISE-HS",),
                       description="RISE's HS channel (centred final hidden state) alone; needs hidden_channel."))
 register(Method(HIDDEN_COSINE, "Cosine of mean final hidden states over the counted positions (the representation "
                 "baseline).", frozenset({"lm"}),
-                lambda src: HiddenCosineScorer(src.need_cache(HIDDEN_COSINE), src.config.counted_positions),
-                _hidden_cosine_index, aliases=("Hidden-cosine",)))
+                _hidden_cosine, aliases=("Hidden-cosine",)))
 register(Method(GRAD_SKETCH, "The exact LM-head gradient sum_t r_t h_t^T, TensorSketched to as many values per "
                 "sample as RISE stores, cosine-scored.", frozenset({"lm"}),
-                lambda src: GradSketchScorer(src.need_cache(GRAD_SKETCH), src.config.counted_positions),
-                _grad_sketch_index))
+                _grad_sketch))
 register(Method(BM25, "Lexical overlap of the full texts (bm25s, Lucene BM25).", frozenset({"text"}),
-                lambda src: BM25Scorer(), lambda src: src.text_scores("bm25", BM25)))
+                lambda src: src.text_scores("bm25", BM25)))
 register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of the full texts.",
-                frozenset({"text", "embedder"}), lambda src: EmbeddingScorer(), _embedding_index,
+                frozenset({"text", "embedder"}), _embedding,
                 aliases=("Embedding", "MiniLM", "Embeddings")))
 register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",),
                       description="RISE's ranking and BM25's fused per query by reciprocal rank, equally weighted."))
