@@ -130,8 +130,8 @@ class ForwardVectors:
 
 def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConfig, batch_size: int = 8,
                     progress: Callable[[int, int], None] | None = None) -> ForwardVectors:
-    """Grad-Sketch and mean-hidden vectors of `samples` (the pool, or queries), as `evaluation.GradSketchScorer` and
-    `HiddenCosineScorer` compute them: Grad-Sketch in `grad_sketch_dim(config, hidden_size)` values, the index's
+    """Grad-Sketch and mean-hidden vectors of `samples` (the pool, or queries), as a `TaskSource` computes them
+    from a readout cache: Grad-Sketch in `grad_sketch_dim(config, hidden_size)` values, the index's
     bytes per sample. Readouts are held for FORWARD_CHUNK samples at a time; `progress(done, total)` after each."""
     samples = [Sample.coerce(s) for s in samples]
     if not samples:

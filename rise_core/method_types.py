@@ -21,6 +21,7 @@ from . import compare
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
+from .feedback import FeedbackConfig, Marks
 from .models import LoadedModel
 from .readout_cache import ReadoutCache
 from .samples import Sample
@@ -220,6 +221,11 @@ class IndexSource:
     def ids(self) -> tuple:
         return tuple(self.index.samples()["id"])
 
+    @cached_property
+    def pool(self) -> list[Sample]:
+        """The index's pool samples, in row order."""
+        return self.index.sample_list()
+
     def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
         """The index's stored features, the queries' and the index's config (its own: `changes` are refused)."""
         if changes:
@@ -257,7 +263,7 @@ class IndexSource:
                cfg.counted_positions, cfg.chat_template, cfg.chat_turns)
         if key not in _BUILT:
             scorer = make()
-            scorer.fit(self.index.sample_list())
+            scorer.fit(self.pool)
             _BUILT[key] = scorer
         return _BUILT[key]
 
@@ -272,6 +278,7 @@ class IndexSource:
 
 _BUILT: dict[tuple, Scorer] = {}  # scorers a method builds over an index's pool itself (Bergson), once per process
 Source = TaskSource | IndexSource
+Ranker = Callable[[Marks], np.ndarray]  # an analyst's marks {pool row: relevant?} -> one query's (N,) scores after them
 
 
 # --- methods ----------------------------------------------------------------------------------------------------------
@@ -288,7 +295,10 @@ class Method:
 
     `scores(source)`: (Q, N) scores of a `TaskSource` or an `IndexSource` (both give the same shapes: RISE features,
     hidden and gradient vectors, text scorers fitted on the pool), raising `Unavailable` to say what the source
-    lacks. `applies(config)`: whether it runs under a RISE config at all (RISE HS only needs the HS channel)."""
+    lacks. `applies(config)`: whether it runs under a RISE config at all (RISE HS only needs the HS channel).
+
+    Relevance feedback, for the methods that take it: `feedback`, the method's own strength (chosen per method,
+    `studies/feedback_choice.py`), and `rankers(source, feedback)`, one `Ranker` per query of the source."""
 
     name: str
     description: str
@@ -296,11 +306,21 @@ class Method:
     scores: Callable[[Source], np.ndarray]
     aliases: tuple[str, ...] = ()
     applies: Callable[[RiseConfig], bool] = applies_always
+    feedback: FeedbackConfig | None = None
+    rankers: Callable[[Source, FeedbackConfig], list[Ranker]] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
             raise ConfigError(f"{self.name}: unknown needs {sorted(unknown)}; choose from {list(NEEDS)}")
+        if (self.feedback is None) != (self.rankers is None):
+            raise ConfigError(f"{self.name}: relevance feedback needs both a strength (feedback) and rankers")
+
+    def feedback_rankers(self, source: Source, feedback: FeedbackConfig | None = None) -> list[Ranker]:
+        """One `Ranker` per query of the source, at `feedback` (None: this method's own strength)."""
+        if self.rankers is None or self.feedback is None:
+            raise ConfigError(f"{self.name} does not take relevance feedback")
+        return self.rankers(source, feedback or self.feedback)
 
     @property
     def needs_lm(self) -> bool:

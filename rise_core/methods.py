@@ -27,9 +27,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import bergson_method, compare
-from .baselines import Scorer
+from .attribution import feedback_ranker
+from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, ModelLoadError
+from .feedback import FeedbackConfig, apply_feedback
 from .fusion import FUSION_RULES, fuse
 from .method_types import (
     EMBEDDING_BYTES_PER_SAMPLE,
@@ -37,6 +39,7 @@ from .method_types import (
     IndexSource,
     Method,
     MethodScores,
+    Ranker,
     Source,
     TaskSource,
     Unavailable,
@@ -46,7 +49,7 @@ from .method_types import (
 from .models import LoadedModel
 from .readout_cache import channel_options
 from .samples import Sample
-from .scoring import FeatureMatrix, score_each_query
+from .scoring import FeatureMatrix, channel_choice, score_each_query
 from .store import RiseIndex
 
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
@@ -117,11 +120,13 @@ def _variant_options(options: ScoreOptions, config: RiseConfig, channels: Sequen
 def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] | None = None,
                  sample_norm: str | None = None, lambdas: tuple[float, float, float] | None = None,
                  fusion: tuple[str, float] | None = None, name: str | None = None, description: str = "",
-                 aliases: tuple[str, ...] = (), weighting: str | None = None) -> Method:
+                 aliases: tuple[str, ...] = (), weighting: str | None = None,
+                 feedback: FeedbackConfig | None = None) -> Method:
     """A RISE method: the source's config with `config_changes` (feature-time), scored with the source's options
     changed by `sample_norm`, `lambdas` (rh, gh, hs), `weighting` ('fixed' or 'auto': the per-query rule) and
     `channels` (only these weighted; query-time), and fused with
-    BM25 when `fusion` = (rule, BM25 weight). The sweep and the benchmarks generate their grids with it; the
+    BM25 when `fusion` = (rule, BM25 weight); with `feedback`, it takes relevance feedback at that strength (on its
+    stored channels, each query's weights chosen first). The sweep and the benchmarks generate their grids with it; the
     registry's RISE entries are some of them. Its name defaults to one that spells the choices out."""
     changes = dict(config_changes or {})
     if fusion is not None and fusion[0] not in FUSION_RULES:
@@ -149,11 +154,23 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             return rise
         return fuse([rise, src.text_scores("bm25", BM25)], fusion[0], [1.0, fusion[1]])
 
+    def rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+        pool_fm, query_fm, config = src.rise_inputs(name, changes)
+        options = options_for(src.options or ScoreOptions.preset("default"), config)
+        out = []
+        for q in range(len(query_fm)):
+            one = query_fm.select([q])
+            rank = feedback_ranker(pool_fm, one, channel_choice(pool_fm, one, options).options, strength)
+            out.append(lambda marks, rank=rank: rank(marks).total)
+        return out
+
+    if feedback is not None and fusion is not None:
+        raise ConfigError("relevance feedback is not defined for a fused ranking")
     needs = frozenset({"lm", "text"} if fusion is not None else {"lm"})
     needs_hs = channels is not None and list(channels) == ["hs"]
     applies = (lambda config: config.replace(**changes).hidden_channel) if needs_hs else applies_always
     return Method(name, description or f"RISE with {name[len('RISE'):].strip() or 'the given options'}", needs,
-                  scores, aliases, applies)
+                  scores, aliases, applies, feedback, rankers if feedback is not None else None)
 
 
 # --- the registered methods -------------------------------------------------------------------------------------------
@@ -175,6 +192,24 @@ def _hidden_cosine(src: Source) -> np.ndarray:
     return compare.cosine_scores(*src.hidden_vectors(HIDDEN_COSINE))
 
 
+def _single_channel(query_scores: np.ndarray, rows: Callable[[list[int]], np.ndarray],
+                    strength: FeedbackConfig) -> list[Ranker]:
+    """Rankers of a one-vector method: its (Q, N) scores, moved by the marked rows' scores (`rows(marked)`)."""
+    return [lambda marks, s=s: apply_feedback({"x": s}, {"x": rows}, marks, {"x": 1.0}, strength).total
+            for s in query_scores]
+
+
+def _hidden_cosine_rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+    queries, pool = src.hidden_vectors(HIDDEN_COSINE)
+    return _single_channel(compare.cosine_scores(queries, pool),
+                           lambda r: compare.cosine_scores(pool[r], pool), strength)
+
+
+def _bm25_rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+    scorer = src.fitted("bm25", BM25Scorer)
+    return _single_channel(src.text_scores("bm25", BM25), lambda r: scorer.score([src.pool[i] for i in r]), strength)
+
+
 def _grad_sketch(src: Source) -> np.ndarray:
     return compare.cosine_scores(*src.grad_vectors(GRAD_SKETCH))
 
@@ -186,8 +221,11 @@ def _embedding(src: Source) -> np.ndarray:
         raise Unavailable(f"the MiniLM embedding model is not available: {exc}") from exc
 
 
+# relevance feedback: each method's own strength is the best tune mean at 3 marks over beta 0.5, 1, 2 on every tune
+# set (`studies/feedback_choice.py`; figures in docs/EVALUATION.md, "Relevance feedback")
 register(rise_variant(name=RISE, description="RISE with the given scoring options (the default: weights chosen per "
-                      "query by how much it surprises the model, rise_core.adaptive; or fixed lambdas)."))
+                      "query by how much it surprises the model, rise_core.adaptive; or fixed lambdas).",
+                      feedback=FeedbackConfig()))
 register(rise_variant(name=RISE_FIXED, weighting="fixed", aliases=("RISE fixed",),
                       description="RISE with the fixed weights lambda_rh, lambda_gh, lambda_hs (no per-query choice)."))
 register(rise_variant(channels=("rh", "gh"), name=RISE_RH_GH, aliases=("RISE-RH+GH",),
@@ -200,12 +238,13 @@ register(rise_variant(channels=("hs",), name=RISE_HS, aliases=("RISE-HS",),
                       description="RISE's HS channel (centred final hidden state) alone; needs hidden_channel."))
 register(Method(HIDDEN_COSINE, "Cosine of mean final hidden states over the counted positions (the representation "
                 "baseline).", frozenset({"lm"}),
-                _hidden_cosine, aliases=("Hidden-cosine",)))
+                _hidden_cosine, aliases=("Hidden-cosine",), feedback=FeedbackConfig(beta=0.5),
+                rankers=_hidden_cosine_rankers))
 register(Method(GRAD_SKETCH, "The exact LM-head gradient sum_t r_t h_t^T, TensorSketched to as many values per "
                 "sample as RISE stores, cosine-scored.", frozenset({"lm"}),
                 _grad_sketch))
 register(Method(BM25, "Lexical overlap of the full texts (bm25s, Lucene BM25).", frozenset({"text"}),
-                lambda src: src.text_scores("bm25", BM25)))
+                lambda src: src.text_scores("bm25", BM25), feedback=FeedbackConfig(beta=2.0), rankers=_bm25_rankers))
 register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of the full texts.",
                 frozenset({"text", "embedder"}), _embedding,
                 aliases=("Embedding", "MiniLM", "Embeddings")))

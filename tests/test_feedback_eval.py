@@ -49,3 +49,21 @@ def test_feedback_curves_as_recorded(task_and_cache):
     np.testing.assert_allclose(curves["auPRC@5"], recorded["auPRC@5"], rtol=0, atol=1e-9)
     assert recorded["method"].unique().tolist() == ["RISE", "Hidden cosine", "BM25"]
     assert recorded.groupby("method")["auPRC@5"].nunique().max() > 1  # the marks move something
+
+
+def test_feedback_is_a_capability_of_the_registry_methods():
+    """The evaluated methods are the registry's that take feedback, each holding its own strength; a method without
+    the capability says so, and a strength without rankers (or the reverse) is refused."""
+    from rise_core import methods
+    from rise_core.errors import ConfigError
+    from rise_core.feedback import FeedbackConfig
+    from rise_core.feedback_eval import FEEDBACK_METHODS, METHOD_FEEDBACK
+
+    assert FEEDBACK_METHODS == (methods.RISE, methods.HIDDEN_COSINE, methods.BM25)
+    assert [METHOD_FEEDBACK[m].beta for m in FEEDBACK_METHODS] == [FeedbackConfig().beta, 0.5, 2.0]
+    with pytest.raises(ConfigError, match="does not take relevance feedback"):
+        methods.get(methods.GRAD_SKETCH).feedback_rankers(None)
+    with pytest.raises(ConfigError, match="needs both"):
+        methods.Method("x", "x", frozenset({"text"}), lambda src: None, feedback=FeedbackConfig())
+    with pytest.raises(ConfigError, match="fused ranking"):
+        methods.rise_variant(fusion=("rrf", 1.0), feedback=FeedbackConfig())
