@@ -23,6 +23,7 @@ from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
 from .feedback import FeedbackConfig, Marks
 from .models import LoadedModel
+from .ranking import Ranking
 from .readout_cache import ReadoutCache
 from .samples import Sample
 from .scoring import FeatureMatrix
@@ -37,7 +38,7 @@ class MethodScores:
     """One method's (Q, N) scores of the pool (column j: pool sample `ids[j]`), with its costs, or why it has none."""
 
     name: str
-    scores: np.ndarray | None = None  # (Q, N) float64
+    scores: np.ndarray | None = None  # (Q, N) float64; `ranking` gives one query's (or the set's) `Ranking`
     ids: tuple = ()  # pool sample ids in column order
     build_seconds: float = 0.0  # fitting on the pool (0: fitted before, by the caller)
     query_seconds: float = 0.0  # per query
@@ -53,6 +54,17 @@ class MethodScores:
         if self.scores is None:
             raise InputDataError(f"{self.name} has no scores: {self.missing}")
         return self.scores.mean(axis=0)
+
+    def ranking(self, k: int, query: int | None = None) -> Ranking:
+        """The `Ranking` of this method's k best pool rows (columns) for one query (0-based), or for the query set
+        (None: by `mean`), best first."""
+        if query is None:
+            return Ranking.best(self.mean(), k)
+        if self.scores is None:
+            raise InputDataError(f"{self.name} has no scores: {self.missing}")
+        if not 0 <= query < self.scores.shape[0]:
+            raise InputDataError(f"query {query} is not one of the {self.scores.shape[0]} queries")
+        return Ranking.best(self.scores[query], k, query=query)
 
 
 class Unavailable(RiseError):
