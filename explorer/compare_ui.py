@@ -60,7 +60,7 @@ def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int
     st.markdown(f"**Top {k} of each method**")
     for col, (name, r) in zip(st.columns(len(ready)), ready.items(), strict=True):
         col.markdown(f"**{name}**")
-        col.dataframe(top_list(pool, r.mean(), k), hide_index=True, column_config={
+        col.dataframe(top_list(pool, r.ranking(k)), hide_index=True, column_config={
             "score": st.column_config.NumberColumn(format="%.4f")})
 
     labels = binary_labels(pool["label"]) if "label" in pool.columns else None

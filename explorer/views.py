@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
 from rise_core.metrics import as_binary, average_precision, precision_at_k
+from rise_core.ranking import Ranking
 from rise_core.samples import Sample
 from rise_core.store import sample_from_row
 
@@ -156,10 +157,10 @@ def contribution_chart(hits: pd.DataFrame, shown: Sequence[str]) -> go.Figure:
     return fig
 
 
-def top_list(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFrame:
-    """A method's top k as a compact list for side-by-side display: rank, id, the label when the pool has labels,
-    score and text."""
-    table = results_table(ranking_frame(pool, scores, k))
+def top_list(pool: pd.DataFrame, ranking: Ranking) -> pd.DataFrame:
+    """A method's top k (its `MethodScores.ranking`) as a compact list for side-by-side display: rank, id, the label
+    when the pool has labels, score and text."""
+    table = results_table(ranking_table(pool, ranking))
     has_labels = "label" in table.columns and pool["label"].notna().any()
     return table[["rank", "id", *(["label"] if has_labels else []), "score", "text"]]
 
@@ -170,10 +171,17 @@ def ranking_frame(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFram
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (len(pool),):
         raise InputDataError(f"{scores.size} scores for a pool of {len(pool)} rows")
-    order = np.argsort(-scores, kind="stable")[:k]
+    return ranking_table(pool, Ranking.best(scores, k))
+
+
+def ranking_table(pool: pd.DataFrame, ranking: Ranking) -> pd.DataFrame:
+    """A ranking of `pool`'s rows as rank, id, score, then the pool's columns."""
+    order = ranking.rows.numpy()
+    if len(order) and int(order.max()) >= len(pool):
+        raise InputDataError(f"the ranking has row {int(order.max())} but the pool only {len(pool)} rows")
     rest = pool.iloc[order].drop(columns=["id"]).reset_index(drop=True)
     head = pd.DataFrame({"rank": range(1, len(order) + 1), "id": pool["id"].to_numpy()[order],
-                         "score": scores[order]})
+                         "score": ranking.scores.numpy()})
     return pd.concat([head, rest], axis=1)
 
 

@@ -39,7 +39,7 @@ from .baselines import Scorer
 from .config import RiseConfig
 from .engine import rendering_for
 from .errors import ConfigError, InputDataError
-from .method_types import IndexSource, Method, TaskSource, Unavailable
+from .method_types import Method, Source, Unavailable
 from .models import LoadedModel
 from .samples import Rendering, Sample, encode_sample
 
@@ -336,31 +336,18 @@ class BergsonScorer(Scorer):
         return 0 if self.index is None else self.index.gradient_bytes
 
 
-_BUILT: dict[tuple, BergsonScorer] = {}  # Bergson indexes of RISE indexes' pools, built once per process
-
-
-def _from_index(src: IndexSource) -> np.ndarray:
+def _scores(src: Source) -> np.ndarray:
     if not installed():
         raise Unavailable(INSTALL_HINT)
     if src.lm is None:
         raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
-    cfg = src.index.config
-    key = (str(src.index.path), hash(src.ids), src.lm.fingerprint(), cfg.seq_len, cfg.counted_positions,
-           cfg.chat_template, cfg.chat_turns)
-    if key not in _BUILT:
-        scorer = BergsonScorer(src.lm, cfg)
-        scorer.fit(src.index.sample_list())
-        _BUILT[key] = scorer
-    return np.asarray(_BUILT[key].score(src.queries), dtype=np.float64)
+    return np.asarray(src.fitted(BERGSON, lambda: BergsonScorer(src.lm, src.config)).score(src.queries),
+                      dtype=np.float64)
 
 
 def method() -> Method:
     """The registry entry (`methods.py` registers it)."""
-
-    def scorer(src: TaskSource) -> Scorer:
-        return BergsonScorer(src.need_cache(BERGSON).lm, src.config)
-
     return Method(BERGSON, f"Bergson {BERGSON_VERSION}'s gradient index and query: per-example gradients of every "
                   "linear layer, projected to 16 x 16 per module, unit-normalised, cosine-scored (`bergson build "
                   "--projection_dim 16` + `bergson query --unit_norm`). A backward pass per sample; optional "
-                  "(pip install bergson, see docs/BERGSON.md).", frozenset({"lm"}), scorer, _from_index)
+                  "(pip install bergson, see docs/BERGSON.md).", frozenset({"lm"}), _scores)

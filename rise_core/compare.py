@@ -30,11 +30,11 @@ from .errors import ConfigError, InputDataError
 from .models import LoadedModel
 from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
-from .scoring import FeatureMatrix, matvec, score_pool
+from .scoring import FeatureMatrix, score_each_query
 from .store import RiseIndex
 
 FORWARD_CHUNK = 256  # pool samples whose readouts are held at once by `forward_vectors`
-ROW_CHUNK = 8192  # pool rows rebuilt at a time by `hidden_cosine_scores`
+ROW_CHUNK = 8192  # pool rows widened (or rebuilt from the HS channel) at a time by `cosine_scores`
 # `forward_vectors` reads hidden states only, never the candidate lists: the shortest list a ReadoutCache accepts
 _FORWARD_K_MAX = RiseConfig().min_top_l
 
@@ -46,12 +46,11 @@ def rise_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions
     """(Q, N) RISE scores of every pool row for each query, with `options` as they apply to the index
     (`ScoreOptions.applied_to`: lambda_hs dropped for an index without the HS channel)."""
     options = (options or ScoreOptions()).applied_to(index.config).options
-    fm = index.feature_matrix()
-    return np.stack([score_pool(fm, query_fm.select([q]), options).total.double().numpy()
-                     for q in range(len(query_fm))])
+    return score_each_query(index.feature_matrix(), query_fm, options).double().numpy()
 
 
-def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to unit length (a zero row stays zero)."""
     return x / x.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
 
@@ -61,23 +60,37 @@ def no_hs_reason(index: RiseIndex) -> str:
             f"cosine needs a forward pass over its {len(index)} pool samples")
 
 
+class StoredHidden:
+    """An index's pool mean final hidden states as unit rows, rebuilt from the stored HS channel and pool mean (mean
+    hidden = hs_unit * hs_norm + mean) when sliced; a pool sample with no counted token is zero."""
+
+    def __init__(self, index: RiseIndex) -> None:
+        self.fm, mean = index.feature_matrix(), index.hidden_mean
+        if not self.fm.has_hs or mean is None:
+            raise ConfigError(no_hs_reason(index))
+        self.mean = mean.double()
+        self.empty = index.row_mask("n_counted = 0")  # their HS is zero, not a mean hidden state
+
+    def __len__(self) -> int:
+        return len(self.fm)
+
+    def __getitem__(self, rows: slice) -> torch.Tensor:
+        out = self.fm.hs[rows].double() * self.fm.hs_norm[rows].double()[:, None] + self.mean
+        out[self.empty[rows]] = 0.0
+        return unit_rows(out)
+
+    def rebuild(self, query_fm: FeatureMatrix) -> torch.Tensor:
+        """The queries' mean hidden states (unit rows) from their HS features and this pool's mean."""
+        if not query_fm.has_hs:
+            raise ConfigError("the query features have no HS channel; compute them with the index's extractor")
+        return unit_rows(query_fm.hs.double() * query_fm.hs_norm.double()[:, None] + self.mean)
+
+
 def hidden_cosine_scores(index: RiseIndex, query_fm: FeatureMatrix) -> np.ndarray:
     """(Q, N) cosine of each query's mean final hidden state with each pool sample's, rebuilt from the stored HS
-    channel and pool mean; a pool sample with no counted token scores 0. Raises ConfigError without HS."""
-    fm, mean = index.feature_matrix(), index.hidden_mean
-    if not fm.has_hs or mean is None:
-        raise ConfigError(no_hs_reason(index))
-    if not query_fm.has_hs:
-        raise ConfigError("the query features have no HS channel; compute them with the index's extractor")
-    mean = mean.double()
-    queries = _unit_rows(query_fm.hs.double() * query_fm.hs_norm.double()[:, None] + mean)  # (Q, d)
-    out = np.empty((len(query_fm), len(fm)))
-    for start in range(0, len(fm), ROW_CHUNK):
-        stop = start + ROW_CHUNK
-        pool = fm.hs[start:stop].double() * fm.hs_norm[start:stop].double()[:, None] + mean  # (n, d)
-        out[:, start:stop] = (queries @ _unit_rows(pool).T).numpy()
-    out[:, index.row_mask("n_counted = 0").numpy()] = 0.0  # their HS is zero, not a mean hidden state
-    return out
+    channel and pool mean (`StoredHidden`); a pool sample with no counted token scores 0. ConfigError without HS."""
+    pool = StoredHidden(index)
+    return cosine_scores(pool.rebuild(query_fm), pool)
 
 
 def fit_bm25(index: RiseIndex) -> BM25Scorer:
@@ -117,8 +130,8 @@ class ForwardVectors:
 
 def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConfig, batch_size: int = 8,
                     progress: Callable[[int, int], None] | None = None) -> ForwardVectors:
-    """Grad-Sketch and mean-hidden vectors of `samples` (the pool, or queries), as `evaluation.GradSketchScorer` and
-    `HiddenCosineScorer` compute them: Grad-Sketch in `grad_sketch_dim(config, hidden_size)` values, the index's
+    """Grad-Sketch and mean-hidden vectors of `samples` (the pool, or queries), as a `TaskSource` computes them
+    from a readout cache: Grad-Sketch in `grad_sketch_dim(config, hidden_size)` values, the index's
     bytes per sample. Readouts are held for FORWARD_CHUNK samples at a time; `progress(done, total)` after each."""
     samples = [Sample.coerce(s) for s in samples]
     if not samples:
@@ -129,13 +142,19 @@ def forward_vectors(lm: LoadedModel, samples: Sequence[Sample], config: RiseConf
         part = samples[start:start + FORWARD_CHUNK]
         cache = ReadoutCache.for_config(lm, config, k_max=_FORWARD_K_MAX, grad_sketch_dim=dim)
         cache.add(part, batch_size=batch_size)
-        grads.append(_unit_rows(cache.grad_sketch(part, counted, dim).double()).half())
-        hiddens.append(_unit_rows(cache.mean_hidden(part, counted).double()).half())
+        grads.append(unit_rows(cache.grad_sketch(part, counted, dim).double()).half())
+        hiddens.append(unit_rows(cache.mean_hidden(part, counted).double()).half())
         if progress is not None:
             progress(start + len(part), len(samples))
     return ForwardVectors(grad=torch.cat(grads), hidden=torch.cat(hiddens))
 
 
-def cosine_scores(queries: torch.Tensor, pool: torch.Tensor) -> np.ndarray:
-    """(Q, N) products of unit query rows with unit pool rows (float16 rows widened a chunk at a time)."""
-    return np.stack([matvec(pool, q.float()).double().numpy() for q in queries])
+def cosine_scores(queries: torch.Tensor, pool: torch.Tensor | StoredHidden) -> np.ndarray:
+    """(Q, N) products of unit query rows with unit pool rows in float64: the one cosine of every vector method (a
+    zero row scores 0). `pool`: unit rows (float16 ones widened ROW_CHUNK at a time) or an index's `StoredHidden`."""
+    queries = queries.double()
+    out = np.empty((len(queries), len(pool)))
+    for start in range(0, len(pool), ROW_CHUNK):
+        stop = min(start + ROW_CHUNK, len(pool))
+        out[:, start:stop] = (queries @ pool[start:stop].double().T).numpy()
+    return out

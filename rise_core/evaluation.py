@@ -17,11 +17,10 @@ import numpy as np
 import pandas as pd
 
 from .agreement import agreement_table
-from .baselines import Scorer
 from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
-from .methods import EVALUATE_METHODS, RISE, MethodScores, TaskSource, resolve, rise_variant, run_scorer
+from .methods import EVALUATE_METHODS, RISE, TaskSource, resolve, rise_variant
 from .metrics import evaluate_rankings
 from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
@@ -71,19 +70,6 @@ def load_task(name: str | None = None, pool_path: str | Path | None = None, quer
 
 
 AGREEMENT_REFERENCE, AGREEMENT_K = RISE, 10  # every method's ranking is compared with RISE's top 10
-
-
-def make_scorers(methods: Sequence[str], cache: ReadoutCache | None, config: RiseConfig, options: ScoreOptions
-                 ) -> dict[str, Scorer]:
-    """Scorers by method name (display names or old spellings, see `rise_core.methods`), keyed by display name;
-    a method that does not apply to `config` (RISE HS only without the HS channel) is left out."""
-    source = TaskSource([], [], cache, config, options)
-    return {m.name: m.scorer(source) for m in resolve(methods) if m.applies(config)}
-
-
-def run_method(scorer: Scorer, task: Task) -> MethodScores:
-    """Fit on the pool and score the queries, timing both (shared forward time included for LM methods)."""
-    return run_scorer(scorer, task.pool, task.queries)
 
 
 @dataclass

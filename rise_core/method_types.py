@@ -1,26 +1,30 @@
-"""What every ranking method is and what it returns: a `Method` (a display name, what it needs, how it scores), the
-two sources it scores from (`TaskSource`: a labelled task's pool and queries through a shared readout cache;
-`IndexSource`: a built index and its queries' features), the one result type `MethodScores`, and `Unavailable`, what
-a method raises to say what its source lacks. The registry of methods is `rise_core.methods`; an optional peer
+"""What every ranking method is and what it returns: a `Method` (a display name, what it needs, its one scoring
+function), the two sources it scores from, which give it the same things (`TaskSource`: a labelled task's pool and
+queries through a shared readout cache, as an in-memory index; `IndexSource`: a built index and its queries'
+features), the one result type `MethodScores`, and `Unavailable`, what a method raises to say what its source lacks. The registry of methods is `rise_core.methods`; an optional peer
 (`bergson_method`) builds its `Method` from these types.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+import torch
 
 from . import compare
-from .baselines import EmbeddingScorer, Scorer
+from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
-from .fusion import FusionScorer
+from .feedback import FeedbackConfig, Marks
 from .models import LoadedModel
-from .readout_cache import CachedLMScorer, ReadoutCache
+from .ranking import Ranking
+from .readout_cache import ReadoutCache
 from .samples import Sample
 from .scoring import FeatureMatrix
 from .store import RiseIndex
@@ -34,7 +38,7 @@ class MethodScores:
     """One method's (Q, N) scores of the pool (column j: pool sample `ids[j]`), with its costs, or why it has none."""
 
     name: str
-    scores: np.ndarray | None = None  # (Q, N) float64
+    scores: np.ndarray | None = None  # (Q, N) float64; `ranking` gives one query's (or the set's) `Ranking`
     ids: tuple = ()  # pool sample ids in column order
     build_seconds: float = 0.0  # fitting on the pool (0: fitted before, by the caller)
     query_seconds: float = 0.0  # per query
@@ -51,6 +55,17 @@ class MethodScores:
             raise InputDataError(f"{self.name} has no scores: {self.missing}")
         return self.scores.mean(axis=0)
 
+    def ranking(self, k: int, query: int | None = None) -> Ranking:
+        """The `Ranking` of this method's k best pool rows (columns) for one query (0-based), or for the query set
+        (None: by `mean`), best first."""
+        if query is None:
+            return Ranking.best(self.mean(), k)
+        if self.scores is None:
+            raise InputDataError(f"{self.name} has no scores: {self.missing}")
+        if not 0 <= query < self.scores.shape[0]:
+            raise InputDataError(f"query {query} is not one of the {self.scores.shape[0]} queries")
+        return Ranking.best(self.scores[query], k, query=query)
+
 
 class Unavailable(RiseError):
     """A method cannot run from what its source has; the message says why (becomes `MethodScores.missing`)."""
@@ -60,9 +75,20 @@ class Unavailable(RiseError):
 
 
 @dataclass
+class _Ledger:
+    """What a task source spent on the pool side during one method's run (`Method.score` charges it as build)."""
+
+    seconds: float = 0.0
+    forward_seconds: float = 0.0
+    index_bytes: int = 0
+
+
+@dataclass
 class TaskSource:
     """A pool and queries read through a readout cache (None: text methods only), under a RISE config and options.
 
+    It gives a method what an `IndexSource` gives, computed from the cache: the pool's and queries' RISE features,
+    mean hidden states and Grad-Sketches, and text scorers fitted on the pool; the pool side is timed as building.
     `memo`: shared by the methods scored from this source, so RISE variants that differ only in query-time choices
     compute each config's features once (None: every method computes its own, as `rise evaluate` times them)."""
 
@@ -73,10 +99,97 @@ class TaskSource:
     options: ScoreOptions = field(default_factory=lambda: ScoreOptions.preset("default"))
     memo: dict | None = None
 
+    def __post_init__(self) -> None:
+        self.ledger = _Ledger()
+
     def need_cache(self, name: str) -> ReadoutCache:
         if self.cache is None:
             raise ConfigError(f"{name} needs a model: give a ReadoutCache")
         return self.cache
+
+    @property
+    def ids(self) -> tuple:
+        return tuple(Sample.coerce(s).id for s in self.pool)
+
+    @contextlib.contextmanager
+    def _building(self) -> Iterator[None]:
+        fwd0, t0 = self.cache.forward_seconds if self.cache else 0.0, time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ledger.seconds += time.perf_counter() - t0
+            self.ledger.forward_seconds += (self.cache.forward_seconds if self.cache else 0.0) - fwd0
+
+    def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
+        if self.memo is None:
+            return make()
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
+        """The pool's and queries' RISE features under the source's config with `changes`, and that config."""
+        cache = self.need_cache(name)
+        config = self.config.replace(**changes) if changes else self.config
+        pool_keys = tuple(map(cache.key, self.pool))
+        with self._building():
+            cache.add(self.pool)
+
+            def fit() -> tuple[torch.Tensor | None, FeatureMatrix]:
+                # the pool's mean is fixed once, from the seeded subset an index build fits it on
+                mean = cache.pool_hidden_mean(self.pool, config) if config.needs_hidden_mean else None
+                return mean, cache.rise_features(self.pool, config, mean)
+
+            mean, pool_fm = self._memoised(("pool", config, pool_keys), fit)
+            self.ledger.index_bytes += len(self.pool) * config.bytes_per_sample(cache.lm.hidden_size)
+        cache.add(self.queries)
+        query_fm = self._memoised(("queries", config, pool_keys, tuple(map(cache.key, self.queries))),
+                                  lambda: cache.rise_features(self.queries, config, mean))
+        return pool_fm, query_fm, config
+
+    def _vectors(self, name: str, of: Callable[[ReadoutCache, list[Sample]], torch.Tensor]
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        cache = self.need_cache(name)
+        with self._building():
+            cache.add(self.pool)
+            pool = compare.unit_rows(of(cache, self.pool).double())
+            self.ledger.index_bytes += int(pool.shape[0]) * int(pool.shape[1]) * 2
+        cache.add(self.queries)
+        return compare.unit_rows(of(cache, self.queries).double()), pool
+
+    def hidden_vectors(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """(queries, pool) unit mean final hidden states over the config's counted positions."""
+        return self._vectors(name, lambda c, s: c.mean_hidden(s, self.config.counted_positions))
+
+    def grad_vectors(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """(queries, pool) unit Grad-Sketches at the cache's dimension."""
+        if not self.need_cache(name).grad_sketch_dim:
+            raise ConfigError("the readout cache was built without a gradient sketch dimension")
+        return self._vectors(name, lambda c, s: c.grad_sketch(s, self.config.counted_positions))
+
+    @property
+    def lm(self) -> LoadedModel | None:
+        return None if self.cache is None else self.cache.lm
+
+    def fitted(self, what: str, make: Callable[[], Scorer]) -> Scorer:
+        """A scorer fitted on the pool (once per memo): `what` is "bm25", "embeddings" or a peer's name."""
+        with self._building():
+            key = (what, self.config if what not in ("bm25", "embeddings") else None,
+                   tuple(map(ReadoutCache.key, self.pool)))
+
+            def fit() -> Scorer:
+                scorer = make()
+                scorer.fit(self.pool)
+                return scorer
+
+            scorer = self._memoised(key, fit)
+            self.ledger.index_bytes += _index_bytes(scorer, len(self.pool))
+        return scorer
+
+    def text_scores(self, what: str, name: str) -> np.ndarray:
+        """(Q, N) scores of the text scorer `what` ("bm25" or "embeddings") fitted on the pool."""
+        make = {"bm25": BM25Scorer, "embeddings": EmbeddingScorer}[what]
+        return compare.text_scores(self.fitted(what, make), self.queries)
 
 
 @dataclass
@@ -105,6 +218,10 @@ class IndexSource:
                                  f"{len(self.index)}: run the forward pass again")
         self._fitted: dict[str, Scorer] = {}
 
+    @property
+    def config(self) -> RiseConfig:
+        return self.index.config
+
     @cached_property
     def q_forward(self) -> compare.ForwardVectors | None:
         """The queries' forward-pass vectors, when the pool's are given and the model to run them."""
@@ -116,18 +233,64 @@ class IndexSource:
     def ids(self) -> tuple:
         return tuple(self.index.samples()["id"])
 
+    @cached_property
+    def pool(self) -> list[Sample]:
+        """The index's pool samples, in row order."""
+        return self.index.sample_list()
+
+    def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
+        """The index's stored features, the queries' and the index's config (its own: `changes` are refused)."""
+        if changes:
+            raise Unavailable(f"the index was built with its own config; {name} changes {sorted(changes)}")
+        return self.index.feature_matrix(), self.query_fm, self.index.config
+
+    def hidden_vectors(self, name: str) -> tuple[torch.Tensor, compare.StoredHidden | torch.Tensor]:
+        """(queries, pool) unit mean final hidden states: rebuilt from the HS channel, or from the forward pass."""
+        if self.index.config.hidden_channel:
+            pool = compare.StoredHidden(self.index)
+            return pool.rebuild(self.query_fm), pool
+        if self.q_forward is None:
+            raise Unavailable(compare.no_hs_reason(self.index))
+        return self.q_forward.hidden, self.forward.hidden
+
+    def grad_vectors(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """(queries, pool) unit Grad-Sketches from the forward pass."""
+        if self.q_forward is None:
+            raise Unavailable(f"{name} needs one forward pass over the {len(self.index)} pool samples"
+                              + ("" if self.forward is None else " (and the model, to run the queries)"))
+        return self.q_forward.grad, self.forward.grad
+
+    def fitted(self, what: str, make: Callable[[], Scorer]) -> Scorer:
+        """A scorer fitted on the index's pool: "bm25" and "embeddings" as given (Unavailable when not asked for),
+        a peer's built once per process for this index, model and config."""
+        if what in ("bm25", "embeddings"):
+            given = getattr(self, what)
+            if given is None:
+                raise Unavailable("not asked for")
+            if what not in self._fitted:
+                self._fitted[what] = given if isinstance(given, Scorer) else given()
+            return self._fitted[what]
+        cfg = self.index.config
+        key = (what, str(self.index.path), hash(self.ids), self.lm.fingerprint() if self.lm else None, cfg.seq_len,
+               cfg.counted_positions, cfg.chat_template, cfg.chat_turns)
+        if key not in _BUILT:
+            scorer = make()
+            scorer.fit(self.pool)
+            _BUILT[key] = scorer
+        return _BUILT[key]
+
     def text_scores(self, what: str, name: str) -> np.ndarray:
         """(Q, N) scores of the text scorer given as `what` ("bm25" or "embeddings"), checked against the pool."""
-        source = getattr(self, what)
-        if source is None:
-            raise Unavailable("not asked for")
-        if what not in self._fitted:
-            self._fitted[what] = source if isinstance(source, Scorer) else source()
-        scores = compare.text_scores(self._fitted[what], self.queries)
+        scores = compare.text_scores(self.fitted(what, lambda: None), self.queries)
         if scores.shape[1] != len(self.index):
             raise InputDataError(f"{name} scored {scores.shape[1]} pool samples but the index has {len(self.index)}: "
                                  "fit it on this index's pool")
         return scores
+
+
+_BUILT: dict[tuple, Scorer] = {}  # scorers a method builds over an index's pool itself (Bergson), once per process
+Source = TaskSource | IndexSource
+Ranker = Callable[[Marks], np.ndarray]  # an analyst's marks {pool row: relevant?} -> one query's (N,) scores after them
 
 
 # --- methods ----------------------------------------------------------------------------------------------------------
@@ -140,57 +303,71 @@ def applies_always(config: RiseConfig) -> bool:
 
 @dataclass(frozen=True)
 class Method:
-    """One ranking method: its display name, what it needs, and how it scores from a task or from an index.
+    """One ranking method: its display name, what it needs, and its one scoring function.
 
-    `scorer(source)`: a `Scorer` to fit on a `TaskSource`'s pool; `from_index(source)`: (Q, N) scores from an
-    `IndexSource` (None: not available from an index), raising `Unavailable` to say what it lacks. `applies(config)`:
-    whether it runs under a RISE config at all (RISE HS only needs the HS channel)."""
+    `scores(source)`: (Q, N) scores of a `TaskSource` or an `IndexSource` (both give the same shapes: RISE features,
+    hidden and gradient vectors, text scorers fitted on the pool), raising `Unavailable` to say what the source
+    lacks. `applies(config)`: whether it runs under a RISE config at all (RISE HS only needs the HS channel).
+
+    Relevance feedback, for the methods that take it: `feedback`, the method's own strength (chosen per method,
+    `studies/feedback_choice.py`), and `rankers(source, feedback)`, one `Ranker` per query of the source."""
 
     name: str
     description: str
     needs: frozenset[str]
-    scorer: Callable[[TaskSource], Scorer]
-    from_index: Callable[[IndexSource], np.ndarray] | None = None
+    scores: Callable[[Source], np.ndarray]
     aliases: tuple[str, ...] = ()
     applies: Callable[[RiseConfig], bool] = applies_always
+    feedback: FeedbackConfig | None = None
+    rankers: Callable[[Source, FeedbackConfig], list[Ranker]] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - set(NEEDS)
         if unknown:
             raise ConfigError(f"{self.name}: unknown needs {sorted(unknown)}; choose from {list(NEEDS)}")
+        if (self.feedback is None) != (self.rankers is None):
+            raise ConfigError(f"{self.name}: relevance feedback needs both a strength (feedback) and rankers")
+
+    def feedback_rankers(self, source: Source, feedback: FeedbackConfig | None = None) -> list[Ranker]:
+        """One `Ranker` per query of the source, at `feedback` (None: this method's own strength)."""
+        if self.rankers is None or self.feedback is None:
+            raise ConfigError(f"{self.name} does not take relevance feedback")
+        return self.rankers(source, feedback or self.feedback)
 
     @property
     def needs_lm(self) -> bool:
         return "lm" in self.needs
 
-    def score(self, source: TaskSource | IndexSource) -> MethodScores:
-        """This method's scores of the source's pool for each of its queries."""
+    def score(self, source: Source) -> MethodScores:
+        """This method's scores of the source's pool for each of its queries, timed. From an index, what the index
+        lacks becomes `missing`; from a task it raises (the task asked for this method)."""
         if isinstance(source, IndexSource):
-            return self._score_index(source)
-        return run_scorer(self.scorer(source), source.pool, source.queries, self.name)
+            t0 = time.perf_counter()
+            try:
+                scores = np.asarray(self.scores(source), dtype=np.float64)
+            except Unavailable as exc:
+                return MethodScores(self.name, missing=str(exc))
+            seconds = (time.perf_counter() - t0) / max(len(source.queries), 1)
+            return MethodScores(self.name, scores, ids=source.ids, query_seconds=seconds)
+        return self._score_task(source)
 
-    def _score_index(self, source: IndexSource) -> MethodScores:
-        if self.from_index is None:
-            return MethodScores(self.name, missing="not available from an index")
-        t0 = time.perf_counter()
-        try:
-            scores = np.asarray(self.from_index(source), dtype=np.float64)
-        except Unavailable as exc:
-            return MethodScores(self.name, missing=str(exc))
-        seconds = (time.perf_counter() - t0) / max(len(source.queries), 1)
-        return MethodScores(self.name, scores, ids=source.ids, query_seconds=seconds)
+    def _score_task(self, source: TaskSource) -> MethodScores:
+        cache = source.cache if self.needs_lm else None
+        source.ledger = _Ledger()
+        fwd0, t0 = cache.forward_seconds if cache else 0.0, time.perf_counter()
+        scores = np.asarray(self.scores(source), dtype=np.float64)
+        total, ledger = time.perf_counter() - t0, source.ledger
+        build, query = ledger.seconds, total - ledger.seconds
+        if cache is not None:
+            # charge the shared forward time of pool and queries even when another method already paid it
+            query_fwd = cache.forward_seconds - fwd0 - ledger.forward_seconds
+            build += cache_time(cache, source.pool) - ledger.forward_seconds
+            query += cache_time(cache, source.queries) - query_fwd
+        return MethodScores(self.name, scores, ids=source.ids, build_seconds=build,
+                            query_seconds=query / max(len(source.queries), 1), index_bytes=ledger.index_bytes)
 
 
-# --- timing a fitted scorer -------------------------------------------------------------------------------------------
-
-
-def shared_cache(scorer: Scorer) -> ReadoutCache | None:
-    """The readout cache an LM scorer (or a fusion with one) reads its forward passes from."""
-    if isinstance(scorer, CachedLMScorer):
-        return scorer.cache
-    if isinstance(scorer, FusionScorer):
-        return next((c for c in map(shared_cache, scorer.parts) if c is not None), None)
-    return None
+# --- costs ------------------------------------------------------------------------------------------------------------
 
 
 def cache_time(cache: ReadoutCache, samples: Sequence[Sample]) -> float:
@@ -206,26 +383,3 @@ def _index_bytes(scorer: Scorer, n_pool: int) -> int:
     if isinstance(scorer, EmbeddingScorer):
         return n_pool * EMBEDDING_BYTES_PER_SAMPLE
     return 0  # BM25: an inverted index, not a fixed-size vector per sample
-
-
-def run_scorer(scorer: Scorer, pool: Sequence[Sample], queries: Sequence[Sample], name: str | None = None
-               ) -> MethodScores:
-    """Fit on the pool and score the queries, timing both (shared forward time included for LM methods)."""
-    pool, queries = list(pool), list(queries)
-    cache = shared_cache(scorer)
-    fwd0 = cache.forward_seconds if cache else 0.0
-    t0 = time.perf_counter()
-    scorer.fit(pool)
-    build = time.perf_counter() - t0
-    fwd1 = cache.forward_seconds if cache else 0.0
-    t1 = time.perf_counter()
-    scores = scorer.score(queries)
-    query = time.perf_counter() - t1
-    fwd2 = cache.forward_seconds if cache else 0.0
-    if cache is not None:
-        # charge the shared forward time of pool and queries even when another method already paid it
-        build += cache_time(cache, pool) - (fwd1 - fwd0)
-        query += cache_time(cache, queries) - (fwd2 - fwd1)
-    return MethodScores(name or scorer.name, np.asarray(scores, dtype=np.float64),
-                        ids=tuple(Sample.coerce(s).id for s in pool), build_seconds=build,
-                        query_seconds=query / max(len(queries), 1), index_bytes=_index_bytes(scorer, len(pool)))

@@ -5,11 +5,13 @@ RISE+BM25 fusion, and whatever is registered later) is one `Method`: a display n
 table, a description, what it needs (`lm`, `text`, `embedder`) and how it scores from either source:
 
 - `TaskSource`: a labelled task's pool and queries with a shared `ReadoutCache` (the model runs once per sample however
-  many methods read it); the method builds a `baselines.Scorer`, fitted on the pool and timed (`rise evaluate`).
+  many methods read it), seen as an in-memory index: features computed from the cache, the pool side timed as
+  building (`rise evaluate`).
 - `IndexSource`: a built index, its queries' features, and what the caller fitted on its pool or ran over it (BM25,
   embeddings, the forward pass of `compare.forward_vectors`); the Compare page.
 
-`Method.score(source)` returns a `MethodScores` either way; a method that cannot run from what the source has says
+Both give a method the same things (RISE features, hidden and gradient vectors, text scorers fitted on the pool), so
+each method has one scoring function. `Method.score(source)` returns a `MethodScores` either way; a method that cannot run from what the source has says
 why in `missing` (index source) instead of raising. `get(name)` accepts the display name or an old spelling
 ("Hidden-cosine", "RISE-RH", "Embedding"...) and lists the valid names when it knows neither.
 
@@ -25,34 +27,36 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import bergson_method, compare
-from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .attribution import feedback_ranker
+from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, ModelLoadError
-from .fusion import FUSION_RULES, FusionScorer, fuse
+from .feedback import FeedbackConfig, apply_feedback
+from .fusion import FUSION_RULES, fuse
 from .method_types import (
     EMBEDDING_BYTES_PER_SAMPLE,
     NEEDS,
     IndexSource,
     Method,
     MethodScores,
+    Ranker,
+    Source,
     TaskSource,
     Unavailable,
     applies_always,
     cache_time,
-    run_scorer,
-    shared_cache,
 )
 from .models import LoadedModel
-from .readout_cache import GradSketchScorer, HiddenCosineScorer, ReadoutCache, RiseScorer, channel_options
+from .readout_cache import channel_options
 from .samples import Sample
-from .scoring import FeatureMatrix
+from .scoring import FeatureMatrix, channel_choice, score_each_query
 from .store import RiseIndex
 
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
            "HIDDEN_COSINE", "NEEDS", "PEER_METHODS", "REGISTRY", "RISE", "RISE_BM25", "RISE_FIXED", "RISE_GH", "RISE_HS",
            "RISE_RH", "RISE_RH_GH", "TEXT_METHODS", "IndexSource", "Method", "MethodScores", "TaskSource",
-           "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "register", "resolve",
-           "rise_variant", "run_scorer", "shared_cache"]
+           "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "register",
+           "resolve", "rise_variant"]
 
 # --- the registry -----------------------------------------------------------------------------------------------------
 
@@ -116,11 +120,13 @@ def _variant_options(options: ScoreOptions, config: RiseConfig, channels: Sequen
 def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] | None = None,
                  sample_norm: str | None = None, lambdas: tuple[float, float, float] | None = None,
                  fusion: tuple[str, float] | None = None, name: str | None = None, description: str = "",
-                 aliases: tuple[str, ...] = (), weighting: str | None = None) -> Method:
+                 aliases: tuple[str, ...] = (), weighting: str | None = None,
+                 feedback: FeedbackConfig | None = None) -> Method:
     """A RISE method: the source's config with `config_changes` (feature-time), scored with the source's options
     changed by `sample_norm`, `lambdas` (rh, gh, hs), `weighting` ('fixed' or 'auto': the per-query rule) and
     `channels` (only these weighted; query-time), and fused with
-    BM25 when `fusion` = (rule, BM25 weight). The sweep and the benchmarks generate their grids with it; the
+    BM25 when `fusion` = (rule, BM25 weight); with `feedback`, it takes relevance feedback at that strength (on its
+    stored channels, each query's weights chosen first). The sweep and the benchmarks generate their grids with it; the
     registry's RISE entries are some of them. Its name defaults to one that spells the choices out."""
     changes = dict(config_changes or {})
     if fusion is not None and fusion[0] not in FUSION_RULES:
@@ -137,52 +143,34 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
     def options_for(source_options: ScoreOptions, config: RiseConfig) -> ScoreOptions:
         return _variant_options(source_options, config, channels, sample_norm, lambdas, weighting)
 
-    def scorer(src: TaskSource) -> Scorer:
-        config = src.config.replace(**changes) if changes else src.config
-        rise = RiseScorer(src.need_cache(name), config, options_for(src.options, config), name, memo=src.memo)
-        if fusion is None:
-            return rise
-        return FusionScorer([rise, _memo_text(src, "BM25", BM25Scorer)], fusion[0], [1.0, fusion[1]], name=name)
-
-    def from_index(src: IndexSource) -> np.ndarray:
-        if changes:
-            raise Unavailable(f"the index was built with its own config; {name} changes {sorted(changes)}")
-        config = src.index.config
+    def scores(src: Source) -> np.ndarray:
+        pool_fm, query_fm, config = src.rise_inputs(name, changes)
         if channels is not None and not set(channels) & set(config.channels):
-            raise Unavailable(f"{src.index.path.name} has no {'+'.join(channels).upper()} channel (built with "
+            raise Unavailable(f"no {'+'.join(channels).upper()} channel here (the features were computed with "
                               "hidden_channel off, or before it existed)")
         options = options_for(src.options or ScoreOptions.preset("default"), config)
-        rise = compare.rise_scores(src.index, src.query_fm, options)
+        rise = score_each_query(pool_fm, query_fm, options).double().numpy()
         if fusion is None:
             return rise
-        return fuse([rise, src.text_scores("bm25", "BM25")], fusion[0], [1.0, fusion[1]])
+        return fuse([rise, src.text_scores("bm25", BM25)], fusion[0], [1.0, fusion[1]])
 
+    def rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+        pool_fm, query_fm, config = src.rise_inputs(name, changes)
+        options = options_for(src.options or ScoreOptions.preset("default"), config)
+        out = []
+        for q in range(len(query_fm)):
+            one = query_fm.select([q])
+            rank = feedback_ranker(pool_fm, one, channel_choice(pool_fm, one, options).options, strength)
+            out.append(lambda marks, rank=rank: rank(marks).total)
+        return out
+
+    if feedback is not None and fusion is not None:
+        raise ConfigError("relevance feedback is not defined for a fused ranking")
     needs = frozenset({"lm", "text"} if fusion is not None else {"lm"})
     needs_hs = channels is not None and list(channels) == ["hs"]
     applies = (lambda config: config.replace(**changes).hidden_channel) if needs_hs else applies_always
     return Method(name, description or f"RISE with {name[len('RISE'):].strip() or 'the given options'}", needs,
-                  scorer, from_index, aliases, applies)
-
-
-class _Memoised(Scorer):
-    """A text scorer fitted once per source memo (fusion variants share one BM25 over the pool)."""
-
-    def __init__(self, inner: Scorer, memo: dict, key: str) -> None:
-        self.inner, self.memo, self.key, self.name = inner, memo, key, inner.name
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        key = (self.key, "fit", tuple(map(ReadoutCache.key, pool)))
-        if key not in self.memo:
-            self.inner.fit(pool)
-            self.memo[key] = self.inner
-        self.inner = self.memo[key]
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        return self.inner.score(queries)
-
-
-def _memo_text(src: TaskSource, key: str, make: Callable[[], Scorer]) -> Scorer:
-    return make() if src.memo is None else _Memoised(make(), src.memo, key)
+                  scores, aliases, applies, feedback, rankers if feedback is not None else None)
 
 
 # --- the registered methods -------------------------------------------------------------------------------------------
@@ -200,30 +188,44 @@ EMBEDDING = "MiniLM embedding"
 RISE_BM25 = "RISE+BM25 RRF"
 
 
-def _hidden_cosine_index(src: IndexSource) -> np.ndarray:
-    if src.index.config.hidden_channel:
-        return compare.hidden_cosine_scores(src.index, src.query_fm)
-    if src.q_forward is None:
-        raise Unavailable(compare.no_hs_reason(src.index))
-    return compare.cosine_scores(src.q_forward.hidden, src.forward.hidden)
+def _hidden_cosine(src: Source) -> np.ndarray:
+    return compare.cosine_scores(*src.hidden_vectors(HIDDEN_COSINE))
 
 
-def _grad_sketch_index(src: IndexSource) -> np.ndarray:
-    if src.q_forward is None:
-        raise Unavailable(f"Grad-Sketch needs one forward pass over the {len(src.index)} pool samples"
-                          + ("" if src.forward is None else " (and the model, to run the queries)"))
-    return compare.cosine_scores(src.q_forward.grad, src.forward.grad)
+def _single_channel(query_scores: np.ndarray, rows: Callable[[list[int]], np.ndarray],
+                    strength: FeedbackConfig) -> list[Ranker]:
+    """Rankers of a one-vector method: its (Q, N) scores, moved by the marked rows' scores (`rows(marked)`)."""
+    return [lambda marks, s=s: apply_feedback({"x": s}, {"x": rows}, marks, {"x": 1.0}, strength).total
+            for s in query_scores]
 
 
-def _embedding_index(src: IndexSource) -> np.ndarray:
+def _hidden_cosine_rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+    queries, pool = src.hidden_vectors(HIDDEN_COSINE)
+    return _single_channel(compare.cosine_scores(queries, pool),
+                           lambda r: compare.cosine_scores(pool[r], pool), strength)
+
+
+def _bm25_rankers(src: Source, strength: FeedbackConfig) -> list[Ranker]:
+    scorer = src.fitted("bm25", BM25Scorer)
+    return _single_channel(src.text_scores("bm25", BM25), lambda r: scorer.score([src.pool[i] for i in r]), strength)
+
+
+def _grad_sketch(src: Source) -> np.ndarray:
+    return compare.cosine_scores(*src.grad_vectors(GRAD_SKETCH))
+
+
+def _embedding(src: Source) -> np.ndarray:
     try:
         return src.text_scores("embeddings", EMBEDDING)
     except ModelLoadError as exc:
         raise Unavailable(f"the MiniLM embedding model is not available: {exc}") from exc
 
 
+# relevance feedback: each method's own strength is the best tune mean at 3 marks over beta 0.5, 1, 2 on every tune
+# set (`studies/feedback_choice.py`; figures in docs/EVALUATION.md, "Relevance feedback")
 register(rise_variant(name=RISE, description="RISE with the given scoring options (the default: weights chosen per "
-                      "query by how much it surprises the model, rise_core.adaptive; or fixed lambdas)."))
+                      "query by how much it surprises the model, rise_core.adaptive; or fixed lambdas).",
+                      feedback=FeedbackConfig()))
 register(rise_variant(name=RISE_FIXED, weighting="fixed", aliases=("RISE fixed",),
                       description="RISE with the fixed weights lambda_rh, lambda_gh, lambda_hs (no per-query choice)."))
 register(rise_variant(channels=("rh", "gh"), name=RISE_RH_GH, aliases=("RISE-RH+GH",),
@@ -236,16 +238,15 @@ register(rise_variant(channels=("hs",), name=RISE_HS, aliases=("RISE-HS",),
                       description="RISE's HS channel (centred final hidden state) alone; needs hidden_channel."))
 register(Method(HIDDEN_COSINE, "Cosine of mean final hidden states over the counted positions (the representation "
                 "baseline).", frozenset({"lm"}),
-                lambda src: HiddenCosineScorer(src.need_cache(HIDDEN_COSINE), src.config.counted_positions),
-                _hidden_cosine_index, aliases=("Hidden-cosine",)))
+                _hidden_cosine, aliases=("Hidden-cosine",), feedback=FeedbackConfig(beta=0.5),
+                rankers=_hidden_cosine_rankers))
 register(Method(GRAD_SKETCH, "The exact LM-head gradient sum_t r_t h_t^T, TensorSketched to as many values per "
                 "sample as RISE stores, cosine-scored.", frozenset({"lm"}),
-                lambda src: GradSketchScorer(src.need_cache(GRAD_SKETCH), src.config.counted_positions),
-                _grad_sketch_index))
+                _grad_sketch))
 register(Method(BM25, "Lexical overlap of the full texts (bm25s, Lucene BM25).", frozenset({"text"}),
-                lambda src: BM25Scorer(), lambda src: src.text_scores("bm25", BM25)))
+                lambda src: src.text_scores("bm25", BM25), feedback=FeedbackConfig(beta=2.0), rankers=_bm25_rankers))
 register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of the full texts.",
-                frozenset({"text", "embedder"}), lambda src: EmbeddingScorer(), _embedding_index,
+                frozenset({"text", "embedder"}), _embedding,
                 aliases=("Embedding", "MiniLM", "Embeddings")))
 register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",),
                       description="RISE's ranking and BM25's fused per query by reciprocal rank, equally weighted."))

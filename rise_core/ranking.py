@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from .adaptive import Weighting
 from .config import CHANNELS
+from .errors import InputDataError
 from .scoring import Scores
 
 if TYPE_CHECKING:
@@ -28,13 +30,13 @@ class Ranking:
     """Pool rows of one query (or query set), best first, with their scores.
 
     `parts` holds each channel's weighted part (every channel of CHANNELS; zeros for one not weighed), so
-    `scores` = rh + gh + hs. `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
+    `scores` = rh + gh + hs; empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
     scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
     scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's
     relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only)."""
 
     rows: torch.Tensor  # (k,) int64 index rows
-    scores: torch.Tensor  # (k,) float32 totals
+    scores: torch.Tensor  # (k,) float32 totals (float64 from `best`)
     parts: dict[str, torch.Tensor]  # channel -> (k,) weighted part
     weighting: Weighting | None = None
     search: dict[str, Any] | None = None
@@ -46,6 +48,19 @@ class Ranking:
     def of(cls, rows: torch.Tensor, scores: Scores, **kw: Any) -> Ranking:
         """A ranking of `rows` with their `Scores` (total and the weighted channel parts)."""
         return cls(rows=rows, scores=scores.total, parts={c: getattr(scores, c) for c in CHANNELS}, **kw)
+
+    @classmethod
+    def best(cls, scores: np.ndarray, k: int, **kw: Any) -> Ranking:
+        """The k highest of (N,) `scores` (a method's, one per pool row), best first; equal scores keep pool order
+        (`agreement.top_positions`'s order); no channel parts."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim != 1:
+            raise InputDataError(f"a ranking needs one score per pool row, got shape {scores.shape}")
+        if k < 1:
+            raise InputDataError(f"k must be at least 1, got {k}")
+        order = np.argsort(-scores, kind="stable")[:k]
+        return cls(rows=torch.from_numpy(order.astype(np.int64)), scores=torch.from_numpy(scores[order]), parts={},
+                   **kw)
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -70,7 +85,7 @@ class Ranking:
         samples = index.rows_frame(self.rows.tolist())
         head = pd.DataFrame({
             "rank": range(1, len(self) + 1), "id": samples["id"].tolist(), "score": self.scores.tolist(),
-            **{c: self.parts[c].tolist() for c in CHANNELS},
+            **{c: self.parts[c].tolist() for c in CHANNELS if c in self.parts},
         })
         df = pd.concat([head, samples.drop(columns=["id"]).reset_index(drop=True)], axis=1)
         if self.marks is not None:

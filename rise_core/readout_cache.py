@@ -5,8 +5,8 @@ keeps per-sample readouts on the CPU. From it, RISE features for any (counted po
 centring, channel) variant, final-hidden-state means and the exact LM-head gradient sketch are derived without
 another forward pass. Used by the evaluation; the index build uses `RiseExtractor` directly.
 
-The scorers at the end (`RiseScorer`, `HiddenCosineScorer`, `GradSketchScorer`) read such a cache behind the
-`baselines.Scorer` interface; `rise_core.methods` builds them for its registry entries.
+`method_types.TaskSource` reads such a cache for the registry's methods (`rise_core.methods`): it gives them what
+an index gives (RISE features, mean hidden states, Grad-Sketches).
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from .baselines import Scorer
 from .config import RiseConfig, ScoreOptions, mean_fit_rows
 from .engine import Readout, features_from_readout, readout_forward, rendering_for
 from .errors import ConfigError
 from .models import LoadedModel
 from .samples import EncodedSample, Rendering, Sample, encode_sample
-from .scoring import FeatureMatrix, score_each_query
+from .scoring import FeatureMatrix
 from .sketch import CountSketch, SketchSet
 
 
@@ -275,111 +273,3 @@ def channel_options(options: ScoreOptions, channels: Sequence[str]) -> ScoreOpti
     lam = {c: getattr(options, f"lambda_{c}") for c in ("rh", "gh", "hs")}
     return dataclasses.replace(options, weighting="fixed",
                                **{f"lambda_{c}": (lam[c] or 1.0) if c in channels else 0.0 for c in lam})
-
-
-class CachedLMScorer(Scorer):
-    """Base for scorers that derive pool/query vectors from a shared ReadoutCache."""
-
-    def __init__(self, cache: ReadoutCache) -> None:
-        self.cache = cache
-        self.pool: list[Sample] = []
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        self.pool = list(pool)
-        self.cache.add(self.pool)
-
-
-class RiseScorer(CachedLMScorer):
-    """RISE with a given config and scoring options (the channel weights select RH+GH, RH only, GH only...).
-
-    `memo`: a dict shared by scorers of one pool and query set, so that variants differing only in query-time
-    options (weights, sample normalisation) compute each config's features once."""
-
-    def __init__(self, cache: ReadoutCache, config: RiseConfig, options: ScoreOptions, name: str = "RISE",
-                 memo: dict | None = None) -> None:
-        super().__init__(cache)
-        self.config, self.options, self.name, self.memo = config, options, name, memo
-        self.hidden_mean: torch.Tensor | None = None
-        self.pool_fm: FeatureMatrix | None = None
-
-    def _memoised(self, key: tuple, make: Callable[[], object]) -> object:
-        if self.memo is None:
-            return make()
-        if key not in self.memo:
-            self.memo[key] = make()
-        return self.memo[key]
-
-    def _fit_features(self) -> tuple[torch.Tensor | None, FeatureMatrix]:
-        # the pool's mean is fixed once, from the seeded subset an index build fits it on
-        mean = self.cache.pool_hidden_mean(self.pool, self.config) if self.config.needs_hidden_mean else None
-        return mean, self.cache.rise_features(self.pool, self.config, mean)
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        super().fit(pool)
-        key = ("pool", self.config, tuple(map(self.cache.key, self.pool)))
-        self.hidden_mean, self.pool_fm = self._memoised(key, self._fit_features)
-
-    def query_features(self, queries: Sequence[Sample]) -> FeatureMatrix:
-        """The queries' features under this scorer's config and fitted pool mean."""
-        queries = list(queries)
-        self.cache.add(queries)
-        key = ("queries", self.config, tuple(map(self.cache.key, self.pool)), tuple(map(self.cache.key, queries)))
-        return self._memoised(key, lambda: self.cache.rise_features(queries, self.config, self.hidden_mean))
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        return score_each_query(self.pool_fm, self.query_features(queries), self.options).numpy()
-
-    @property
-    def index_bytes(self) -> int:
-        return len(self.pool) * self.config.bytes_per_sample(self.cache.lm.hidden_size)
-
-
-class CachedCosineScorer(CachedLMScorer):
-    """Cosine similarity of one vector per sample derived from the cache (`_vectors`)."""
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _unit(self, samples: Sequence[Sample]) -> torch.Tensor:
-        x = self._vectors(samples).double()
-        return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-    def fit(self, pool: Sequence[Sample]) -> None:
-        super().fit(pool)
-        self.pool_vecs = self._unit(self.pool)
-
-    def score(self, queries: Sequence[Sample]) -> np.ndarray:
-        self.cache.add(list(queries))
-        return (self._unit(queries) @ self.pool_vecs.T).float().numpy()
-
-    @property
-    def index_bytes(self) -> int:
-        return len(self.pool) * int(self.pool_vecs.shape[1]) * 2
-
-
-class HiddenCosineScorer(CachedCosineScorer):
-    """Cosine of mean final hidden states over the counted positions (the 'representation' baseline)."""
-
-    name = "Hidden cosine"
-
-    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
-        super().__init__(cache)
-        self.counted = counted
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        return self.cache.mean_hidden(samples, self.counted)
-
-
-class GradSketchScorer(CachedCosineScorer):
-    """Exact dense LM-head gradient sum_t r_t h_t^T, TensorSketched to RISE's index size, cosine-scored."""
-
-    name = "Grad-Sketch"
-
-    def __init__(self, cache: ReadoutCache, counted: str = "completion") -> None:
-        super().__init__(cache)
-        if not cache.grad_sketch_dim:
-            raise ConfigError("the readout cache was built without a gradient sketch dimension")
-        self.counted = counted
-
-    def _vectors(self, samples: Sequence[Sample]) -> torch.Tensor:
-        return self.cache.grad_sketch(samples, self.counted)

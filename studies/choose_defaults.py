@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.config import RiseConfig
 from rise_core.evaluation import Task
 from rise_core.methods import (
     BM25,
@@ -40,7 +40,7 @@ from rise_core.methods import (
 )
 from rise_core.metrics import EvalResult
 from rise_core.models import load_model
-from rise_core.readout_cache import ReadoutCache, RiseScorer
+from rise_core.readout_cache import ReadoutCache
 from studies import tasks
 from studies.cache_readouts import cache_file
 
@@ -117,9 +117,7 @@ def main() -> int:
             cfg = RiseConfig(seq_len=args.seq_len, **FEATURES[feat])
             source = TaskSource(task.pool, task.queries, cache, cfg, memo={})  # features once, BM25 fitted once
             t0 = time.perf_counter()
-            warm = RiseScorer(cache, cfg, ScoreOptions(), memo=source.memo)
-            warm.fit(task.pool)
-            warm.query_features(task.queries)
+            source.rise_inputs(RISE, {})  # the pool's and queries' features, into the memo
             timing.append({"task": name, "features": feat, "seconds": time.perf_counter() - t0})
             for norm in SAMPLE_NORMS:
                 for lam_rh in LAMBDA_RH:

@@ -332,17 +332,17 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
 
 def test_compare_runs_bergson_only_when_asked(app_env):
     pytest.importorskip("bergson")
-    from rise_core import bergson_method
+    from rise_core import method_types  # what a method builds over an index's pool itself, once per process
 
-    bergson_method._BUILT.clear()  # an index another test built in this process
+    method_types._BUILT.clear()  # an index another test built in this process
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.checkbox(key="cmp_embed").uncheck().run()
     at.button(key="compare").click().run()
-    assert "Bergson" not in agreement(at).index and not bergson_method._BUILT  # not run unasked
+    assert "Bergson" not in agreement(at).index and not method_types._BUILT  # not run unasked
     at.checkbox(key="cmp_peer_Bergson").check().run()
     assert_clean(at)
-    assert "Bergson" in agreement(at).index and len(bergson_method._BUILT) == 1
-    bergson_method._BUILT.clear()
+    assert "Bergson" in agreement(at).index and len(method_types._BUILT) == 1
+    method_types._BUILT.clear()
 
 
 def test_compare_without_minilm_is_a_message(app_env, monkeypatch):

@@ -11,7 +11,6 @@ import pytest
 from rise_core.baselines import (
     BM25Scorer,
     EmbeddingScorer,
-    Scorer,
     default_embedding_model_path,
 )
 from rise_core.errors import ConfigError, ModelLoadError, RiseError
@@ -95,16 +94,19 @@ def test_score_before_fit_raises():
         EmbeddingScorer().score(samples("cat"))
 
 
-def test_evaluation_registry_makes_the_text_baselines():
-    from rise_core.config import RiseConfig, ScoreOptions
-    from rise_core.evaluation import make_scorers
+def test_evaluation_registry_scores_with_the_text_baselines():
+    """The registry's text methods (found by old spellings too) score a task with no model: BM25's scores are those
+    of a BM25Scorer fitted on the pool."""
+    from rise_core.methods import TaskSource, resolve
 
-    scorers = make_scorers(["BM25", "Embedding"], None, RiseConfig(), ScoreOptions())
-    # "Embedding" is the old name of "MiniLM embedding", still accepted
-    assert isinstance(scorers["BM25"], BM25Scorer) and isinstance(scorers["MiniLM embedding"], EmbeddingScorer)
-    assert all(isinstance(s, Scorer) for s in scorers.values())
+    pool, queries = samples("the cat sat", "money in the bank", "a cat and a dog"), samples("cat")
+    chosen = resolve(["BM25", "Embedding"])  # "Embedding" is the old name of "MiniLM embedding", still accepted
+    assert [m.name for m in chosen] == ["BM25", "MiniLM embedding"]
+    direct = BM25Scorer()
+    direct.fit(pool)
+    np.testing.assert_array_equal(chosen[0].score(TaskSource(pool, queries, None)).scores, direct.score(queries))
     with pytest.raises(ConfigError, match=r"unknown methods \['tfidf'\]; choose from \['RISE'"):
-        make_scorers(["tfidf"], None, RiseConfig(), ScoreOptions())
+        resolve(["tfidf"])
 
 
 # ---------------------------------------------------------------- embeddings

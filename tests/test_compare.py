@@ -34,9 +34,11 @@ from rise_core.methods import (
     HIDDEN_COSINE,
     RISE,
     RISE_FIXED,
+    TaskSource,
     compare_methods,
+    get,
 )
-from rise_core.readout_cache import GradSketchScorer, ReadoutCache, grad_sketch_dim
+from rise_core.readout_cache import ReadoutCache, grad_sketch_dim
 from rise_core.samples import Sample
 from rise_core.scoring import score_pool
 from rise_core.store import RiseIndex, build_index
@@ -135,9 +137,8 @@ def test_forward_vectors_equal_the_evaluation_scorers(indexes, tiny_llama, monke
     assert forward.grad.dtype == torch.float16 and forward.grad.shape == (N_POOL, grad_sketch_dim(CFG, 32))
     queries = forward_vectors(tiny_llama, QUERIES, index.config)
 
-    scorer = GradSketchScorer(_cache(tiny_llama, pool + QUERIES), CFG.counted_positions)
-    scorer.fit(pool)
-    expected = scorer.score(QUERIES)
+    task = TaskSource(pool, QUERIES, _cache(tiny_llama, pool + QUERIES), index.config)
+    expected = get(GRAD_SKETCH).score(task).scores  # from the readout cache, in float64
     # float16 unit vectors on both sides: each product is off by at most ||fl16(u) - u|| + ||fl16(v) - v||
     np.testing.assert_allclose(cosine_scores(queries.grad, forward.grad), expected, atol=2 * EPS16 + 1e-6)
     out = compare_methods(index, QUERIES, query_features(index, tiny_llama, QUERIES), forward=forward, lm=tiny_llama)

@@ -14,7 +14,8 @@ from rise_core.agreement import agreement_table
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import ConfigError
-from rise_core.evaluation import AGREEMENT_K, Task, evaluate, make_scorers, run_method, sweep
+from rise_core.evaluation import AGREEMENT_K, Task, evaluate, sweep
+from rise_core.methods import TaskSource, resolve
 from rise_core.readout_cache import ReadoutCache, tensor_sketch_pair
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
@@ -135,8 +136,8 @@ def test_evaluate_reports_agreement_with_rise(tiny_llama):
     assert list(report.agreement.index) == ["Hidden cosine", "BM25"]
     cache = ReadoutCache(tiny_llama, seq_len=config.seq_len, k_max=config.k_max, seed=config.seed)
     cache.add(task.pool + task.queries)
-    runs = {name: run_method(scorer, task).scores
-            for name, scorer in make_scorers(methods, cache, config, ScoreOptions()).items()}
+    source = TaskSource(task.pool, task.queries, cache, config, ScoreOptions())
+    runs = {m.name: m.score(source).scores for m in resolve(methods)}
     expected = agreement_table(runs, "RISE", AGREEMENT_K)
     pd.testing.assert_frame_equal(report.agreement, expected)
     assert report.agreement.loc["BM25", f"top{AGREEMENT_K}_overlap"] == pytest.approx(1.0)  # k >= pool: everything

@@ -19,6 +19,7 @@ from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
 from rise_core.metrics import spearman
+from rise_core.ranking import Ranking
 from rise_core.store import sample_from_row
 from rise_core.units import format_bytes, format_seconds
 
@@ -37,6 +38,7 @@ from explorer.views import (  # noqa: E402
     ranking_frame,
     results_table,
     table_bytes,
+    top_list,
 )
 
 
@@ -218,6 +220,10 @@ def test_ranking_frame_and_results_table():
     assert list(ranked["id"]) == ["b", "c"] and list(ranked["rank"]) == [1, 2] and list(ranked["topic"]) == ["u", "v"]
     with pytest.raises(InputDataError):
         ranking_frame(pool, np.zeros(2), k=1)
+    compact = top_list(pool, Ranking.best(np.array([0.1, 0.9, 0.5]), 2))  # a method's ranking, as Compare shows it
+    assert list(compact.columns) == ["rank", "id", "label", "score", "text"] and list(compact["id"]) == ["b", "c"]
+    with pytest.raises(InputDataError, match="only 3 rows"):
+        top_list(pool, Ranking.best(np.zeros(5), 5))
     table = results_table(ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3]))
     assert list(table.columns) == ["rank", "id", "score", "label", "topic", "RH", "GH", "text"]
     assert list(table["text"]) == ["p\nq", "r"]

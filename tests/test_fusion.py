@@ -82,12 +82,19 @@ def test_evaluation_runs_rise_fused_with_bm25(tiny_lm):
 
 
 def test_a_fused_method_is_charged_the_forward_pass_of_its_lm_part(tiny_lm):
-    from rise_core.baselines import BM25Scorer
-    from rise_core.config import RiseConfig, ScoreOptions
-    from rise_core.methods import shared_cache as _shared_cache
-    from rise_core.readout_cache import ReadoutCache, RiseScorer
+    """The forward pass ran before (another method paid for it): the fused method is still charged its pool's share
+    as building, as RISE alone is; BM25 alone (no model) is not."""
+    from conftest import CORPUS
 
+    from rise_core.config import RiseConfig
+    from rise_core.methods import RISE_BM25, TaskSource, cache_time, get
+    from rise_core.readout_cache import ReadoutCache
+    from rise_core.samples import Sample
+
+    pool = [Sample(text=t, id=str(i)) for i, t in enumerate(CORPUS)]
+    queries = [Sample(text=CORPUS[0])]
     cache = ReadoutCache(tiny_lm)
-    fused = FusionScorer([BM25Scorer(), RiseScorer(cache, RiseConfig(), ScoreOptions())])
-    assert _shared_cache(fused) is cache
-    assert _shared_cache(FusionScorer([BM25Scorer()])) is None
+    cache.add(pool + queries)
+    source = TaskSource(pool, queries, cache, RiseConfig(k_r=8, k_h=8, k_g=8))
+    assert cache.forward_seconds > 0
+    assert get(RISE_BM25).score(source).build_seconds >= cache_time(cache, pool)

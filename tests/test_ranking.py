@@ -98,3 +98,27 @@ def test_resolve_asks_for_the_pool_median_only_under_the_per_query_rule():
     preset = adaptive.resolve(None, ("rh", "gh", "hs"), losses, reference, build_preset="paper", change="--preset")
     assert preset.applied.options == PRESET_SCORING["paper"] and "'paper'" in preset.preset_note
     assert adaptive.resolve(None, ("rh", "gh", "hs"), losses, reference, build_preset="future").options == ScoreOptions()
+
+
+def test_a_methods_scores_give_its_ranking_per_query_and_for_the_set():
+    """MethodScores.ranking: one query's k best columns, best first (equal scores keep pool order), or the query
+    set's by the mean; a bad query number or k is refused."""
+    import numpy as np
+
+    from rise_core.errors import InputDataError
+    from rise_core.method_types import MethodScores
+
+    run = MethodScores("m", np.array([[0.1, 0.9, 0.5, 0.9], [0.7, 0.0, 0.2, 0.1]]), ids=("a", "b", "c", "d"))
+    first = run.ranking(3, query=0)
+    assert first.rows.tolist() == [1, 3, 2] and first.scores.tolist() == [0.9, 0.9, 0.5] and first.query == 0
+    assert first.parts == {}
+    assert run.ranking(2, query=1).rows.tolist() == [0, 2]
+    whole = run.ranking(4)  # means 0.4, 0.45, 0.35, 0.5
+    assert whole.rows.tolist() == [3, 1, 0, 2] and whole.query is None
+    np.testing.assert_allclose(whole.scores.numpy(), [0.5, 0.45, 0.4, 0.35])
+    with pytest.raises(InputDataError, match="not one of the 2"):
+        run.ranking(2, query=2)
+    with pytest.raises(InputDataError, match="k must be"):
+        run.ranking(0)
+    with pytest.raises(InputDataError, match="no scores"):
+        MethodScores("x", missing="not asked for").ranking(2)
