@@ -2,8 +2,10 @@
 methods were rewritten to score through one path (issue #33): a rewrite that changes any method's numbers fails here.
 
 Recorded with the conftest tiny llama (float64, seed 0) by running this file with RISE_RECORD_METHOD_SCORES=1.
-Tolerance: 1e-6 absolute and relative; the task-side scorers return float32 (7 significant digits), and a changed
-summation order moves the last of them."""
+Tolerance: 1e-5 absolute and relative. The scorers return float32 (unit roundoff 6e-8), and their sums run over up to
+a few hundred terms whose order depends on the CPU's kernels (ATEN_CPU_CAPABILITY default / avx2 / avx512) and the
+thread count: a few hundred roundoffs, about 1e-5 at worst (Grad-Sketch moved by 1.6e-6 between kernels here). A
+changed method moves scores by far more."""
 
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def test_every_method_scores_as_recorded(task_scores, index_scores):
     assert sorted(recorded.files) == sorted(got), "a method was added or removed: record again"
     bad = {}
     for key in recorded.files:
-        if got[key].shape != recorded[key].shape or not np.allclose(got[key], recorded[key], rtol=1e-6, atol=1e-6):
+        if got[key].shape != recorded[key].shape or not np.allclose(got[key], recorded[key], rtol=1e-5, atol=1e-5):
             bad[key] = float(np.abs(got[key] - recorded[key]).max()) if got[key].shape == recorded[key].shape else -1
     assert not bad, bad
     # the index side ran every method (an empty record would compare nothing)
