@@ -93,8 +93,12 @@ def test_counted_positions_are_exactly_the_assistant_tokens(lm):
     assert enc.n_prompt_tokens == TURN_1[0]
     last = encode_sample(Sample(messages=CONV), tok, 512, "completion", Rendering(template=True, turns="last"))
     assert last.input_ids == enc.input_ids and counted_targets(last) == TURN_2
+    # 'all': every predicted token from the first turn's content on; the template's preamble before it ("<bos>
+    # <|im_start|> system") is the same in every sample
     every = encode_sample(Sample(messages=CONV), tok, 512, "all", Rendering(template=True, turns="last"))
-    assert counted_targets(every) == list(range(1, len(HAND)))  # 'all': every predicted token, as for pairs
+    assert counted_targets(every) == list(range(HAND.index("the"), len(HAND)))
+    plain = encode_sample(Sample(messages=CONV), tok, 512, "all", Rendering(template=False))
+    assert counted_targets(plain) == list(range(1, len(plain.input_ids)))  # no template, no preamble
 
 
 def test_both_templates_agree_and_truncation_keeps_the_mask():
@@ -117,6 +121,8 @@ def test_a_pair_is_a_one_turn_conversation_with_the_template_and_prompt_newline_
     hand = "<bos> <|im_start|> user what is the story ? <|im_end|> <|im_start|> assistant once upon a time <|im_end|>"
     assert on.input_ids == ids_of(tok, hand.split())
     assert [hand.split()[t] for t in counted_targets(on)] == "once upon a time <|im_end|>".split()
+    every = encode_sample(pair, tok, 512, "all", Rendering(template=True))
+    assert [hand.split()[t] for t in counted_targets(every)] == hand.split()[3:]  # from "what" on
     # without the template: the encoding of before (prompt + newline with specials, then the completion alone)
     off = encode_sample(pair, tok, 512, "completion", Rendering(template=False))
     before = tok(pair.prompt + "\n")["input_ids"] + tok(pair.completion, add_special_tokens=False)["input_ids"]
