@@ -457,3 +457,15 @@ def test_attribute_page_shows_conversation_turns_as_plain_text(tmp_path, monkeyp
     turns = [(m.name, [t.value for t in m.text]) for m in at.chat_message]
     assert ("user", ["**bold** <b>x</b>"]) in turns  # pool text as plain text, never Markdown
     assert not [m for m in at.markdown if "**bold**" in m.value]
+
+
+def test_results_table_shows_a_conversation_as_role_lines():
+    from explorer.views import conversation_turns, results_table
+
+    hits = pd.DataFrame([{"rank": 1, "id": "c1", "score": 0.5, "rh": 0.3, "gh": 0.2, "text": None, "prompt": None,
+                          "completion": None, "messages": json.dumps(CONV[1:3]), "label": 1}])
+    table = results_table(hits)
+    assert "messages" not in table.columns
+    assert table.loc[0, "text"] == "user: what is the story ?\nassistant: once upon a time"
+    assert conversation_turns(hits.iloc[0]) == [("user", "what is the story ?"), ("assistant", "once upon a time")]
+    assert conversation_turns(Sample(prompt="a", completion="b")) is None
