@@ -469,3 +469,25 @@ def test_results_table_shows_a_conversation_as_role_lines():
     assert table.loc[0, "text"] == "user: what is the story ?\nassistant: once upon a time"
     assert conversation_turns(hits.iloc[0]) == [("user", "what is the story ?"), ("assistant", "once upon a time")]
     assert conversation_turns(Sample(prompt="a", completion="b")) is None
+
+
+@pytest.mark.parametrize("counted", ["all", "completion"])
+@pytest.mark.parametrize("turns", ["all", "last"])
+def test_the_evaluations_readout_cache_renders_as_the_extractor(lm, counted, turns):
+    from rise_core.readout_cache import ReadoutCache
+    from rise_core.scoring import FeatureMatrix
+
+    samples = [s.with_id(None) for s in POOL]
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, counted_positions=counted, chat_template="on", chat_turns=turns)
+    cache = ReadoutCache.for_config(lm, cfg)
+    cache.add(samples, batch_size=3)
+    ex = RiseExtractor(lm, cfg)
+    mean = ex.fit_hidden_mean(samples)
+    torch.testing.assert_close(cache.hidden_mean(samples, counted, cfg.seq_len), mean, **FLOAT64_TOL)
+    direct = FeatureMatrix.from_features(ex.extract(samples), dtype=torch.float64)
+    cached = cache.rise_features(samples, cfg, mean)
+    # float32 unit vectors of float64 values on both paths: within half a float32 ulp (as test_evaluation)
+    for name in ("rh", "gh", "hs"):
+        torch.testing.assert_close(getattr(cached, name).double(), getattr(direct, name), rtol=0, atol=2.0**-24)
+    with pytest.raises(ConfigError, match="rendered its samples with chat_template='on'"):
+        cache.rise_features(samples, cfg.replace(chat_template="off"), mean)
