@@ -60,8 +60,10 @@ class RiseConfig(SavedConfig):
     counted_positions: CountedPositions = field(
         default="all",
         metadata={
-            "help": "'completion': only completion tokens of prompt+completion samples count (plain text: all "
-            "tokens); 'all': every predicted token, prompt included."
+            "help": "'completion': only completion tokens of prompt+completion samples count (a conversation's "
+            "assistant turns, see chat_turns; plain text: all tokens); 'all': every predicted token, prompt included "
+            "(under a chat template from the sample's first turn on: the template's preamble is the same in every "
+            "sample)."
         },
     )
     token_norm: bool = field(

@@ -1,6 +1,7 @@
 """One forward pass per sample, many feature variants: a cache of readouts for sweeps and LM-based baselines.
 
-`ReadoutCache` runs the model once over a list of samples (every predicted position, with a completion mask) and
+`ReadoutCache` runs the model once over a list of samples (every predicted position, with the masks of the positions
+counted_positions 'completion' and 'all' count) and
 keeps per-sample readouts on the CPU. From it, RISE features for any (counted positions, per-token normalisation,
 centring, channel) variant, final-hidden-state means and the exact LM-head gradient sketch are derived without
 another forward pass. Used by the evaluation; the index build uses `RiseExtractor` directly.
@@ -30,7 +31,9 @@ from .sketch import CountSketch, SketchSet
 
 @dataclass
 class SampleReadout:
-    """Readout of one sample at every predicted position; `completion[t]` marks completion-only positions."""
+    """Readout of one sample at every predicted position; `completion[t]` marks the positions counted_positions
+    'completion' counts, `counted_all[t]` those 'all' counts (every one but a chat template's preamble; None: every
+    one, as in caches saved before templates)."""
 
     hidden: torch.Tensor  # (P, d)
     targets: torch.Tensor  # (P,)
@@ -41,6 +44,13 @@ class SampleReadout:
     p_sq_sum: torch.Tensor
     nll: torch.Tensor
     completion: torch.Tensor  # (P,) bool
+    counted_all: torch.Tensor | None = None  # (P,) bool
+
+    def mask(self, counted: str) -> torch.Tensor:
+        """The positions `counted` ('completion' or 'all') counts."""
+        if counted == "completion":
+            return self.completion
+        return self.counted_all if self.counted_all is not None else torch.ones_like(self.completion)
 
 
 def tensor_sketch_pair(k: int, vocab: int, hidden: int, seed: int) -> tuple[CountSketch, CountSketch]:
@@ -107,11 +117,13 @@ class ReadoutCache:
             return (None, None, None, tuple((t.role, t.content) for t in sample.messages))
         return (sample.text, sample.prompt, sample.completion)
 
-    def _encode(self, sample: Sample) -> tuple[EncodedSample, list[bool]]:
+    def _encode(self, sample: Sample) -> tuple[EncodedSample, list[bool], list[bool]]:
+        """The sample with every position counted (for the forward pass), and the 'completion' and 'all' masks."""
         seq_len, rendering = self.base_config.seq_len, self.rendering
         enc_all = encode_sample(sample, self.lm.tokenizer, seq_len, "all", rendering)
         enc_c = encode_sample(sample, self.lm.tokenizer, seq_len, "completion", rendering)
-        return enc_all, enc_c.counted
+        every = dataclasses.replace(enc_all, counted=[True] * len(enc_all.counted))
+        return every, enc_c.counted, enc_all.counted
 
     def check_rendering(self, config: RiseConfig) -> None:
         """Refuse a config whose chat_template / chat_turns render samples otherwise than this cache did."""
@@ -139,7 +151,8 @@ class ReadoutCache:
                     hidden=ro.hidden[rows].cpu(), targets=ro.targets[rows].cpu(),
                     cand_idx=ro.cand_idx[rows].to(torch.int32).cpu(), cand_logit=ro.cand_logit[rows].cpu(),
                     target_slot=ro.target_slot[rows].cpu(), lse=ro.lse[rows].cpu(), p_sq_sum=ro.p_sq_sum[rows].cpu(),
-                    nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool))
+                    nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool),
+                    counted_all=torch.tensor(encoded[i][2], dtype=torch.bool))
             if progress is not None:
                 progress(len(idx))
 
@@ -147,7 +160,7 @@ class ReadoutCache:
         """The cached positions of `samples` counted under `counted`, within the first `seq_len` tokens (a shorter
         seq_len only drops trailing positions: the model is causal, so the earlier ones are unchanged)."""
         parts = [self.readouts[self.key(s)] for s in samples]
-        masks = [p.completion if counted == "completion" else torch.ones_like(p.completion) for p in parts]
+        masks = [p.mask(counted) for p in parts]
         if seq_len is not None:
             masks = [m & (torch.arange(len(m)) < seq_len - 1) for m in masks]
         cat = lambda name: torch.cat([getattr(p, name)[m] for p, m in zip(parts, masks, strict=False)])  # noqa: E731
@@ -214,7 +227,7 @@ class ReadoutCache:
         out = []
         for s in samples:
             p = self.readouts[self.key(s)]
-            m = p.completion if counted == "completion" else torch.ones_like(p.completion)
+            m = p.mask(counted)
             out.append(p.hidden[m].double().mean(dim=0) if m.any() else torch.zeros(p.hidden.shape[1]))
         return torch.stack(out)
 

@@ -245,9 +245,26 @@ def _render(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: b
         raise _chat_error(exc) from None
 
 
-def _templated(turns: Sequence[Turn], tokenizer: Any, which: str) -> tuple[list[int], list[bool]]:
-    """Token ids of a conversation rendered by the chat template, and which tokens are the completion: the counted
-    assistant turns (`which`: all, or the last), each from the end of its header to its end-of-turn marker.
+def _preamble(messages: list[dict[str, str]], text: str, ids: list[int], tokenizer: Any) -> int:
+    """How many leading tokens the template writes before the first turn's content (a default system prompt, the
+    first header): the same tokens in every sample, with the same predictions, so they say nothing about this one.
+    Found by rendering the conversation with a marker for that content; 0 when the template does not allow it."""
+    marker = "\ue000"  # a private-use character no text holds
+    try:
+        probe = _render(tokenizer, [{**messages[0], "content": marker}, *messages[1:]])
+    except InputDataError:
+        return 0
+    at = probe.find(marker)
+    if at < 0 or not text.startswith(probe[:at]):
+        return 0
+    head = list(tokenizer(probe[:at], add_special_tokens=False)["input_ids"])
+    return len(head) if ids[:len(head)] == head else 0
+
+
+def _templated(turns: Sequence[Turn], tokenizer: Any, which: str) -> tuple[list[int], list[bool], int]:
+    """Token ids of a conversation rendered by the chat template, which tokens are the completion (the counted
+    assistant turns, `which`: all, or the last; each from the end of its header to its end-of-turn marker), and the
+    length of the template's preamble (`_preamble`).
 
     A template with `{% generation %}` blocks marks those tokens itself (transformers' assistant mask); for any other,
     each assistant turn is found by rendering the conversation up to it and counting tokens: up to the turn with
@@ -255,6 +272,7 @@ def _templated(turns: Sequence[Turn], tokenizer: Any, which: str) -> tuple[list[
     messages = [t.to_dict() for t in turns]
     text = _render(tokenizer, messages)
     ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    preamble = _preamble(messages, text, ids, tokenizer)
     if _GENERATION_BLOCK.search(str(tokenizer.chat_template or "")):
         try:
             out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
@@ -270,7 +288,7 @@ def _templated(turns: Sequence[Turn], tokenizer: Any, which: str) -> tuple[list[
             while start > 0 and mask[start - 1]:
                 start -= 1
             mask = [start <= t <= end for t in range(len(mask))]
-        return ids, mask
+        return ids, mask, preamble
 
     def tokens_before(prefix: str) -> int:
         head = list(tokenizer(prefix, add_special_tokens=False)["input_ids"])
@@ -286,21 +304,23 @@ def _templated(turns: Sequence[Turn], tokenizer: Any, which: str) -> tuple[list[
         start = tokens_before(_render(tokenizer, messages[:i], generation_prompt=True))
         end = tokens_before(_render(tokenizer, messages[:i + 1]).rstrip())
         mask[start:end] = [True] * (end - start)
-    return ids, mask
+    return ids, mask, preamble
 
 
 def encode_sample(sample: Sample, tokenizer: Any, seq_len: int, counted_positions: str,
                   rendering: Rendering | None = None) -> EncodedSample:
     """Tokenise a sample (`rendering`: default plain text, no template), truncate it to `seq_len` tokens and mark
-    the counted prediction positions: every predicted token ('all'), or the completion's ('completion': a pair's
-    completion, a conversation's assistant turns as `rendering.turns` says)."""
+    the counted prediction positions: every predicted token ('all'; under a chat template, from the sample's first
+    turn on: the template's preamble before it is the same in every sample), or the completion's ('completion': a
+    pair's completion, a conversation's assistant turns as `rendering.turns` says)."""
     rendering = rendering or Rendering()
     turns = sample_turns(sample)
+    preamble = 0
     if turns is None:
         ids = list(tokenizer(sample.full_text, add_special_tokens=True)["input_ids"])
         completion = [True] * len(ids)
     elif rendering.template:
-        ids, completion = _templated(turns, tokenizer, rendering.turns)
+        ids, completion, preamble = _templated(turns, tokenizer, rendering.turns)
     else:
         ids, owner = _plain_pieces(turns, tokenizer)
         counted_turns = [i for i, t in enumerate(turns) if t.role == "assistant"]
@@ -311,7 +331,7 @@ def encode_sample(sample: Sample, tokenizer: Any, seq_len: int, counted_position
     ids, completion = ids[:seq_len], completion[:seq_len]
     n_prompt = next((t for t, c in enumerate(completion) if c), len(ids))
     if counted_positions == "all" or turns is None:
-        counted = [True] * (len(ids) - 1)
+        counted = [t + 1 >= preamble for t in range(len(ids) - 1)]
     else:
         # position t predicts token t+1: it counts when token t+1 belongs to the completion
         counted = completion[1:]

@@ -93,8 +93,12 @@ def test_counted_positions_are_exactly_the_assistant_tokens(lm):
     assert enc.n_prompt_tokens == TURN_1[0]
     last = encode_sample(Sample(messages=CONV), tok, 512, "completion", Rendering(template=True, turns="last"))
     assert last.input_ids == enc.input_ids and counted_targets(last) == TURN_2
+    # 'all': every predicted token from the first turn's content on; the template's preamble before it ("<bos>
+    # <|im_start|> system") is the same in every sample
     every = encode_sample(Sample(messages=CONV), tok, 512, "all", Rendering(template=True, turns="last"))
-    assert counted_targets(every) == list(range(1, len(HAND)))  # 'all': every predicted token, as for pairs
+    assert counted_targets(every) == list(range(HAND.index("the"), len(HAND)))
+    plain = encode_sample(Sample(messages=CONV), tok, 512, "all", Rendering(template=False))
+    assert counted_targets(plain) == list(range(1, len(plain.input_ids)))  # no template, no preamble
 
 
 def test_both_templates_agree_and_truncation_keeps_the_mask():
@@ -117,6 +121,8 @@ def test_a_pair_is_a_one_turn_conversation_with_the_template_and_prompt_newline_
     hand = "<bos> <|im_start|> user what is the story ? <|im_end|> <|im_start|> assistant once upon a time <|im_end|>"
     assert on.input_ids == ids_of(tok, hand.split())
     assert [hand.split()[t] for t in counted_targets(on)] == "once upon a time <|im_end|>".split()
+    every = encode_sample(pair, tok, 512, "all", Rendering(template=True))
+    assert [hand.split()[t] for t in counted_targets(every)] == hand.split()[3:]  # from "what" on
     # without the template: the encoding of before (prompt + newline with specials, then the completion alone)
     off = encode_sample(pair, tok, 512, "completion", Rendering(template=False))
     before = tok(pair.prompt + "\n")["input_ids"] + tok(pair.completion, add_special_tokens=False)["input_ids"]
@@ -451,3 +457,37 @@ def test_attribute_page_shows_conversation_turns_as_plain_text(tmp_path, monkeyp
     turns = [(m.name, [t.value for t in m.text]) for m in at.chat_message]
     assert ("user", ["**bold** <b>x</b>"]) in turns  # pool text as plain text, never Markdown
     assert not [m for m in at.markdown if "**bold**" in m.value]
+
+
+def test_results_table_shows_a_conversation_as_role_lines():
+    from explorer.views import conversation_turns, results_table
+
+    hits = pd.DataFrame([{"rank": 1, "id": "c1", "score": 0.5, "rh": 0.3, "gh": 0.2, "text": None, "prompt": None,
+                          "completion": None, "messages": json.dumps(CONV[1:3]), "label": 1}])
+    table = results_table(hits)
+    assert "messages" not in table.columns
+    assert table.loc[0, "text"] == "user: what is the story ?\nassistant: once upon a time"
+    assert conversation_turns(hits.iloc[0]) == [("user", "what is the story ?"), ("assistant", "once upon a time")]
+    assert conversation_turns(Sample(prompt="a", completion="b")) is None
+
+
+@pytest.mark.parametrize("counted", ["all", "completion"])
+@pytest.mark.parametrize("turns", ["all", "last"])
+def test_the_evaluations_readout_cache_renders_as_the_extractor(lm, counted, turns):
+    from rise_core.readout_cache import ReadoutCache
+    from rise_core.scoring import FeatureMatrix
+
+    samples = [s.with_id(None) for s in POOL]
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, counted_positions=counted, chat_template="on", chat_turns=turns)
+    cache = ReadoutCache.for_config(lm, cfg)
+    cache.add(samples, batch_size=3)
+    ex = RiseExtractor(lm, cfg)
+    mean = ex.fit_hidden_mean(samples)
+    torch.testing.assert_close(cache.hidden_mean(samples, counted, cfg.seq_len), mean, **FLOAT64_TOL)
+    direct = FeatureMatrix.from_features(ex.extract(samples), dtype=torch.float64)
+    cached = cache.rise_features(samples, cfg, mean)
+    # float32 unit vectors of float64 values on both paths: within half a float32 ulp (as test_evaluation)
+    for name in ("rh", "gh", "hs"):
+        torch.testing.assert_close(getattr(cached, name).double(), getattr(direct, name), rtol=0, atol=2.0**-24)
+    with pytest.raises(ConfigError, match="rendered its samples with chat_template='on'"):
+        cache.rise_features(samples, cfg.replace(chat_template="off"), mean)
