@@ -97,6 +97,18 @@ class FieldMap:
             names = [self.prompt, self.completion, self.input]
         return {n for n in [*names, self.id, self.label] if n is not None}
 
+    @classmethod
+    def for_columns(cls, columns: Sequence[str], fields: FieldMap | dict[str, str | None] | None,
+                    name: str) -> FieldMap:
+        """`fields` (a map, names given as a dict, or None: all guessed) resolved against a file's `columns`; errors
+        name the file `name`."""
+        try:
+            if fields is None or isinstance(fields, dict):
+                fields = cls.guess(columns, **(fields or {}))
+            return fields.resolve(columns)
+        except InputDataError as exc:
+            raise InputDataError(f"{name}: {exc}") from None
+
     def resolve(self, columns: Sequence[str]) -> FieldMap:
         """This map with optional default-named fields (prompt, id, label) that the file lacks set to None; raises
         for any other named field that is missing, listing the file's columns."""

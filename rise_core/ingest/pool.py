@@ -78,12 +78,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         df = read_table(source, fmt)
     columns = [str(c) for c in df.columns]
     df.columns = columns
-    try:
-        if fields is None or isinstance(fields, dict):
-            fields = FieldMap.guess(columns, **(fields or {}))
-        fields = fields.resolve(columns)
-    except InputDataError as exc:
-        raise InputDataError(f"{name}: {exc}") from None
+    fields = FieldMap.for_columns(columns, fields, name)
     used = fields.used()
     meta_cols = [c for c in columns if c not in used]
     # a pair file's row that has a text column instead of a completion is reported by its text
@@ -139,20 +134,27 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         except RecursionError:
             skipped.append((row, "a label or metadata value is nested too deeply to store"))
             continue
-        sample = Sample(**kwargs, id=sample_id, label=label, meta=meta)
-        if sample_id is None:
-            sid = stable_id(sample)
-            if sid in derived:
-                skipped.append((row, f"duplicate of row {derived[sid]} (same text, no id)"))
-                continue
-            derived[sid] = row
-            sample = sample.with_id(sid)
-        else:
-            explicit.setdefault(sample_id, []).append(row)
-        samples.append(sample)
-        rows.append(row)
+        sample = with_pool_id(Sample(**kwargs, id=sample_id, label=label, meta=meta), row, explicit, derived, skipped)
+        if sample is not None:
+            samples.append(sample)
+            rows.append(row)
     check_unique(explicit, derived, name)
     return PoolData(samples=samples, skipped=skipped, rows=rows, n_rows=len(df), source=name, fields=fields)
+
+
+def with_pool_id(sample: Sample, row: int, explicit: dict[str, list[int]], derived: dict[str, int],
+                 skipped: list[tuple[int, str]]) -> Sample | None:
+    """`sample` with its id in the pool: a given id is noted in `explicit` (checked by `check_unique`); without one
+    it gets its content id, and a second row with the same content is noted in `skipped` (None is returned)."""
+    if sample.id is not None:
+        explicit.setdefault(str(sample.id), []).append(row)
+        return sample
+    sid = stable_id(sample)
+    if sid in derived:
+        skipped.append((row, f"duplicate of row {derived[sid]} (same text, no id)"))
+        return None
+    derived[sid] = row
+    return sample.with_id(sid)
 
 
 def check_unique(explicit: dict[str, list[int]], derived: dict[str, int], name: str) -> None:
@@ -187,17 +189,10 @@ def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
         sample_id = normalise_id(sample.id)
         if sample_id is not None and sample_id != sample.id:
             sample = sample.with_id(sample_id)
-        if sample.id is None:
-            sid = stable_id(sample)
-            if sid in derived:
-                skipped.append((row, f"duplicate of row {derived[sid]} (same text, no id)"))
-                continue
-            derived[sid] = row
-            sample = sample.with_id(sid)
-        else:
-            explicit.setdefault(str(sample.id), []).append(row)
-        samples.append(sample)
-        kept_rows.append(row)
+        sample = with_pool_id(sample, row, explicit, derived, skipped)
+        if sample is not None:
+            samples.append(sample)
+            kept_rows.append(row)
     check_unique(explicit, derived, source)
     return PoolData(samples=samples, skipped=skipped, rows=kept_rows, n_rows=n_rows, source=source, fields=fields)
 

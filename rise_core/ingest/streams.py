@@ -50,12 +50,7 @@ class PoolStream:
             columns = [] if first is None else list(_batch_frame(first, [], source).columns)
         columns = [str(c) for c in columns]
         check_columns(columns, source)
-        try:
-            if fields is None or isinstance(fields, dict):
-                fields = FieldMap.guess(columns, **(fields or {}))
-            fields = fields.resolve(columns)
-        except InputDataError as exc:
-            raise InputDataError(f"{source}: {exc}") from None
+        fields = FieldMap.for_columns(columns, fields, source)
         return cls(source=source, columns=columns, fields=fields, n_rows=n_rows, open_batches=open_batches)
 
     @classmethod
