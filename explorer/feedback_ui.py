@@ -24,24 +24,26 @@ def _query_key(query: Any) -> str:
     return json.dumps([getattr(query, "prompt", None), getattr(query, "completion", None), getattr(query, "text", None)])
 
 
-def session_marks(query: Any) -> dict[str, bool]:
-    """This query's marks in the session: {sample id: True (relevant) / False (not)}."""
-    by_query = st.session_state.setdefault("feedback_marks", {})
+def _per_query(store: str, query: Any, empty: Any) -> Any:
+    """The session's value for `query` in the store named `store` (created as `empty`); the store keeps the last
+    MAX_MARKED_QUERIES queries, the oldest going first."""
+    by_query = st.session_state.setdefault(store, {})
     key = _query_key(query)
     if key not in by_query:
         while len(by_query) >= MAX_MARKED_QUERIES:
             by_query.pop(next(iter(by_query)))
-        by_query[key] = {}
+        by_query[key] = empty
     return by_query[key]
+
+
+def session_marks(query: Any) -> dict[str, bool]:
+    """This query's marks in the session: {sample id: True (relevant) / False (not)}."""
+    return _per_query("feedback_marks", query, {})
 
 
 def shown_ids(query: Any) -> set[str]:
     """The ids this session's page has shown for the query: the only rows that may be marked."""
-    by_query = st.session_state.setdefault("feedback_shown_ids", {})
-    if _query_key(query) not in by_query:
-        while len(by_query) >= MAX_MARKED_QUERIES:
-            by_query.pop(next(iter(by_query)))
-    return by_query.setdefault(_query_key(query), set())
+    return _per_query("feedback_shown_ids", query, set())
 
 
 def apply_marks(marks: dict[str, bool], edited_ids: Any, edited_marks: Any, shown: set[str]) -> list[str]:
