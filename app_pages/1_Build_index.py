@@ -22,7 +22,6 @@ from explorer.jobs import BuildJob
 from explorer.paths import check_model_spec
 from explorer.uploads import UPLOAD_TYPES, PoolFile
 from rise_core.bundled import pool_paths
-from rise_core.store.files import set_aside
 from rise_core.units import format_bytes
 
 s = ui.page("build")
@@ -104,12 +103,9 @@ if st.button("Build the index", type="primary", key="build",
         lm = resources.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if write.action == "replace":
-            resources.registry().release(target)
-            kept = set_aside(target)
-            st.toast(f"The old index is kept as {plain.md(kept.name)}.")
         picked = st.session_state.get("build_preset")  # remembered by the index, as `rise build --preset`
-        resources.start_build(BuildJob(target, pool, lm, config, label=pool_file.name, built_by=user.name,
+        resources.start_build(BuildJob(target, pool, lm, config, replace=write.action == "replace",
+                                       label=pool_file.name, built_by=user.name,
                                        preset=picked if picked != "default" else None))
         st.session_state["build_path"] = str(target)
 widgets.show_build(st.session_state.get("build_path"))

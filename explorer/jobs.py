@@ -124,13 +124,14 @@ class BuildJob(BackgroundJob):
     lm: LoadedModel
     config: RiseConfig
     batch_size: int = 8
-    overwrite: bool = False  # start from scratch: replace an existing index at index_path
+    replace: bool = False  # start from scratch: when the job runs, the index at index_path is set aside (kept)
     label: str = ""  # the pool's name, recorded in the index's provenance
     built_by: str = ""  # who builds it, recorded in the index's provenance (the first builder owns the index)
     preset: str | None = None  # the preset a new index is built for (build_index's `preset`)
     done: int = 0
     total: int = 0
     report: BuildReport | None = None
+    kept: Path | None = None  # where a replaced index was set aside
     _first: tuple[float, int] | None = field(default=None, repr=False)
 
     def _thread_name(self) -> str:
@@ -143,9 +144,12 @@ class BuildJob(BackgroundJob):
 
     def _work(self) -> str:
         from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
+        from rise_core.store.files import set_aside
 
+        if self.replace and self.index_path.exists():  # only now, when its turn comes: a refused job moves nothing
+            self.kept = set_aside(self.index_path)
         self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
-                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=self.overwrite,
+                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=False,
                                   built_by=self.built_by or None, source=self.label or None, preset=self.preset)
         return "stopped" if self.report.stopped else "done"
 
@@ -191,7 +195,8 @@ class BuildJob(BackgroundJob):
         if self.status == "stopped":
             return (f"Stopped after {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}. "
                     "Start the build again to resume where it stopped.")
-        return f"Done in {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}."
+        kept = f" The old index is kept as {self.kept.name}." if self.kept else ""
+        return f"Done in {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}.{kept}"
 
     @property
     def friendly_error(self) -> bool:

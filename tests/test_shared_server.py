@@ -255,3 +255,32 @@ def test_the_home_page_lists_the_servers_queue(token_env):
         running.gate.set()
         waiting.stop()
         running.wait(10)
+
+
+def test_a_replace_refused_by_the_queue_moves_nothing(tmp_path):
+    """The old index is set aside when the replacing build runs, not when it is asked for: a refused one leaves it."""
+    import threading
+    from dataclasses import dataclass, field
+
+    from explorer.job_queue import JobQueue, QueueLimits, ServerBusyError
+    from explorer.jobs import BackgroundJob, BuildJob, IndexRegistry
+
+    @dataclass
+    class Held(BackgroundJob):
+        gate: threading.Event = field(default_factory=threading.Event)
+
+        def _work(self) -> str:
+            self.gate.wait(30)
+            return "done"
+
+    index = tmp_path / "mine.duckdb"
+    index.write_bytes(b"the old index")
+    queue, held = JobQueue(QueueLimits(max_running=1, max_per_user=1, max_waiting=4)), Held()
+    queue.submit(held, owner="alice", kind="check", label="c", key="c")
+    try:
+        with pytest.raises(ServerBusyError, match="limit per user"):
+            IndexRegistry().start_build(BuildJob(index, None, None, None, replace=True), queue, owner="alice")
+        assert index.read_bytes() == b"the old index" and sorted(p.name for p in tmp_path.iterdir()) == ["mine.duckdb"]
+    finally:
+        held.gate.set()
+        held.wait(10)
