@@ -2,8 +2,8 @@
 
     python -m studies.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
-One file per task (<out>/<task>.pt, see `ReadoutCache.save`); dev-sentiment and dev-refusal share their clean rows,
-so they share one file (alpaca.pt).
+One file per task (<out>/<task>.pt, see `ReadoutCache.save`); the backdoors planted in the same Alpaca rows (dev-sentiment,
+dev-refusal, dev-pirate, dev-fact) share their clean rows, so they share one file (alpaca.pt).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from rise_core.models import load_model
 from rise_core.readout_cache import ReadoutCache
 from studies import tasks
 
-ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", "dev-sentiment", "dev-refusal")
+ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in tasks.BACKDOOR_KINDS), "dev-howdy")
 
 
 def cache_file(out: Path, task: str) -> Path:
-    return out / ("alpaca.pt" if task in ("dev-sentiment", "dev-refusal") else f"{task}.pt")
+    shares_alpaca = task.removeprefix("dev-") in tasks.BACKDOOR_KINDS
+    return out / ("alpaca.pt" if shares_alpaca else f"{task}.pt")
 
 
 def main() -> int:

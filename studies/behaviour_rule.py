@@ -1,0 +1,278 @@
+"""Finding fluent backdoors: which label-free signal tells "what taught this behaviour" from "examples like this one".
+
+    python -m studies.cache_readouts --out results/readouts          # the forward passes, once
+    python -m studies.behaviour_rule --readouts results/readouts --out results/behaviour_rule
+
+Part 1 (`--stage scores`) writes, per task, each RISE channel's scores of the pool (RH, GH, HS alone, fixed weights),
+the per-query rule's (`weighting='auto'`), the baselines' and, for each query, the trigger test
+(`rise_core.shared_spans.find_shared_spans`) on the top 10 of the gradient view (1.4 RH + GH) and of the
+representation view (HS). Part 2 (`--stage rules`) scores candidate rules on them: the tune sets choose, the report
+sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per query, each set weighted equally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.feedback import FeedbackConfig, apply_feedback, simulate_analyst, standardise, unit_row_scores
+from rise_core.methods import (
+    BM25,
+    EMBEDDING,
+    HIDDEN_COSINE,
+    RISE,
+    TaskSource,
+    Unavailable,
+    get,
+    rise_variant,
+)
+from rise_core.metrics import EvalResult
+from rise_core.models import load_model
+from rise_core.readout_cache import ReadoutCache
+from rise_core.scoring import channel_scales, matvec, query_vectors
+from rise_core.shared_spans import PoolSpans, find_shared_spans
+from studies import tasks
+from studies.cache_readouts import cache_file
+
+K = 10
+GRADIENT = {"RH": 1.4, "GH": 1.0}  # the fixed default's gradient side
+
+
+def hits_frame(task: tasks.Task, rows: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame([{"id": task.pool[i].id, "prompt": task.pool[i].prompt, "completion": task.pool[i].completion,
+                          "text": task.pool[i].text if task.pool[i].prompt is None else None} for i in rows])
+
+
+def span_signal(spans: PoolSpans, task: tasks.Task, scores: np.ndarray, other: np.ndarray, q: int) -> dict:
+    """The trigger test on the top K of `scores` for query q: the best shared span, its evidence, whether the query
+    itself holds it, and how many of the top K of `other` (the other view) hold it."""
+    top = np.argsort(-scores, kind="stable")[:K]
+    found = find_shared_spans(spans, hits_frame(task, top), limit=5)
+    if found.empty:
+        return {"span": "", "stat": 0.0, "in_top": 0, "pool_frac": np.nan, "in_query": False, "in_other": 0}
+    best = found.iloc[0]
+    query = task.queries[q]
+    where = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(best["where"]) or ""
+    other_top = np.argsort(-other, kind="stable")[:K]
+    return {"span": best["span"], "stat": float(-np.log10(max(best["p_adjusted"], 1e-300))),
+            "in_top": int(best["in_top"]), "pool_frac": float(best["pool_fraction"]), "in_query": best["span"] in where,
+            "in_other": int(spans.mask(best["span"], best["where"])[other_top].sum())}
+
+
+def compute_scores(name: str, readouts: Path, out: Path, lm, seq_len: int) -> None:
+    task = tasks.task(name)
+    cache = ReadoutCache(lm, seq_len=seq_len)
+    if cache_file(readouts, name).exists():
+        cache.load(cache_file(readouts, name))
+    cache.add(task.pool + task.queries)
+    cache.save(cache_file(readouts, name))
+    config = RiseConfig(seq_len=seq_len)
+    src = TaskSource(task.pool, task.queries, cache, config, ScoreOptions.preset("default"), memo={})
+    pool_fm, query_fm, _ = src.rise_inputs(RISE, {})
+    fixed = dataclasses.replace(ScoreOptions.preset("default"), weighting="fixed", lambda_rh=1.4, lambda_gh=1.0,
+                                lambda_hs=1.0)
+    scales = channel_scales(pool_fm, fixed)
+    mats = {}
+    for c in ("rh", "gh", "hs"):  # each channel's part of the fixed scores (the joint norm of RH and GH kept)
+        rows = [scales[c] * matvec(getattr(pool_fm, c), query_vectors(query_fm.select([q]), fixed)[c])
+                for q in range(len(query_fm))]
+        mats[c.upper()] = torch.stack(rows).double().numpy()
+    np.savez(out / f"{name}.pool.npz", **{c: getattr(pool_fm, c).float().numpy() for c in ("rh", "gh", "hs")},
+             **{f"scale_{c}": scales[c].float().numpy() for c in ("rh", "gh", "hs")})
+    mats["fixed"] = rise_variant(lambdas=(1.4, 1.0, 1.0), weighting="fixed").score(src).scores
+    mats["auto"] = get(RISE).score(src).scores
+    text = TaskSource(task.pool, task.queries, cache, RiseConfig(seq_len=seq_len, counted_positions="all"))
+    for base in (HIDDEN_COSINE, BM25, EMBEDDING):  # Grad-Sketch needs a backward pass per row: not cached here
+        try:
+            mats[base] = get(base).score(text).scores
+        except Unavailable as exc:
+            print(f"[{name}] {base} unavailable: {exc}", flush=True)
+    spans = PoolSpans.from_texts(text=[s.text if s.prompt is None else None for s in task.pool],
+                                 prompt=[s.prompt for s in task.pool], completion=[s.completion for s in task.pool])
+    grad = GRADIENT["RH"] * mats["RH"] + GRADIENT["GH"] * mats["GH"]
+    signals = []
+    for q in range(len(task.queries)):
+        g = span_signal(spans, task, grad[q], mats["HS"][q], q)
+        h = span_signal(spans, task, mats["HS"][q], grad[q], q)
+        signals.append({**{f"g_{k}": v for k, v in g.items()}, **{f"h_{k}": v for k, v in h.items()}})
+    np.savez(out / f"{name}.npz", labels=task.labels, **{k: np.asarray(v, dtype=np.float64) for k, v in mats.items()})
+    (out / f"{name}.signals.json").write_text(json.dumps(signals))
+    print(f"[{name}] scores written", flush=True)
+
+
+def auprc(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """auPRC@K of each query's scores (rows)."""
+    res = EvalResult.from_scores(np.asarray(scores, dtype=np.float64), labels, (K,))
+    return res.per_query.loc[res.per_query["K"] == K, "auPRC"].to_numpy()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--readouts", default="results/readouts")
+    ap.add_argument("--out", default="results/behaviour_rule")
+    ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.REPORT_ONLY)))
+    ap.add_argument("--stage", choices=("scores", "rules", "all"), default="all")
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--feedback-rule", default="", help="a rule's name: run the simulated analyst from its ranking")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = args.tasks.split(",")
+    if args.stage in ("scores", "all"):
+        lm = load_model(None)
+        for name in names:
+            if not (out / f"{name}.npz").exists():
+                compute_scores(name, Path(args.readouts), out, lm, args.seq_len)
+    if args.stage in ("rules", "all"):
+        frame = evaluate_rules(out, names)
+        frame.to_csv(out / "per_query.csv", index=False)
+        pd.set_option("display.width", 250)
+        pd.set_option("display.max_rows", 500)
+        tab = table(frame).round(3)
+        keep = [r for r in tab.index if not r.startswith("span") or r.endswith("grad else auto")]
+        print(tab.loc[keep].to_string())
+        if args.feedback_rule:
+            fb = evaluate_feedback(out, names, args.feedback_rule)
+            fb.to_csv(out / "feedback.csv", index=False)
+            ftab = fb.assign(set=fb["task"] + ":" + fb["split"]).pivot_table(
+                index=["variant", "marks"], columns="set", values="auPRC", aggfunc="mean")
+            ftab["min"] = ftab.min(axis=1)
+            print(ftab.round(3).to_string())
+    return 0
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean auPRC@K per (rule, set), with TUNE and REPORT means (each set weighted equally) and each side's worst set
+    relative to its best non-RISE baseline."""
+    tab = frame.assign(set=frame["task"] + ":" + frame["split"]).pivot_table(
+        index="rule", columns="set", values="auPRC", aggfunc="mean")
+    tune = [c for c in tab.columns if c.endswith(":tune")]
+    report = [c for c in tab.columns if c.endswith(":report")]
+    base = tab.loc[[b for b in BASELINES if b in tab.index]].max(axis=0)
+    tab["TUNE"], tab["REPORT"] = tab[tune].mean(axis=1), tab[report].mean(axis=1)
+    tab["TUNE worst vs best baseline"] = (tab[tune] - base[tune]).min(axis=1)
+    tab["REPORT worst vs best baseline"] = (tab[report] - base[report]).min(axis=1)
+    return tab.sort_values("TUNE", ascending=False)
+
+
+BASELINES = (HIDDEN_COSINE, BM25, EMBEDDING)
+
+
+RULE = {"t": 2.0, "min_top": 3, "other_max": 3}
+"""The span test's thresholds the feedback stage uses (the rules stage sweeps them)."""
+
+
+def fires(s: dict, rule: dict) -> bool:
+    """Whether the gradient view's top K share a span, held by the query, that the representation view's top K lack."""
+    return (s["g_stat"] >= rule["t"] and s["g_in_query"] and s["g_in_top"] >= rule["min_top"]
+            and s["g_in_other"] <= rule["other_max"])
+
+
+def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.ndarray]:
+    """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`."""
+    grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
+    zg, zh = standardise(grad), standardise(m["HS"])
+    out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
+    out.update({b: m[b] for b in BASELINES if b in m})
+    za = standardise(m["auto"])
+    for a in (0.3, 0.5, 0.7):
+        out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
+    for t in (1.0, 2.0, 3.0, 5.0):
+        for min_top in (3, 5):
+            for other_max in (1, 3, 10):
+                fire = np.array([fires(s, {"t": t, "min_top": min_top, "other_max": other_max})
+                                 for s in sig])[:, None]
+                key = f"span t{t:g} top{min_top} other<={other_max}"
+                out[f"{key} -> grad else auto"] = np.where(fire, zg, za)
+                out[f"{key} -> grad else zfuse .5"] = np.where(fire, zg, 0.5 * zg + 0.5 * zh)
+                out[f"{key} -> grad else fixed"] = np.where(fire, zg, standardise(m["fixed"]))
+    return out
+
+
+def interleave(first: np.ndarray, second: np.ndarray, rest: np.ndarray, depth: int = K) -> np.ndarray:
+    """Scores that put the top `depth` rows of `first` and of `second` first, alternating (first's best, second's best,
+    ...; a row already placed is skipped), then every other row by `rest`."""
+    order, seen = [], set()
+    for a, b in zip(np.argsort(-first, kind="stable")[:depth], np.argsort(-second, kind="stable")[:depth], strict=True):
+        for r in (int(a), int(b)):
+            if r not in seen:
+                seen.add(r)
+                order.append(r)
+    out = standardise(rest) - 1e6
+    out[order] = np.arange(len(order), 0, -1, dtype=np.float64)
+    return out
+
+
+def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], shown: np.ndarray, fire: np.ndarray,
+                      labels: np.ndarray, marks: tuple[int, ...] = (1, 3, 5)) -> list[dict]:
+    """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query."""
+    rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
+               for c in ("RH", "GH", "HS")}
+    lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
+    grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
+    out = []
+    for q in range(len(shown)):
+        raw = {c: m[c][q] for c in ("RH", "GH", "HS")}
+
+        def ranker(start: str, beta: float, tau: float, first: np.ndarray, raw=raw):
+            base = {c: lam * float(raw[c].std()) for c, lam in lambdas[start].items()}
+            cfg = FeedbackConfig(beta=beta, tau=tau)
+            return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg).total
+
+        mixed = interleave(grad[q], m["HS"][q], shown[q])
+        variants = {}
+        for beta in (1.0, 2.0):
+            for tau in (1.0, 3.0):
+                key = f"b{beta:g} t{tau:g}"
+                start = "grad" if fire[q] else "fixed"
+                variants[f"default shown, from its view, {key}"] = ranker(start, beta, tau, shown[q])
+                variants[f"default shown, from fixed, {key}"] = ranker("fixed", beta, tau, shown[q])
+                variants[f"interleaved unless span, from fixed, {key}"] = ranker(
+                    "fixed", beta, tau, shown[q] if fire[q] else mixed)
+        for name, rank_with in variants.items():
+            for n, scores in simulate_analyst(rank_with, labels, marks).items():
+                out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})
+    return out
+
+
+def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        data = np.load(out / f"{name}.npz")
+        pool = dict(np.load(out / f"{name}.pool.npz"))
+        m = {k: data[k] for k in data.files if k != "labels"}
+        sig = json.loads((out / f"{name}.signals.json").read_text())
+        shown = candidate_rules(m, sig)[rule]
+        fire = np.array([fires(s, RULE) for s in sig])
+        part = tasks.splits(name, len(sig))
+        split_of = {int(i): split for split, qs in part.items() for i in qs}
+        for r in feedback_variants(m, pool, shown, fire, data["labels"]):
+            rows.append({"task": name, "split": split_of[r["query"]], **r})
+        print(f"[{name}] feedback done", flush=True)
+    return pd.DataFrame(rows)
+
+
+def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        data = np.load(out / f"{name}.npz")
+        m = {k: data[k] for k in data.files if k != "labels"}
+        sig = json.loads((out / f"{name}.signals.json").read_text())
+        part = tasks.splits(name, len(sig))
+        for rule, scores in candidate_rules(m, sig).items():
+            values = auprc(scores, data["labels"])
+            rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
+                        for split, qs in part.items() for i in qs)
+    return pd.DataFrame(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
