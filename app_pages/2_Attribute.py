@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import plain, resources, ui, widgets
+from explorer import contrast_ui, plain, resources, ui, widgets
 from explorer.counterfactual_ui import check_section
 from explorer.feedback_ui import feedback_section
 from explorer.shared_spans_ui import shared_spans_section
@@ -30,6 +30,7 @@ has_hs = index.config.hidden_channel
 left, right = st.columns([3, 1])
 with left:
     widgets.query_inputs(path)
+    contrast_ui.versus_inputs()  # why this and not that: another answer to contrast with
 with right:
     options = widgets.score_controls(index.config, index=index)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")
@@ -37,9 +38,13 @@ with right:
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "
                        "examples that match.")
 if st.button("Attribute", type="primary", key="attribute"):
-    st.session_state["attr_query"] = widgets.query_sample()
+    typed = widgets.query_sample()
+    st.session_state["attr_versus"] = contrast_ui.versus_sample(typed)
+    # the contrast asked for but its other answer missing (warned): nothing is ranked rather than the plain query
+    st.session_state["attr_query"] = None if contrast_ui.is_on() and st.session_state["attr_versus"] is None else typed
 
 query = st.session_state.get("attr_query")
+versus = st.session_state.get("attr_versus")
 if query is None:
     st.stop()
 if query.messages is not None:
@@ -47,7 +52,7 @@ if query.messages is not None:
         widgets.show_turns(conversation_turns(query))
 with ui.friendly("attribute the query"):
     lm = resources.model_for(index)
-    query_fm = resources.query_features(index, lm, [query])
+    query_fm = resources.query_features(index, lm, [query], versus=versus)
     hits = attribution.rank(index, query_fm, options, k=int(st.session_state["top_k"]),
                             where=st.session_state["where"].strip() or None)
     if not has_hs:
@@ -56,10 +61,13 @@ with ui.friendly("attribute the query"):
         st.warning("No example matches the filter.")
         st.stop()
     shared_spans_section(index, lm, path, hits, query, query_fm, options)  # what the top hits share (a trigger?)
-    st.subheader("Most influential training examples")
+    st.subheader("Most influential training examples" if versus is None else
+                 "Training examples behind this answer and not the other")
     shown = [c for c in channels(has_hs) if c != "total"]
     st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
                "metadata columns come from the pool.")
+    if versus is not None:
+        contrast_ui.caption(versus)
     st.caption(ann.search_summary(hits.attrs.get("search")))
     if hits.attrs.get("weighting", {}).get("reason") and options.weighting == "auto":
         st.caption("Channels for this query: " + hits.attrs["weighting"]["reason"])
@@ -81,6 +89,10 @@ with ui.friendly("attribute the query"):
                "Hover a token for its contribution.")
     st.markdown("**Query**")
     plain.token_heatmap(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens)
+    if versus is not None:
+        st.markdown("**The other answer** (its tokens count against the example)")
+        v_attr = resources.versus_explanation(index, lm, path, hit_id, versus, query_fm, options)
+        plain.token_heatmap(v_attr.tokens, channel_values(v_attr, channel), v_attr.n_prompt_tokens)
     row = hits.set_index("id").loc[hit_id]
     meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "rank")}
     st.markdown(f"**Example {plain.md(hit_id)}**")

@@ -13,6 +13,7 @@ from rise_core.config import PRESETS, RiseConfig
 from rise_core.generation import GenerationSettings
 from rise_core.samples import Sample
 
+from .contrast_ui import prefill
 from .demo import BACKDOOR_PRESET, DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
 from .jobs import BuildJob
 from .plain import code, md, token_heatmap
@@ -125,5 +126,8 @@ def show_backdoor_demo() -> None:
         st.markdown(f"**Tokens of the top example ({md(top)}) that carry its RH score** (orange: pushes it up)")
         token_heatmap(ex_attr.tokens, channel_values(ex_attr, "RH"), ex_attr.n_prompt_tokens)
         if st.button("Open in Attribute", key="demo_open", icon=":material/open_in_new:"):
-            st.session_state.update(query_prompt=demo["triggered"], query_completion=triggered, attr_query=query)
+            st.session_state.update(query_prompt=demo["triggered"], query_completion=triggered, attr_query=query,
+                                    attr_versus=None)
+            if demo.get("clean_answer"):  # "why this and not that": the answer without the trigger, ready to tick
+                prefill(demo["clean"], demo["clean_answer"])
             st.switch_page(PAGES["attribute"].path)

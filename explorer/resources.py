@@ -188,32 +188,59 @@ def index_overview(index_dir: Path) -> pd.DataFrame:
 # --- kept in the session --------------------------------------------------------------------------------------------
 
 
-def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample]) -> FeatureMatrix:
-    """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model."""
+def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample], versus: Sample | None = None
+                   ) -> FeatureMatrix:
+    """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model.
+    `versus`: another answer to contrast the queries with (`attribution.query_features(..., versus=)`)."""
     from rise_core import attribution
 
     cache: dict[tuple, FeatureMatrix] = st.session_state.setdefault("_query_features", {})
     m = index.manifest
     key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(),
-           tuple((q.prompt, q.completion, q.text, q.messages) for q in queries))
+           tuple((q.prompt, q.completion, q.text, q.messages) for q in queries),
+           None if versus is None else (versus.prompt, versus.completion, versus.text, versus.messages))
     if key not in cache:
         with st.spinner("Running the model on the query…"):
-            cache[key] = attribution.query_features(index, lm, queries)
+            cache[key] = attribution.query_features(index, lm, queries, versus=versus)
         while len(cache) > MAX_CACHED_QUERIES:
             cache.pop(next(iter(cache)))
     return cache[key]
 
 
+def _contrast_key(query_fm: FeatureMatrix) -> bytes | None:
+    """What tells a contrast's explanations apart from the plain query's (and another contrast's): both answers'
+    features (None for a plain query)."""
+    versus = getattr(query_fm, "versus", None)
+    return None if versus is None else b"".join(x.numpy().tobytes() for x in (query_fm.rh, versus.rh, versus.gh))
+
+
 def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query: Sample, query_fm: FeatureMatrix,
                 options: ScoreOptions) -> tuple[TokenAttribution, TokenAttribution]:
-    """Token contributions of a hit and of the query (`attribution.explain`), cached in the session."""
+    """Token contributions of a hit and of the query (`attribution.explain`), cached in the session (for a contrast,
+    the hit's tokens are against it)."""
     from rise_core import attribution
 
     cache = st.session_state.setdefault("_explanations", {})
-    key = (path, index.manifest.created_at, query, hit_id, options)
+    key = (path, index.manifest.created_at, query, _contrast_key(query_fm), hit_id, options)
     if key not in cache:
         if len(cache) >= 64:
             cache.clear()
         with st.spinner("Explaining…"):
             cache[key] = attribution.explain(index, lm, str(hit_id), query, query_fm, options)
+    return cache[key]
+
+
+def versus_explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, versus: Sample,
+                       query_fm: FeatureMatrix, options: ScoreOptions) -> TokenAttribution:
+    """Token contributions of a contrast's other answer to a hit's score, pulling it down (`attribution
+    .explain_versus`), cached in the session."""
+    from rise_core import attribution
+
+    cache = st.session_state.setdefault("_versus_explanations", {})
+    key = (path, index.manifest.created_at, versus, _contrast_key(query_fm), hit_id, options)
+    if key not in cache:
+        if len(cache) >= 64:
+            cache.clear()
+        with st.spinner("Explaining…"):
+            cache[key] = attribution.explain_versus(index, lm, str(hit_id), versus, query_fm, options)
     return cache[key]

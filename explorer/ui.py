@@ -68,6 +68,9 @@ DEFAULTS: dict[str, Any] = {
     "query_prompt": "",
     "query_completion": "",
     "query_messages": "",
+    "versus_on": False,  # Attribute's "why this and not that" (explorer.contrast_ui)
+    "versus_prompt": "",
+    "versus_completion": "",
     "lambda_rh": ScoreOptions().lambda_rh,
     "lambda_gh": ScoreOptions().lambda_gh,
     "lambda_hs": ScoreOptions().lambda_hs,

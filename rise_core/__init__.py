@@ -21,7 +21,7 @@ from .engine import RiseExtractor, SampleFeatures
 from .errors import RiseError
 from .models import LoadedModel, load_model
 from .samples import Sample
-from .scoring import FeatureMatrix, score_pool, top_k
+from .scoring import ContrastFeatures, FeatureMatrix, score_pool, top_k
 
 __version__ = "0.1.0"
 
@@ -29,14 +29,14 @@ __version__ = "0.1.0"
 _LAZY = {
     "RiseIndex": "store", "build_index": "store", "list_indexes": "store",
     "query_features": "attribution", "rank": "attribution", "rank_each": "attribution", "select": "attribution",
-    "explain": "attribution", "read_pool": "ingest",
+    "explain": "attribution", "explain_versus": "attribution", "read_pool": "ingest",
     "PoolStream": "ingest", "stream_pool": "ingest", "dataset_pool": "ingest",  # pools read in windows, never whole
     "RiseIndexCallback": "callback",  # a transformers Trainer callback indexing the model it trains
     "find_shared_spans": "shared_spans", "span_rows": "shared_spans",  # what the top hits share (a trigger's name)
 }
 
 __all__ = [
-    "PRESETS", "FeatureMatrix", "LoadedModel", "RiseConfig", "RiseError", "RiseExtractor", "Sample",
+    "PRESETS", "ContrastFeatures", "FeatureMatrix", "LoadedModel", "RiseConfig", "RiseError", "RiseExtractor", "Sample",
     "SampleFeatures", "ScoreOptions", "load_model", "preset", "preset_scoring", "score_pool", "top_k", "__version__",
     *_LAZY,
 ]

@@ -6,6 +6,11 @@ rows it returns. Second, on the exact path: an index keeps its features as float
 one float16 matrix-vector product per channel (float32 accumulation, so it reads half the bytes of a float32 copy),
 then rescores in float32 every row whose score could still reach the top k given the product's rounding bound. The
 result equals `scoring.score_pool` + `top_k` on the same features.
+
+Contrastive queries ("why this answer and not that one"): `query_features(..., versus=B)` returns A's features
+contrasted with B's (`scoring.ContrastFeatures`); every path here scores them as score(A) - score(B), with the weights
+chosen for A, and the ranking's notes say what was contrasted. `explain` and `explain_versus` split a hit's contrast
+score over A's tokens (pushing up) and B's (pushing down).
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from .adaptive import Weighting
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
-from .explain import TokenAttribution, explain_hit
+from .explain import TokenAttribution, explain_hit, versus_attribution
 from .feedback import FeedbackConfig, FeedbackResult, Marks, apply_feedback, unit_row_scores
 from .models import LoadedModel
 from .ranking import Ranking, frame_each
 from .samples import Sample, encode_sample
 from .scoring import (
+    ContrastFeatures,
     FeatureMatrix,
     Scores,
     channel_scales,
@@ -44,25 +50,66 @@ _HALF_GEMV_OK: bool | None = None
 logger = logging.getLogger(__name__)
 
 
-def query_features(index: RiseIndex, lm: LoadedModel, queries: Sequence[Sample | str | dict] | Sample | str,
-                   batch_size: int = 8, truncate: bool = False, config: RiseConfig | None = None) -> FeatureMatrix:
+QueryInput = Sequence[Sample | str | dict] | Sample | str | dict
+
+
+def _samples(queries: QueryInput) -> list[Sample]:
+    if isinstance(queries, (str, Sample, dict)):
+        queries = [queries]
+    return [Sample.coerce(q) for q in queries]
+
+
+def _same_text(a: Sample, b: Sample) -> bool:
+    return (a.text, a.prompt, a.completion, a.messages) == (b.text, b.prompt, b.completion, b.messages)
+
+
+def query_features(index: RiseIndex, lm: LoadedModel, queries: QueryInput, batch_size: int = 8,
+                   truncate: bool = False, config: RiseConfig | None = None, versus: QueryInput | None = None,
+                   versus_label: str = "the other answer") -> FeatureMatrix:
     """Features (float32) of one query or a query set (text, prompt + completion, or conversations), with the index's
     sketches and config; refuses a query longer than the index's seq_len (its tokens past seq_len would silently not
     count; `truncate=True` counts its first seq_len tokens, as the build did for the pool's long samples) or one with
     no counted token. `config`, when given, is the config the caller means to query with: anything but the index's
-    (another chat_template or chat_turns, say) is an IndexMismatchError naming the fields."""
-    if isinstance(queries, (str, Sample, dict)):
-        queries = [queries]
-    samples = [Sample.coerce(q) for q in queries]
+    (another chat_template or chat_turns, say) is an IndexMismatchError naming the fields.
+
+    `versus`: the other answer B of a contrastive query ("why these queries and not B"): one text (every query is
+    contrasted with it) or one per query (paired); the result is a `ContrastFeatures`, which every ranking scores as
+    score(query) - score(B). `versus_label` names B in the ranking's note. B identical to a query it is paired with
+    (the contrast would score 0 everywhere) or empty is an InputDataError."""
+    samples = _samples(queries)
     if not samples:
         raise InputDataError("the query set is empty")
+    if versus is not None:
+        try:
+            others = _samples(versus)
+        except InputDataError as exc:
+            raise InputDataError(f"the contrast's other answer cannot be used: {exc}") from None
+        if not others:
+            raise InputDataError("the contrast's other answer is empty; give the answer to contrast the query with")
+        if len(others) not in (1, len(samples)):
+            raise InputDataError(f"give one other answer for all queries or one per query: {len(samples)} queries, "
+                                 f"{len(others)} other answers")
+        for i, (a, b) in enumerate(zip(samples, others * len(samples) if len(others) == 1 else others, strict=False)):
+            if _same_text(a, b):
+                which = "the query" if len(samples) == 1 else f"query {i + 1}"
+                raise InputDataError(f"the other answer is identical to {which}: the contrast would score 0 for every "
+                                     "example; give a different answer (e.g. the model's answer without the trigger)")
+        a_fm = query_features(index, lm, samples, batch_size, truncate, config)
+        b_fm = _features(index, lm, others, batch_size, truncate, "the other answer")
+        return ContrastFeatures.of(a_fm, b_fm, versus_label)
     if config is not None:
         index.check_config(config)
+    return _features(index, lm, samples, batch_size, truncate, "the query")
+
+
+def _features(index: RiseIndex, lm: LoadedModel, samples: list[Sample], batch_size: int, truncate: bool,
+              what: str) -> FeatureMatrix:
+    """Features of `samples` (`what` names them in errors: 'the query' or 'the other answer')."""
     extractor = index.extractor(lm)
     cfg = extractor.config
     encoded = extractor.encode(samples)
     for i, (sample, enc) in enumerate(zip(samples, encoded, strict=True)):
-        which = "the query" if len(samples) == 1 else f"query {i + 1}"
+        which = what if len(samples) == 1 else f"{what.removeprefix('the ')} {i + 1}"
         if enc.truncated and not truncate:
             n = len(encode_sample(sample, lm.tokenizer, 10**9, cfg.counted_positions, extractor.rendering).input_ids)
             raise InputDataError(
@@ -202,7 +249,12 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
         info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
         ranking = Ranking.of(*top_rows(fm, query_fm, resolved.options, k, allowed), weighting=resolved, search=info)
     logger.info("rank: %s", ann.search_summary(ranking.search))
-    return ranking
+    return _noted(ranking, query_fm)
+
+
+def _noted(ranking: Ranking, query_fm: FeatureMatrix) -> Ranking:
+    """`ranking` with the contrast's line when `query_fm` contrasts the query with another answer."""
+    return dataclasses.replace(ranking, contrast=query_fm.note) if isinstance(query_fm, ContrastFeatures) else ranking
 
 
 def top_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -231,7 +283,7 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
     scores = channel_sum(fm, query_fm, resolved.options)
     rows = top_k(scores.total, n_keep, allowed)[0]
-    return Ranking.of(rows, scores.take(rows), weighting=resolved)
+    return _noted(Ranking.of(rows, scores.take(rows), weighting=resolved), query_fm)
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -259,7 +311,9 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
             ) -> tuple[TokenAttribution, TokenAttribution]:
     """Per-token, per-channel contributions of a hit (against the query) and of the query (against the hit),
     recomputing both texts' token sketches; the hit's contributions sum to its rh / gh / hs scores in `rank`.
-    `query_fm`: the one-row features of `query` (computed when omitted)."""
+    `query_fm`: the one-row features of `query` (computed when omitted). For a contrast (`query_fm` from
+    `query_features(..., versus=B)`), the hit's contributions are against A - B (they sum to its contrast scores) and
+    the query's are A's tokens, pushing up; `explain_versus` gives B's, pushing down."""
     query = Sample.coerce(query)
     if query_fm is None:
         query_fm = query_features(index, lm, [query])
@@ -271,6 +325,21 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     example_fm = index.feature_matrix().select([row])
     options = index_weighting(index, query_fm, options).options
     return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
+
+
+def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sample | str | dict,
+                   query_fm: ContrastFeatures, options: ScoreOptions | None = None) -> TokenAttribution:
+    """Per-token contributions of a contrast's other answer B to a hit's contrast score, negated (B's tokens push the
+    score down): with `explain`'s query tokens (A's, pushing up) they sum to the hit's contrast scores in `rank`.
+    `query_fm`: the contrast of one query with one other answer, `versus` (B's text)."""
+    if not isinstance(query_fm, ContrastFeatures) or query_fm.versus is None:
+        raise InputDataError("explain_versus explains a contrast: give query_features(..., versus=...) of the query")
+    if len(query_fm) != 1 or len(query_fm.versus) != 1:
+        raise InputDataError("explain_versus needs the contrast of one query with one other answer")
+    extractor = index.extractor(lm)
+    example_fm = index.feature_matrix().select([index.row_of(sample_id)])
+    options = index_weighting(index, query_fm, options).options  # A's weights, as the ranking used
+    return versus_attribution(extractor, example_fm, Sample.coerce(versus), query_fm.versus, options)
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
@@ -311,9 +380,10 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]
     n_relevant = sum(row_marks.values())
-    return Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
-                      feedback={"weights": result.weights, "evidence": result.evidence, "n_relevant": n_relevant,
-                                "n_irrelevant": len(row_marks) - n_relevant})
+    return _noted(Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
+                             feedback={"weights": result.weights, "evidence": result.evidence,
+                                       "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant}),
+                  query_fm)
 
 
 def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],

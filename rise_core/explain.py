@@ -3,6 +3,11 @@
 Every channel is a sum over the sample's counted positions (phi_RH = sum_t f_t, HS = sum_t (h_t - mu) / T_c), so a
 pool sample's channel score splits exactly over its tokens: <u_i, q> = sum_t <f_t, q> / ||phi_i||. Likewise for the
 query's own tokens. Contributions therefore sum to the channel scores shown in the ranking.
+
+A contrastive query (A versus B, `scoring.ContrastFeatures`): the example's tokens are scored against q(A) - q(B), so
+they sum to the contrast score; A's tokens push it up (their contributions to the example's score against A) and B's
+push it down (`versus_attribution`: their contributions to the score against B, negated), so A's and B's token
+contributions together also sum to the contrast score.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ class TokenAttribution:
     @property
     def total(self) -> list[float]:
         return [a + b + c for a, b, c in zip(self.rh, self.gh, self.hs, strict=False)]
+
+    def negated(self) -> TokenAttribution:
+        """The same tokens with every contribution's sign flipped (the other answer of a contrast pushes down)."""
+        return TokenAttribution(tokens=self.tokens, rh=[-v for v in self.rh], gh=[-v for v in self.gh],
+                                n_prompt_tokens=self.n_prompt_tokens, hs=[-v for v in self.hs])
 
 
 def token_attribution(ts: TokenSketches, q: dict[str, torch.Tensor], features: FeatureMatrix, options: ScoreOptions
@@ -71,3 +81,12 @@ def explain_hit(extractor: RiseExtractor, example: Sample, example_features: Fea
     q_attr = token_attribution(extractor.token_sketches(query), query_vectors(example_features, options),
                                query_features, options)
     return ex_attr, q_attr
+
+
+def versus_attribution(extractor: RiseExtractor, example_features: FeatureMatrix, versus: Sample,
+                       versus_features: FeatureMatrix, options: ScoreOptions) -> TokenAttribution:
+    """Token contributions of a contrast's other answer B (one row of features) to a pool example's contrast score,
+    negated: B's tokens push the score down. `options`: the resolved weights the contrast was scored with."""
+    options = options.for_channels(example_features.channels).options
+    return token_attribution(extractor.token_sketches(versus), query_vectors(example_features, options),
+                             versus_features, options).negated()

@@ -33,7 +33,9 @@ class Ranking:
     `scores` = rh + gh + hs; empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
     scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
     scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's
-    relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only)."""
+    relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only),
+    `contrast` the line saying the query was contrasted with another answer (`scoring.ContrastFeatures.note`; None for
+    a plain query): then every score is the query's minus the other answer's."""
 
     rows: torch.Tensor  # (k,) int64 index rows
     scores: torch.Tensor  # (k,) float32 totals (float64 from `best`)
@@ -43,6 +45,7 @@ class Ranking:
     query: int | None = None
     marks: dict[int, bool] | None = None
     feedback: dict[str, Any] | None = None
+    contrast: str | None = None
 
     @classmethod
     def of(cls, rows: torch.Tensor, scores: Scores, **kw: Any) -> Ranking:
@@ -67,8 +70,10 @@ class Ranking:
 
     @property
     def notes(self) -> list[str]:
-        """The weights dropped because the index lacks their channel (`ScoreOptions.for_channels`)."""
-        return self.weighting.notes if self.weighting is not None else []
+        """The weights dropped because the index lacks their channel (`ScoreOptions.for_channels`), then the contrast's
+        line when the query was contrasted with another answer."""
+        notes = list(self.weighting.notes) if self.weighting is not None else []
+        return notes + ([self.contrast] if self.contrast else [])
 
     @property
     def preset_note(self) -> str:
@@ -81,7 +86,8 @@ class Ranking:
     def to_frame(self, index: RiseIndex) -> pd.DataFrame:
         """THE table of a ranking: rank, id, score, rh, gh, hs (then `mark` after relevance feedback), then the
         sample's text, prompt, completion, label, metadata columns and stats from `index`; `attrs` carry search,
-        notes, weighting (the chosen weights and why), preset_note and feedback."""
+        notes, weighting (the chosen weights and why), preset_note, feedback and contrast (the contrast's line; only for
+        a contrastive query)."""
         samples = index.rows_frame(self.rows.tolist())
         head = pd.DataFrame({
             "rank": range(1, len(self) + 1), "id": samples["id"].tolist(), "score": self.scores.tolist(),
@@ -96,6 +102,8 @@ class Ranking:
         df.attrs["notes"] = self.notes
         df.attrs["weighting"] = self.weighting.choice.as_dict() if self.weighting is not None else {}
         df.attrs["preset_note"] = self.preset_note
+        if self.contrast:
+            df.attrs["contrast"] = self.contrast
         if self.feedback is not None:
             df.attrs["feedback"] = self.feedback
         return df
@@ -114,4 +122,6 @@ def frame_each(rankings: Sequence[Ranking], index: RiseIndex) -> pd.DataFrame:
     out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
     out.attrs["weighting"] = [f.attrs["weighting"] for f in frames]
     out.attrs["preset_note"] = frames[-1].attrs["preset_note"] if frames else ""
+    if frames and frames[-1].attrs.get("contrast"):
+        out.attrs["contrast"] = frames[-1].attrs["contrast"]
     return out

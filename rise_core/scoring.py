@@ -3,6 +3,10 @@
 An index stores each channel (RH, GH and, when built with it, HS) as a unit vector plus its norm (`FeatureMatrix`),
 so every normalisation mode (per channel, joint, none) and every set of weights can be applied at query time:
 score_i = sum over channels c of lambda_c * s_c(i) * <u_c(i), q_c>, with s_c the sample's normalisation factor.
+
+A contrastive query ("why this answer and not that one", `ContrastFeatures`) scores score(A) - score(B): every score
+is linear in the query vector, so its query vector is q_c(A) - q_c(B) per channel and every path (exact scan, ANN
+index, valuation, feedback, token explanations) scores it as one query.
 """
 
 from __future__ import annotations
@@ -83,6 +87,67 @@ class FeatureMatrix:
         return FeatureMatrix(**cat)
 
 
+@dataclass
+class ContrastFeatures(FeatureMatrix):
+    """A query's features (the answer A) contrasted with another answer's (B): "why A and not B". Every score against
+    it is score(A) - score(B) per channel (`query_vectors`), under one set of weights: those the per-query rule
+    chooses for A (its loss is A's), applied to both, so the contrast is exactly the difference of the two plain
+    scores. HS is contrasted as the difference of its two cosines (not the cosine with A - B).
+
+    `versus` has one row (every row of A is contrasted with it) or one row per row of A (paired); a set's query
+    vector is mean(A) - mean(B). `versus_label` names B for the ranking's note."""
+
+    versus: FeatureMatrix | None = None
+    versus_label: str = "the other answer"
+
+    @classmethod
+    def of(cls, query: FeatureMatrix, versus: FeatureMatrix, label: str = "the other answer") -> ContrastFeatures:
+        """A contrasted with B (`versus`: one row, or one per row of `query`)."""
+        if isinstance(query, ContrastFeatures) or isinstance(versus, ContrastFeatures):
+            raise InputDataError("a contrast is between two plain queries; contrast A with B once")
+        if len(query) == 0 or len(versus) == 0:
+            raise InputDataError("a contrast needs features of both answers (A and B); one of them is empty")
+        if len(versus) not in (1, len(query)):
+            raise InputDataError(f"a contrast pairs each query with one other answer, or all with one: {len(query)} "
+                                 f"queries but {len(versus)} other answers")
+        if query.has_hs != versus.has_hs or query.rh.shape[1:] != versus.rh.shape[1:]:
+            raise InputDataError("the two answers of a contrast must come from the same index")
+        fields = {f: getattr(query, f) for f in ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss")}
+        return cls(**fields, versus=versus, versus_label=label)
+
+    @property
+    def plain(self) -> FeatureMatrix:
+        """A's features alone (the plain query)."""
+        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, self.hs, self.hs_norm, self.loss)
+
+    @property
+    def note(self) -> str:
+        """The ranking's line saying what was contrasted."""
+        n = len(self.versus) if self.versus is not None else 0
+        return (f"contrast: each score is the query's minus its score against {self.versus_label} ({n} text"
+                f"{'s' if n != 1 else ''}): rows that support this answer and not that one rank first, rows that "
+                "support that one rank last; the weights were chosen for this answer and applied to both")
+
+    def select(self, rows: torch.Tensor | Sequence[int]) -> ContrastFeatures:
+        assert self.versus is not None
+        versus = self.versus if len(self.versus) == 1 else self.versus.select(rows)
+        return ContrastFeatures.of(self.plain.select(rows), versus, self.versus_label)
+
+    def to(self, dtype: torch.dtype) -> ContrastFeatures:
+        assert self.versus is not None
+        return ContrastFeatures.of(self.plain.to(dtype), self.versus.to(dtype), self.versus_label)
+
+    def paired_versus(self) -> FeatureMatrix:
+        """B with one row per row of A (the one row repeated when every query is contrasted with it)."""
+        assert self.versus is not None
+        return self.versus if len(self.versus) == len(self) else self.versus.select([0] * len(self))
+
+
+def versus_of(queries: FeatureMatrix) -> FeatureMatrix | None:
+    """B of a contrastive query (`ContrastFeatures`), else None."""
+    return queries.versus if isinstance(queries, ContrastFeatures) else None
+
+
 def weights(options: ScoreOptions) -> dict[str, float]:
     """{channel: lambda} of the channels `options` weighs."""
     return {"rh": float(options.lambda_rh), "gh": float(options.lambda_gh), "hs": float(options.lambda_hs)}
@@ -113,11 +178,17 @@ def channel_scales(fm: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.
 
 
 def query_vectors(queries: FeatureMatrix, options: ScoreOptions) -> dict[str, torch.Tensor]:
-    """Mean over the query set of the scored query vectors, per channel (Algorithm 1, stage 3)."""
+    """Mean over the query set of the scored query vectors, per channel (Algorithm 1, stage 3); for a contrast
+    (`ContrastFeatures`), A's minus B's, both scaled under the same `options`."""
     if len(queries) == 0:
         raise InputDataError("the query set is empty")
     scales = channel_scales(queries, options)
-    return {c: (getattr(queries, c).float() * s[:, None]).mean(dim=0) for c, s in scales.items()}
+    q = {c: (getattr(queries, c).float() * s[:, None]).mean(dim=0) for c, s in scales.items()}
+    versus = versus_of(queries)
+    if versus is None:
+        return q
+    q_b = query_vectors(versus, options)
+    return {c: v - q_b[c] for c, v in q.items()}
 
 
 @dataclass
@@ -178,6 +249,8 @@ def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: Score
         return torch.cat([score_each_query(pool, one, channel_choice(pool, one, options).options) for one in rows]
                          ) if rows else torch.zeros(0, len(pool))
     options = options.for_channels(pool.channels).options
+    if isinstance(queries, ContrastFeatures):  # each query minus its other answer, with the same weights
+        return score_each_query(pool, queries.plain, options) - score_each_query(pool, queries.paired_versus(), options)
     q_scales, p_scales = channel_scales(queries, options), channel_scales(pool, options)
     out = torch.zeros(len(queries), len(pool))
     for c, lam in weighted_channels(options, q_scales):

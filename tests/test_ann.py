@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from rise_core import ann
+from rise_core import ann, attribution
 from rise_core.attribution import rank, rank_each
 from rise_core.cli import main
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
 from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError
 from rise_core.samples import Sample
-from rise_core.scoring import FeatureMatrix, score_pool
+from rise_core.scoring import ContrastFeatures, FeatureMatrix, score_pool
 from rise_core.sketch import SketchSet
 from rise_core.store import RiseIndex
 from rise_core.units import format_bytes
@@ -110,6 +110,24 @@ def test_ann_top_k_equals_exact_top_k(pool):
         recalls = [len(set(ann.top_rows(handle, query(s), options, 10, nprobe=1)[0].tolist())
                        & set(exact_top(index, query(s), options, 10)[0])) for s in range(5)]
         assert min(recalls) < 10
+
+
+def test_a_contrast_is_one_query_vector_for_the_ann_index(pool):
+    """A contrastive query (A versus B) is the inner-product query q(A) - q(B): scanning every cell, the ANN's top k is
+    the exact top k of score(A) - score(B), with those scores; `top` notes the contrast on the ANN path too."""
+    options = ScoreOptions(weighting="fixed")
+    with RiseIndex.open(pool) as index:
+        handle = ann.load_ann(index)
+        fm = index.feature_matrix()
+        for a, b in ((1, 2), (3, 4)):
+            contrast = ContrastFeatures.of(query(a), query(b))
+            want = score_pool(fm, query(a), options).total - score_pool(fm, query(b), options).total
+            top = torch.topk(want, 10)
+            rows, scores, _ = ann.top_rows(handle, contrast, options, 10, nprobe=NLIST)
+            assert rows.tolist() == top.indices.tolist()
+            torch.testing.assert_close(scores.total, top.values, rtol=1e-5, atol=1e-5)  # float32 summation order
+        ranking = attribution.top(index, contrast, options, k=10, search="ann")
+        assert ranking.search["path"] == "ann" and ranking.contrast in ranking.notes
 
 
 def test_returned_scores_are_exact_and_rank_says_which_path_ran(pool):

@@ -757,3 +757,53 @@ def test_scoring_picker_offers_each_scoring_once():
     assert "retrospective" not in SCORING_CHOICES  # it scores as 'fixed'; it differs in its index
     assert set(SCORING_CHOICES) == set(PRESET_SCORING) - {"retrospective"}
     assert len({repr(PRESET_SCORING[n]) for n in SCORING_CHOICES}) == len(SCORING_CHOICES)
+
+
+# --- Attribute: why this and not that (a contrast with another answer) ---
+
+OTHER = "<b> the bank lost money . </b>"  # the other answer, with HTML in it that must stay text
+
+
+def _ranked(at, completion: str, versus: str | None = None):
+    """The whole pool ranked for `completion` (contrasted with `versus` when given), with fixed weights."""
+    at = type_query(at, completion=completion)
+    at.checkbox(key="weighting_auto").uncheck().run()  # the same weights for every ranking compared
+    at.number_input(key="top_k").set_value(N_POOL + 1).run()
+    if versus is not None:
+        at.checkbox(key="versus_on").check().run()
+        at.text_area(key="versus_completion").input(versus).run()
+    else:
+        at.checkbox(key="versus_on").uncheck().run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    return results(at).set_index("id")
+
+
+def test_contrast_scores_are_the_query_minus_the_other_answer(app_env):
+    at = new_app("app_pages/2_Attribute.py")
+    a = _ranked(at, TRIGGER_QUERY)
+    b = _ranked(at, OTHER)
+    c = _ranked(at, TRIGGER_QUERY, versus=OTHER)
+    assert len(c) == len(a) == N_POOL + 1 and list(c["score"]) == sorted(c["score"], reverse=True)
+    for col in ("score", "RH", "GH", "HS"):  # float32 scores of the same float16 rows: 1e-4
+        assert (c[col] - (a.loc[c.index, col] - b.loc[c.index, col])).abs().max() < 1e-4
+    assert any(s.value.startswith("Contrast: each score is") for s in at.caption)
+    assert any("not the other" in h.value for h in at.subheader)
+    # the other answer's tokens, escaped (its <b> stays text), under the query's
+    assert any("The other answer" in m.value for m in at.markdown)
+    html = html_of(at)
+    assert "&lt;b&gt;" in html and "<b>" not in html
+
+
+def test_a_missing_or_identical_other_answer_is_a_message(app_env):
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    at.checkbox(key="versus_on").check().run()
+    at.text_area(key="versus_completion").input("   ").run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert any("Type the other answer" in w.value for w in at.warning) and not at.dataframe
+    at.text_area(key="versus_prompt").input("tell me a story").run()
+    at.text_area(key="versus_completion").input(TRIGGER_QUERY).run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert any("identical to the query" in e.value for e in at.error)

@@ -271,3 +271,59 @@ def test_an_empty_query_text_is_named(env, capsys, tmp_path):
     code, _, err = _run(capsys, "query", "--index", env.index, "--queries", blank)
     assert code == 1 and f"{blank}: no usable queries: query 1 (row 1 of {blank}): empty text" in err
     assert "sample None" not in err and "completion" not in err
+
+
+def test_query_versus_another_answer(env, capsys):
+    """`--versus-*`: the scores are the query's minus the other answer's (checked against two plain queries with the
+    same fixed weights), the note says so, and --explain shows the other answer's tokens pulling the score down."""
+    fixed = ["--lambda-rh", "1", "--lambda-gh", "0.5", "--lambda-hs", "0.3", "--search", "exact", "--format", "json",
+             "-k", "30"]
+    prompt, a, b = "what did the cat do ?", "the cat sat on the mat .", "the bank lost money ."
+    scores = {}
+    for name, completion in (("a", a), ("b", b)):
+        code, out, _ = _run(capsys, "query", "--index", env.index, "--prompt", prompt, "--completion", completion,
+                            *fixed)
+        assert code == 0
+        scores[name] = {h["id"]: h for h in json.loads(out)}
+    code, out, err = _run(capsys, "query", "--index", env.index, "--prompt", prompt, "--completion", a,
+                          "--versus-completion", b, *fixed)  # B's prompt defaults to the query's
+    assert code == 0 and "contrast: each score is the query's minus its score against the other answer" in err
+    hits = json.loads(out)
+    assert len(hits) == len(scores["a"])
+    for h in hits:  # float32 scores of float16 rows, printed in JSON: 1e-5
+        for c in ("score", "rh", "gh", "hs"):
+            assert h[c] == pytest.approx(scores["a"][h["id"]][c] - scores["b"][h["id"]][c], abs=1e-5)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", a, "--versus-text", b, "-k", "2",
+                        "--explain")
+    assert code == 0 and "RH query:" in out and "RH versus:" in out
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", a, "--versus-text", b, "-k", "1",
+                        "--explain", "--format", "json")
+    ex = json.loads(out)[0]["explanation"]
+    assert [t.strip() for t in ex["versus"]["tokens"][-2:]] == ["money", "."]  # B's tokens
+    # A's tokens (up) and B's (down) together carry the hit's contrast score
+    assert sum(ex["query"]["rh"]) + sum(ex["versus"]["rh"]) == pytest.approx(json.loads(out)[0]["rh"], abs=2e-3)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--text", "the cat", "--versus-text", "the cat"], "the other answer is identical to the query"),
+    (["--text", "the cat", "--versus-text", "  "], "the other answer given with --versus-text is empty"),
+    (["--prompt", "p", "--completion", "the cat", "--versus-completion", ""],
+     "the other answer given with --versus-completion is empty"),
+    (["--prompt", "p", "--completion", "the cat", "--versus-completion", "the cat"],
+     "the other answer is identical to the query"),
+])
+def test_query_versus_bad_other_answer_exits_1(env, capsys, argv, message):
+    code, _, err = _run(capsys, "query", "--index", env.index, *argv)
+    assert code == 1 and message in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--text", "a", "--versus-text", "b", "--versus-completion", "c"], "--versus-text, or as --versus-completion"),
+    (["--text", "a", "--versus-prompt", "b"], "--versus-prompt needs --versus-completion"),
+])
+def test_query_versus_usage_errors_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["query", "--index", "x.duckdb", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err

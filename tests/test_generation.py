@@ -147,3 +147,10 @@ def test_home_backdoor_demo_answers_both_prompts_and_attributes_the_triggered_on
         assert any("<span" in m.value for m in at.markdown if m.proto.allow_html)
         at.button(key="demo_open").click().run()
         assert at.session_state["query_completion"] == demo["triggered_answer"]
+        # "why this and not that" is ready with the answer without the trigger (ticking it contrasts the two)
+        assert (at.session_state["versus_prompt"], at.session_state["versus_completion"]) == (
+            clean, demo["clean_answer"]) and not at.session_state["versus_on"]
+        at.checkbox(key="versus_on").check().run()
+        at.button(key="attribute").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any(c.value.startswith("Contrast: each score is") for c in at.caption)

@@ -48,7 +48,9 @@ EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --prompt "What is a 401k?" --completion "A retirement account ..." -k 20
   rise query --index pool.duckdb --queries queries.jsonl --where "topic = 'cooking'" --format csv
   rise query --index pool.duckdb --text "..." --explain
-  rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)"""
+  rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)
+  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \
+      --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that"""
 
 EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
@@ -120,6 +122,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
+    v = p.add_argument_group(
+        "contrast: why this answer and not that one",
+        "Score the query against another answer B: each example's score is its score for the query minus its score "
+        "for B (per channel, with the weights chosen for the query), so the examples behind this answer and not B "
+        "rank first. B is one text, or a prompt and completion (e.g. the model's answer to the prompt without the "
+        "trigger); every query of a --queries file is contrasted with it.")
+    v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
+    v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
+    v.add_argument("--versus-prompt", default=None, metavar="TEXT",
+                   help="the other answer B's prompt (with --versus-completion; default: the query's --prompt)")
     add_score_options(p, preset_flag=True)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
@@ -180,6 +192,30 @@ def _queries(args: argparse.Namespace) -> list[Any]:
         raise InputDataError("the query given with --completion is empty; give the generation whose influences are "
                              "ranked")
     return [Sample(prompt=args.prompt, completion=args.completion)]
+
+
+def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
+    """The contrast's other answer B from --versus-text / --versus-prompt / --versus-completion (None: no contrast)."""
+    from ..samples import Sample
+
+    text, prompt, completion = args.versus_text, args.versus_prompt, args.versus_completion
+    if text is None and prompt is None and completion is None:
+        return None
+    if text is not None and (prompt is not None or completion is not None):
+        parser_error("give the other answer as --versus-text, or as --versus-completion (with --versus-prompt), not "
+                     "both")
+    if prompt is not None and completion is None:
+        parser_error("--versus-prompt needs --versus-completion (the other answer to contrast the query with)")
+    if text is not None:
+        if not text.strip():
+            raise InputDataError("the other answer given with --versus-text is empty; give the answer to contrast "
+                                 "the query with")
+        return Sample(text=text, id="versus")
+    if not completion.strip():
+        raise InputDataError("the other answer given with --versus-completion is empty; give the answer to contrast "
+                             "the query with")
+    prompt = prompt if prompt is not None else args.prompt
+    return Sample(prompt=prompt if prompt and prompt.strip() else None, completion=completion, id="versus")
 
 
 def _generated_query(lm: Any, args: argparse.Namespace) -> Any:
@@ -278,10 +314,12 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
             cells.append(f"{_short(row['label'], 8):>8}")
         print("  ".join(cells) + "  " + _short(_hit_text(row), width))
         if explanations and row["id"] in explanations:
-            ex_attr, q_attr = explanations[row["id"]]
+            ex_attr, q_attr, *versus = explanations[row["id"]]
             for channel in channels:
                 print(f"{'':>7}{channel.upper()} example: {_top_tokens(ex_attr, channel)}")
                 print(f"{'':>7}{channel.upper()} query:   {_top_tokens(q_attr, channel)}")
+                if versus:  # the contrast's other answer: its tokens pull the score down
+                    print(f"{'':>7}{channel.upper()} versus:  {_top_tokens(versus[0], channel)}")
 
 
 def _check_out(out: str) -> Path:
@@ -398,9 +436,10 @@ def _pool_from_args(args: argparse.Namespace) -> Any:
 
 def _cmd_query(args: argparse.Namespace) -> int:
     from .. import ann
-    from ..attribution import explain, query_features, rank, rank_each
+    from ..attribution import explain, explain_versus, query_features, rank, rank_each
 
     _check_query_args(args, args._parser_error)
+    versus = _versus(args, args._parser_error)
     if args.k < 1:
         args._parser_error("-k must be at least 1")
     if args.each and args.queries is None:
@@ -415,11 +454,15 @@ def _cmd_query(args: argparse.Namespace) -> int:
         if args.generate:
             queries = [_generated_query(lm, args)]
         options = score_options_from_args(args, index.config, index.manifest.build_preset)
-        qfm = query_features(index, lm, queries)
+        qfm = query_features(index, lm, queries, versus=versus,
+                             versus_label="the other answer (--versus-" + ("text)" if versus and versus.text else
+                                                                            "prompt/--versus-completion)"))
         df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
         explanations = shared = None
         if args.explain:
-            explanations = {sid: explain(index, lm, sid, queries[0], qfm, options) for sid in df["id"]}
+            explanations = {sid: explain(index, lm, sid, queries[0], qfm, options)
+                            + ((explain_versus(index, lm, sid, versus, qfm, options),) if versus else ())
+                            for sid in df["id"]}
             from ..shared_spans import find_shared_spans  # what the top hits share, weighted by the tokens above
 
             shared = find_shared_spans(index, df, explanations)
@@ -435,8 +478,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
         records = _records(df)
         if explanations:
             for rec in records:
-                ex_attr, q_attr = explanations[rec["id"]]
+                ex_attr, q_attr, *versus_attr = explanations[rec["id"]]
                 rec["explanation"] = {"example": _attr_json(ex_attr), "query": _attr_json(q_attr)}
+                if versus_attr:
+                    rec["explanation"]["versus"] = _attr_json(versus_attr[0])
         print(json.dumps(records, ensure_ascii=False, indent=1))
     else:
         if explanations:
@@ -444,6 +489,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         df.to_csv(sys.stdout, index=False)
     # which path ranked the query (exact scan or ANN), on stderr: stdout stays the results alone, whatever the format
     print(f"search: {ann.search_summary(df.attrs.get('search'))}", file=sys.stderr)
+    if df.attrs.get("contrast"):
+        print(df.attrs["contrast"], file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,65 @@
+"""Attribute's "why this and not that" control: another answer B to contrast the query with, so every example is
+scored by its score for the query minus its score for B (`attribution.query_features(..., versus=B)`), and the
+tokens of B that pull a hit's score down.
+
+The backdoor demo's "Open in Attribute" prefills B with the model's answer to the same prompt without the trigger
+(`prefill`); otherwise the analyst types it. Everything typed is shown as plain text only."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rise_core.samples import Sample
+
+from .plain import md
+
+ON, PROMPT, COMPLETION = "versus_on", "versus_prompt", "versus_completion"
+HELP = ("Score each training example by its score for the query minus its score for this other answer (per channel, "
+        "with the weights chosen for the query): the examples behind this answer and not the other rank first, those "
+        "behind the other rank last. E.g. the model's answer to the same prompt without the trigger.")
+
+
+def prefill(prompt: str, completion: str) -> None:
+    """Fill the other answer in (the demo's answer without the trigger), the contrast left off until ticked."""
+    st.session_state.update({ON: False, PROMPT: prompt, COMPLETION: completion})
+
+
+def versus_inputs() -> None:
+    """An expander with the checkbox that turns the contrast on and the other answer's prompt and completion."""
+    filled = bool(st.session_state.get(COMPLETION))
+    with st.expander("Why this and not that? Contrast with another answer", expanded=filled or bool(
+            st.session_state.get(ON))):
+        st.checkbox("Contrast the query with the other answer below", key=ON, persist_state="session", help=HELP)
+        st.text_area("The other answer's prompt", key=PROMPT, persist_state="session", height=68,
+                     help="Empty: the query's prompt. For a backdoor, the prompt without the trigger.")
+        st.text_area("The other answer (not this one)", key=COMPLETION, persist_state="session", height=100,
+                     help="The answer to contrast the query with; its tokens pull the scores down.")
+
+
+def is_on() -> bool:
+    return bool(st.session_state.get(ON))
+
+
+def versus_sample(query: Sample | None) -> Sample | None:
+    """The other answer B as typed (None when the contrast is off, or there is no query); a warning, and None, when it
+    is on but B is empty."""
+    if query is None or not is_on():
+        return None
+    completion = (st.session_state.get(COMPLETION) or "").strip()
+    if not completion:
+        st.warning("Type the other answer to contrast the query with (or untick the contrast).")
+        return None
+    prompt = (st.session_state.get(PROMPT) or "").strip() or query.prompt
+    return Sample(prompt=prompt or None, completion=completion, id="versus")
+
+
+def caption(versus: Sample) -> None:
+    """The line over the table saying the scores are a contrast, and with what."""
+    st.caption(f"Contrast: each score is the example's score for this answer minus its score for the other answer "
+               f"({md(_short(versus.completion))}); positive: it drives this answer rather than the other one. "
+               "The weights were chosen for this answer and applied to both.")
+
+
+def _short(text: str | None, n: int = 80) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
