@@ -32,6 +32,7 @@ from rise_core.counterfactual import (
 from rise_core.errors import ConfigError
 from rise_core.generation import GenerationSettings
 from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
+from rise_core.ranking import Ranking
 from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
 from rise_core.saved_config import parse_list
 from rise_core.units import format_seconds
@@ -217,10 +218,10 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 
 def check_section(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], options: Any,
-                  ranking: Callable[[int], list[str]], default_k: int, *, where: str | None = None,
+                  ranking: Callable[[int], Ranking], default_k: int, *, where: str | None = None,
                   aggregate: str = "best_rank") -> None:
-    """The check of `queries` on the page `key` ('attr', 'sel'): `ranking(k)` gives the page's own top k ids (the RISE
-    arm removes exactly those); the chosen baselines and random draws are the controls."""
+    """The check of `queries` on the page `key` ('attr', 'sel'): `ranking(k)` gives the page's own `Ranking` of at least
+    k index rows (the RISE arm removes exactly its top k); the chosen baselines and random draws are the controls."""
     s = settings()
     root = checks_root(s.index_dir)
     run_key = f"{key}_cf_run"
@@ -242,7 +243,7 @@ def check_section(key: str, path: str, index: Any, lm: Any, queries: Sequence[An
 
 
 def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], options: Any,
-          ranking: Callable[[int], list[str]], default_k: int, where: str | None, aggregate: str, root: Path,
+          ranking: Callable[[int], Ranking], default_k: int, where: str | None, aggregate: str, root: Path,
           data_dir: Path) -> None:
     from . import resources
 

@@ -122,3 +122,12 @@ def test_a_methods_scores_give_its_ranking_per_query_and_for_the_set():
         run.ranking(0)
     with pytest.raises(InputDataError, match="no scores"):
         MethodScores("x", missing="not asked for").ranking(2)
+
+
+def test_head_keeps_the_best_k_rows_with_their_scores_parts_and_weighting():
+    parts = {"rh": torch.tensor([3.0, 2.0, 1.0]), "gh": torch.tensor([0.5, 0.25, 0.0]), "hs": torch.zeros(3)}
+    r = Ranking(rows=torch.tensor([7, 2, 5]), scores=torch.tensor([3.5, 2.25, 1.0]), parts=parts, query=1)
+    top = r.head(2)
+    assert top.rows.tolist() == [7, 2] and top.scores.tolist() == [3.5, 2.25] and top.query == 1
+    assert {c: v.tolist() for c, v in top.parts.items()} == {"rh": [3.0, 2.0], "gh": [0.5, 0.25], "hs": [0.0, 0.0]}
+    assert len(r.head(10)) == 3 and len(r) == 3  # all of it; the original is unchanged
