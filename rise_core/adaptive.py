@@ -84,8 +84,10 @@ def gate(surprise: float) -> float:
 
 
 def pool_loss(losses: torch.Tensor | None) -> float:
-    """The pool's reference loss: the median of its samples' mean losses (samples with no counted token skipped; an
-    even count takes the mean of the middle two, as DuckDB's median does for `RiseIndex.reference_loss`)."""
+    """THE pool's reference loss, for in-memory features and for an index (`RiseIndex.reference_loss` reads its stored
+    losses and calls this): the median, in float64, of the samples' float32 mean losses (samples with no counted
+    token skipped; an even count takes the mean of the middle two). Kept over DuckDB's median of the FLOAT column,
+    which rounds that mean to float32, because the in-memory path has no SQL engine and one function cannot drift."""
     if losses is None:
         return float("nan")
     x = torch.as_tensor(losses, dtype=torch.float64)
