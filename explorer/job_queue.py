@@ -12,7 +12,6 @@ Settings (environment variables): RISE_MAX_JOBS, RISE_MAX_JOBS_PER_USER, RISE_MA
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import RiseError
 
 if TYPE_CHECKING:
@@ -30,33 +30,15 @@ class ServerBusyError(RiseError):
     """The queue refused a job: the user holds too many places, the queue is full, or the same job is queued."""
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ServerBusyError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise ServerBusyError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 @dataclass(frozen=True)
-class QueueLimits:
-    """How much heavy work the server takes at once. The defaults suit a small shared machine (2 cores): one job
-    uses the cores, so a second one running beside it would only halve both (docs/PERFORMANCE.md)."""
+class QueueLimits(EnvLimits):
+    """How much heavy work the server takes at once (`from_env` reads the variables). The defaults suit a small shared
+    machine (2 cores): one job uses the cores, so a second one running beside it would only halve both
+    (docs/PERFORMANCE.md)."""
 
-    max_running: int = 1
-    max_per_user: int = 2
-    max_waiting: int = 16
-
-    @classmethod
-    def from_env(cls) -> QueueLimits:
-        return cls(max_running=_env_int("RISE_MAX_JOBS", cls.max_running, 1),
-                   max_per_user=_env_int("RISE_MAX_JOBS_PER_USER", cls.max_per_user, 1),
-                   max_waiting=_env_int("RISE_MAX_WAITING_JOBS", cls.max_waiting, 0))
+    max_running: int = env_field(1, "RISE_MAX_JOBS", "jobs running at once")
+    max_per_user: int = env_field(2, "RISE_MAX_JOBS_PER_USER", "jobs a user holds")
+    max_waiting: int = env_field(16, "RISE_MAX_WAITING_JOBS", "jobs waiting", minimum=0)
 
 
 @dataclass
