@@ -17,13 +17,22 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import RiseError
 
-if TYPE_CHECKING:
-    from .jobs import BackgroundJob
+
+class QueuedJob(Protocol):
+    """What the queue needs of a background job (`explorer.jobs.BackgroundJob` is one): told its place when queued,
+    launched when its turn comes. Declared here, below the jobs, so that the queue imports nothing of them."""
+
+    def queued(self, queue: JobQueue, place: Place) -> None: ...
+
+    def launch(self) -> Any: ...
+
+
+J = TypeVar("J", bound=QueuedJob)
 
 
 class ServerBusyError(RiseError):
@@ -50,7 +59,7 @@ class Place:
     kind: str  # "build", "fine-tune", "check", "evaluation", ...
     label: str
     key: str  # two places with the same key may not be in the queue at once (e.g. two builds of one index)
-    job: BackgroundJob | None = None
+    job: QueuedJob | None = None
     state: str = "waiting"  # waiting, running
     submitted_at: float = 0.0
 
@@ -67,7 +76,7 @@ class JobQueue:
 
     # --- taking a place -------------------------------------------------------------------------------------------
 
-    def _admit(self, owner: str, kind: str, label: str, key: str, job: BackgroundJob | None) -> Place:
+    def _admit(self, owner: str, kind: str, label: str, key: str, job: QueuedJob | None) -> Place:
         held = sum(1 for p in self._places if p.owner == owner)
         if any(p.key == key for p in self._places):
             raise ServerBusyError(f"this {kind} ({label}) is already queued or running; wait for it or stop it")
@@ -83,7 +92,7 @@ class JobQueue:
         self._places.append(place)
         return place
 
-    def submit(self, job: BackgroundJob, *, owner: str, kind: str, label: str, key: str) -> BackgroundJob:
+    def submit(self, job: J, *, owner: str, kind: str, label: str, key: str) -> J:
         """Queue a background job; it starts when a running slot is free and every job before it has started.
         ServerBusyError when the queue refuses it (same key queued, per-user limit, queue full)."""
         with self._cond:
