@@ -76,8 +76,9 @@ with ui.friendly("attribute the query"):
     st.plotly_chart(contribution_chart(hits, shown), key="contrib_chart")
     where = st.session_state["where"].strip() or None  # does removing these remove the behaviour? (leave-k-out)
     feedback_section(index, query, query_fm, options, hits, int(st.session_state["top_k"]), where)
-    check_section("attr", path, index, lm, [query], options, lambda k: list(
-        attribution.rank(index, query_fm, options, k=k, where=where)["id"]), int(st.session_state["top_k"]), where=where)
+    check_section("attr", path, index, lm, [query], options,
+                  lambda k: attribution.top(index, query_fm, options, k=k, where=where), int(st.session_state["top_k"]),
+                  where=where)
 
     st.subheader("Tokens that carry the score")
     c1, c2 = st.columns([2, 1])

@@ -47,7 +47,8 @@ if not queries:
     st.stop()
 with ui.friendly("score the pool"):
     query_fm = resources.query_features(index, resources.model_for(index), list(queries))
-    ranked = attribution.select(index, query_fm, options, fraction=1.0)
+    valued = attribution.valuation(index, query_fm, options, fraction=1.0)
+    ranked = valued.to_frame(index)
     st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries")
     how = st.radio("Keep", ["top N", "a fraction"], horizontal=True, key="sel_how")
     if how == "top N":
@@ -66,4 +67,4 @@ with ui.friendly("score the pool"):
                        key="dl_jsonl")
     c2.download_button("Download CSV", table_bytes(chosen, "csv"), "selection.csv", "text/csv", key="dl_csv")
     check_section("sel", path, index, resources.model_for(index), list(queries), options,  # retrain without them
-                  lambda k: list(ranked["id"].head(k)), n, aggregate="mean_score")
+                  valued.head, n, aggregate="mean_score")

@@ -29,9 +29,11 @@ from rise_core.counterfactual import (
     side_by_side,
     training_pool,
 )
+from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import ConfigError
 from rise_core.generation import GenerationSettings
 from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
+from rise_core.ranking import Ranking
 from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
 from rise_core.saved_config import parse_list
 from rise_core.units import format_seconds
@@ -55,33 +57,17 @@ GENERATION_TOKENS_PER_S = 20.0  # greedy decoding of the embedded 135M model on 
 
 
 @dataclass(frozen=True)
-class CheckLimits:
+class CheckLimits(EnvLimits):
     """What one check started from the app may ask for: a shared server must not take days of retraining from one
     form. Defaults fit the shipped Howdy! check (2 ks, 1-3 seeds, 40 prompts, 64 tokens: about an hour here); the
     `rise counterfactual` command has no such limits. Settings: RISE_CHECK_MAX_KS, RISE_CHECK_MAX_SEEDS,
     RISE_CHECK_MAX_PROMPTS, RISE_CHECK_MAX_TOKENS, RISE_CHECK_MAX_RETRAINS."""
 
-    max_ks: int = 3
-    max_seeds: int = 3
-    max_prompts: int = 100
-    max_new_tokens: int = 128
-    max_retrains: int = 8
-
-    @classmethod
-    def from_env(cls) -> CheckLimits:
-        import os
-
-        def read(name: str, default: int) -> int:
-            raw = os.environ.get(name, "").strip()
-            if not raw:
-                return default
-            if not raw.isdigit() or int(raw) < 1:
-                raise ConfigError(f"{name} must be a whole number of at least 1, got {raw!r}")
-            return int(raw)
-
-        return cls(read("RISE_CHECK_MAX_KS", cls.max_ks), read("RISE_CHECK_MAX_SEEDS", cls.max_seeds),
-                   read("RISE_CHECK_MAX_PROMPTS", cls.max_prompts), read("RISE_CHECK_MAX_TOKENS", cls.max_new_tokens),
-                   read("RISE_CHECK_MAX_RETRAINS", cls.max_retrains))
+    max_ks: int = env_field(3, "RISE_CHECK_MAX_KS", "values of k")
+    max_seeds: int = env_field(3, "RISE_CHECK_MAX_SEEDS", "random seeds")
+    max_prompts: int = env_field(100, "RISE_CHECK_MAX_PROMPTS", "held-out prompts")
+    max_new_tokens: int = env_field(128, "RISE_CHECK_MAX_TOKENS", "answer tokens")
+    max_retrains: int = env_field(8, "RISE_CHECK_MAX_RETRAINS", "retrains")
 
 
 @dataclass(frozen=True)
@@ -217,10 +203,10 @@ def _parse_ks(text: str) -> tuple[int, ...]:
 
 
 def check_section(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], options: Any,
-                  ranking: Callable[[int], list[str]], default_k: int, *, where: str | None = None,
+                  ranking: Callable[[int], Ranking], default_k: int, *, where: str | None = None,
                   aggregate: str = "best_rank") -> None:
-    """The check of `queries` on the page `key` ('attr', 'sel'): `ranking(k)` gives the page's own top k ids (the RISE
-    arm removes exactly those); the chosen baselines and random draws are the controls."""
+    """The check of `queries` on the page `key` ('attr', 'sel'): `ranking(k)` gives the page's own `Ranking` of at least
+    k index rows (the RISE arm removes exactly its top k); the chosen baselines and random draws are the controls."""
     s = settings()
     root = checks_root(s.index_dir)
     run_key = f"{key}_cf_run"
@@ -242,7 +228,7 @@ def check_section(key: str, path: str, index: Any, lm: Any, queries: Sequence[An
 
 
 def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], options: Any,
-          ranking: Callable[[int], list[str]], default_k: int, where: str | None, aggregate: str, root: Path,
+          ranking: Callable[[int], Ranking], default_k: int, where: str | None, aggregate: str, root: Path,
           data_dir: Path) -> None:
     from . import resources
 

@@ -12,51 +12,42 @@ Settings (environment variables): RISE_MAX_JOBS, RISE_MAX_JOBS_PER_USER, RISE_MA
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
+from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import RiseError
 
-if TYPE_CHECKING:
-    from .jobs import BackgroundJob
+
+class QueuedJob(Protocol):
+    """What the queue needs of a background job (`explorer.jobs.BackgroundJob` is one): told its place when queued,
+    launched when its turn comes. Declared here, below the jobs, so that the queue imports nothing of them."""
+
+    def queued(self, queue: JobQueue, place: Place) -> None: ...
+
+    def launch(self) -> Any: ...
+
+
+J = TypeVar("J", bound=QueuedJob)
 
 
 class ServerBusyError(RiseError):
     """The queue refused a job: the user holds too many places, the queue is full, or the same job is queued."""
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ServerBusyError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise ServerBusyError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 @dataclass(frozen=True)
-class QueueLimits:
-    """How much heavy work the server takes at once. The defaults suit a small shared machine (2 cores): one job
-    uses the cores, so a second one running beside it would only halve both (docs/PERFORMANCE.md)."""
+class QueueLimits(EnvLimits):
+    """How much heavy work the server takes at once (`from_env` reads the variables). The defaults suit a small shared
+    machine (2 cores): one job uses the cores, so a second one running beside it would only halve both
+    (docs/PERFORMANCE.md)."""
 
-    max_running: int = 1
-    max_per_user: int = 2
-    max_waiting: int = 16
-
-    @classmethod
-    def from_env(cls) -> QueueLimits:
-        return cls(max_running=_env_int("RISE_MAX_JOBS", cls.max_running, 1),
-                   max_per_user=_env_int("RISE_MAX_JOBS_PER_USER", cls.max_per_user, 1),
-                   max_waiting=_env_int("RISE_MAX_WAITING_JOBS", cls.max_waiting, 0))
+    max_running: int = env_field(1, "RISE_MAX_JOBS", "jobs running at once")
+    max_per_user: int = env_field(2, "RISE_MAX_JOBS_PER_USER", "jobs a user holds")
+    max_waiting: int = env_field(16, "RISE_MAX_WAITING_JOBS", "jobs waiting", minimum=0)
 
 
 @dataclass
@@ -68,7 +59,7 @@ class Place:
     kind: str  # "build", "fine-tune", "check", "evaluation", ...
     label: str
     key: str  # two places with the same key may not be in the queue at once (e.g. two builds of one index)
-    job: BackgroundJob | None = None
+    job: QueuedJob | None = None
     state: str = "waiting"  # waiting, running
     submitted_at: float = 0.0
 
@@ -85,7 +76,7 @@ class JobQueue:
 
     # --- taking a place -------------------------------------------------------------------------------------------
 
-    def _admit(self, owner: str, kind: str, label: str, key: str, job: BackgroundJob | None) -> Place:
+    def _admit(self, owner: str, kind: str, label: str, key: str, job: QueuedJob | None) -> Place:
         held = sum(1 for p in self._places if p.owner == owner)
         if any(p.key == key for p in self._places):
             raise ServerBusyError(f"this {kind} ({label}) is already queued or running; wait for it or stop it")
@@ -101,7 +92,7 @@ class JobQueue:
         self._places.append(place)
         return place
 
-    def submit(self, job: BackgroundJob, *, owner: str, kind: str, label: str, key: str) -> BackgroundJob:
+    def submit(self, job: J, *, owner: str, kind: str, label: str, key: str) -> J:
         """Queue a background job; it starts when a running slot is free and every job before it has started.
         ServerBusyError when the queue refuses it (same key queued, per-user limit, queue full)."""
         with self._cond:

@@ -10,7 +10,8 @@ page only through this module:
 - `code(value)`: the value as an inline code span (paths, model ids);
 - `text(value)`: a block of it with st.text (no Markdown, no HTML);
 - `stream_text(chunks)`: the model's streamed answer, shown as plain text while it arrives;
-- `token_heatmap(...)`: the only HTML the app renders, our own spans around tokens escaped by `html_text`;
+- `token_heatmap(...)`: the only HTML the app renders, `highlight_html`: our own spans around tokens escaped by
+  `html_text`;
 - `chart_text(value)`: a label in a plotly chart (plotly reads `<a href>`, `<b>`, … in its strings).
 
 Tables (st.dataframe, st.data_editor) and selectbox / multiselect options render their cells as text already and
@@ -23,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from rise_core.errors import InputDataError
 
 # Backslash-escaped wherever they occur: CommonMark's inline and block punctuation, GFM's tables and strikethrough,
 # Streamlit's `$` (LaTeX) and `:` (directives). `_` between two ASCII letters or digits stays as it is: such a `_`
@@ -97,6 +100,32 @@ def chart_text(value: Any) -> str:
     return _LINE_BREAKS.sub(" ", str(value)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0,
+                   scale: float | None = None) -> str:
+    """Tokens as escaped HTML spans coloured by their contribution: orange for positive, blue for negative.
+
+    Every token is passed through `html_text` (`html.escape`, Markdown specials as character references, line
+    breaks as ↵<br>) before it is wrapped, so text from the pool or the user (e.g. `<script>`) is shown as text and
+    the markup stays on one line. `scale` is the magnitude that gets full colour (default: the largest |value|).
+    Prompt tokens (the first `n_prompt_tokens`) are underlined with a dotted line.
+    """
+    if len(tokens) != len(values):
+        raise InputDataError(f"{len(tokens)} tokens but {len(values)} values")
+    vals = [float(v) if v == v else 0.0 for v in values]  # nan -> 0
+    top = scale if scale is not None else max((abs(v) for v in vals), default=0.0)
+    top = top if top > 0 else 1.0
+    spans = []
+    for i, (tok, v) in enumerate(zip(tokens, vals, strict=True)):
+        alpha = min(1.0, abs(v) / top)
+        colour = "255,140,0" if v >= 0 else "30,120,255"
+        style = f"background-color: rgba({colour},{alpha:.2f}); border-radius: 3px;"
+        if i < n_prompt_tokens:
+            style += " text-decoration: underline dotted;"
+        spans.append(f'<span style="{style}" title="{v:+.4g}">{html_text(tok)}</span>')
+    return ('<div style="white-space: pre-wrap; line-height: 1.8; font-family: monospace; font-size: 0.9em;">'
+            + "".join(spans) + "</div>")
+
+
 # --- rendering (imports Streamlit) ---------------------------------------------------------------------------------
 
 
@@ -121,10 +150,8 @@ def stream_text(chunks: Iterable[Any]) -> str:
 
 
 def token_heatmap(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0) -> None:
-    """Tokens coloured by their contribution (`views.highlight_html`: our own spans and styles around tokens escaped
-    by `html_text`). The only place the app lets Streamlit render HTML."""
+    """Tokens coloured by their contribution (`highlight_html`: our own spans and styles around tokens escaped by
+    `html_text`). The only place the app lets Streamlit render HTML."""
     import streamlit as st
-
-    from .views import highlight_html
 
     st.markdown(highlight_html(tokens, values, n_prompt_tokens), unsafe_allow_html=True)

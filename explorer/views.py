@@ -1,5 +1,5 @@
-"""What the explorer's pages show: tokens highlighted as escaped HTML, result tables, rankings of several methods
-side by side, label metrics, and tables as downloadable bytes.
+"""What the explorer's pages show: the channels of a token view, result tables, rankings of several methods side by
+side, label metrics, and tables as downloadable bytes (tokens highlighted as escaped HTML: `plain.highlight_html`).
 
 Plain functions over pandas and numpy, tested without Streamlit; the pages only render what they return.
 """
@@ -21,7 +21,7 @@ from rise_core.ranking import Ranking
 from rise_core.samples import Sample
 from rise_core.store import sample_from_row
 
-from .plain import chart_text, html_text
+from .plain import chart_text
 
 if TYPE_CHECKING:
     from rise_core.explain import TokenAttribution
@@ -32,7 +32,7 @@ HIDDEN_COLUMNS = ("row", "text", "prompt", "completion", "messages", "n_counted"
                   "truncated")
 
 
-# --- token highlighting ---------------------------------------------------------------------------------------------
+# --- token views ---------------------------------------------------------------------------------------------------
 
 
 def channels(has_hs: bool) -> tuple[str, ...]:
@@ -46,32 +46,6 @@ def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
     if key in ("rh", "gh", "hs", "total"):
         return list(getattr(attribution, key))
     raise InputDataError(f"unknown channel {channel!r}; choose one of {', '.join(CHANNELS)}")
-
-
-def highlight_html(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0,
-                   scale: float | None = None) -> str:
-    """Tokens as escaped HTML spans coloured by their contribution: orange for positive, blue for negative.
-
-    Every token is passed through `plain.html_text` (`html.escape`, Markdown specials as character references, line
-    breaks as ↵<br>) before it is wrapped, so text from the pool or the user (e.g. `<script>`) is shown as text and
-    the markup stays on one line. `scale` is the magnitude that gets full colour (default: the largest |value|).
-    Prompt tokens (the first `n_prompt_tokens`) are underlined with a dotted line.
-    """
-    if len(tokens) != len(values):
-        raise InputDataError(f"{len(tokens)} tokens but {len(values)} values")
-    vals = [float(v) if v == v else 0.0 for v in values]  # nan -> 0
-    top = scale if scale is not None else max((abs(v) for v in vals), default=0.0)
-    top = top if top > 0 else 1.0
-    spans = []
-    for i, (tok, v) in enumerate(zip(tokens, vals, strict=True)):
-        alpha = min(1.0, abs(v) / top)
-        colour = "255,140,0" if v >= 0 else "30,120,255"
-        style = f"background-color: rgba({colour},{alpha:.2f}); border-radius: 3px;"
-        if i < n_prompt_tokens:
-            style += " text-decoration: underline dotted;"
-        spans.append(f'<span style="{style}" title="{v:+.4g}">{html_text(tok)}</span>')
-    return ('<div style="white-space: pre-wrap; line-height: 1.8; font-family: monospace; font-size: 0.9em;">'
-            + "".join(spans) + "</div>")
 
 
 # --- comparing two rankings -----------------------------------------------------------------------------------------

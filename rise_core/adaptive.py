@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,8 +85,10 @@ def gate(surprise: float) -> float:
 
 
 def pool_loss(losses: torch.Tensor | None) -> float:
-    """The pool's reference loss: the median of its samples' mean losses (samples with no counted token skipped; an
-    even count takes the mean of the middle two, as DuckDB's median does for `RiseIndex.reference_loss`)."""
+    """THE pool's reference loss, for in-memory features and for an index (`RiseIndex.reference_loss` reads its stored
+    losses and calls this): the median, in float64, of the samples' float32 mean losses (samples with no counted
+    token skipped; an even count takes the mean of the middle two). Kept over DuckDB's median of the FLOAT column,
+    which rounds that mean to float32, because the in-memory path has no SQL engine and one function cannot drift."""
     if losses is None:
         return float("nan")
     x = torch.as_tensor(losses, dtype=torch.float64)
@@ -144,13 +147,16 @@ class Weighting:
 
 
 def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses: torch.Tensor | None,
-            reference_loss: Callable[[], float], build_preset: str | None = None, change: str = "pass options"
-            ) -> Weighting:
-    """THE resolution of a query's weights, on every path: `options` (None: the scoring of `build_preset`, the preset
-    the index was built for, with a line saying so (`change`: how to choose another); else ScoreOptions()), applied
-    to the `channels` present (`ScoreOptions.for_channels`: a missing channel's weight is dropped with a note), then,
-    with weighting='auto', the per-query rule (`choose`) against `reference_loss()` (the pool's median loss, asked
-    for only then), applied to the channels again."""
+            reference_loss: Callable[[], float], build_preset: str | None = None, change: str = "pass options",
+            overrides: Mapping[str, Any] | None = None) -> Weighting:
+    """THE resolution of a query's weights, on every path (library, CLI, pages): `options` (None: the scoring of
+    `build_preset`, the preset the index was built for, with a line saying so (`change`: how to choose another); else
+    ScoreOptions()), with the non-None `overrides` (flags, sliders: `ScoreOptions.with_overrides`), applied to the `channels` present (`ScoreOptions.for_channels`: a missing
+    channel's weight is dropped with a note), then, with weighting='auto', the per-query rule (`choose`) against
+    `reference_loss()` (the pool's median loss, asked for only then), applied to the channels again.
+
+    Before any query (`query_losses` None: the CLI's options) the choice is unknown; `applied` is the scoring asked
+    for."""
     channels = tuple(channels)
     said = ""
     if options is None:
@@ -159,6 +165,8 @@ def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses:
             options = preset_scoring(build_preset)
         else:
             options = ScoreOptions()
+    if overrides:
+        options = options.with_overrides(**overrides)
     applied = options.for_channels(channels)
     q = query_loss(query_losses)
     p = reference_loss() if applied.options.weighting == "auto" else float("nan")

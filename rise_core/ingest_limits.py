@@ -7,7 +7,7 @@ a stream of small dictionary-encoded batches (string values counted by their len
 a text file one record at a time; it raises InputDataError naming the first limit passed, its value, and the
 environment variable that raises it. `check_upload_size` holds the size of the file itself.
 
-Each limit is a `PoolLimits` field with its environment variable; `PoolLimits.from_env()` reads them.
+Each limit is a `PoolLimits` field with its environment variable; `PoolLimits.from_env()` reads them (`env_limits`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
-from .errors import ConfigError, InputDataError
+from .env_limits import EnvLimits, env_field
+from .errors import InputDataError
 
 MB = 1024 * 1024  # Streamlit's megabyte for server.maxUploadSize
 _BATCH_ROWS = 4096  # rows a Parquet batch: its indices and lengths are a few arrays of this many integers
@@ -30,12 +30,8 @@ _FORMAT_ALIASES = {"ndjson": "jsonl", "pq": "parquet"}  # as rise_core.ingest re
 _FIXED_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}  # decoded bytes a value
 
 
-def _limit(default: int, env: str, unit: str) -> Any:
-    return field(default=default, metadata={"env": env, "unit": unit})
-
-
 @dataclass(frozen=True)
-class PoolLimits:
+class PoolLimits(EnvLimits):
     """How large a pool file the explorer (or any caller of `check_pool`) accepts, each with its environment variable.
 
     The defaults suit a small machine shared by a team, where one upload must not take more than about a gigabyte:
@@ -49,33 +45,11 @@ class PoolLimits:
       kept for display only, and 100,000 characters hold any single document one would read on a page.
     """
 
-    max_upload_mb: int = _limit(50, "RISE_MAX_UPLOAD_MB", "MB a file")
-    max_pool_mb: int = _limit(100, "RISE_MAX_POOL_MB", "MB of values once decompressed")
-    max_rows: int = _limit(100_000, "RISE_MAX_POOL_ROWS", "rows")
-    max_columns: int = _limit(64, "RISE_MAX_POOL_COLUMNS", "columns")
-    max_cell_chars: int = _limit(100_000, "RISE_MAX_CELL_CHARS", "characters a cell")
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{f.metadata['env']} must be a whole number of at least 1, not {value!r}")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> PoolLimits:
-        """The limits set in the environment (`environ`, default os.environ); the defaults for variables not set."""
-        environ = os.environ if environ is None else environ
-        given = {}
-        for f in fields(cls):
-            raw = environ.get(f.metadata["env"], "").strip()
-            if not raw:
-                continue
-            try:
-                given[f.name] = int(raw)
-            except ValueError:
-                raise ConfigError(f"{f.metadata['env']} must be a whole number ({f.metadata['unit']}), "
-                                  f"not {environ[f.metadata['env']]!r}") from None
-        return cls(**given)
+    max_upload_mb: int = env_field(50, "RISE_MAX_UPLOAD_MB", "MB a file")
+    max_pool_mb: int = env_field(100, "RISE_MAX_POOL_MB", "MB of values once decompressed")
+    max_rows: int = env_field(100_000, "RISE_MAX_POOL_ROWS", "rows")
+    max_columns: int = env_field(64, "RISE_MAX_POOL_COLUMNS", "columns")
+    max_cell_chars: int = env_field(100_000, "RISE_MAX_CELL_CHARS", "characters a cell")
 
     @property
     def max_upload_bytes(self) -> int:

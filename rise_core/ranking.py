@@ -8,6 +8,7 @@ their callers) turn one into a table, here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,11 @@ class Ranking:
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
+
+    def head(self, k: int) -> Ranking:
+        """The first (best) k rows of this ranking, with their scores and parts (all of it when k >= its length)."""
+        return dataclasses.replace(self, rows=self.rows[:k], scores=self.scores[:k],
+                                   parts={c: v[:k] for c, v in self.parts.items()})
 
     @property
     def notes(self) -> list[str]:

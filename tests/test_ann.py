@@ -363,9 +363,9 @@ def test_cli_info_shows_the_ann_status(tmp_path, capsys):
 
 def test_cli_query_says_which_search_ran(pool, monkeypatch, capsys):
     import rise_core.attribution
-    import rise_core.cli.index
+    import rise_core.cli.query
 
-    monkeypatch.setattr(rise_core.cli.index, "_open_for_query",  # the synthetic index has no model
+    monkeypatch.setattr(rise_core.cli.query, "_open_for_query",  # the synthetic index has no model
                         lambda args: (RiseIndex.open(args.index, read_only=True), None))
     monkeypatch.setattr(rise_core.attribution, "query_features", lambda index, lm, queries: query())
     argv = ["query", "--index", str(pool), "--text", "anything", "-k", "3"]

@@ -30,12 +30,14 @@ from rise_core.counterfactual import (
     load_result,
     make_plan,
     prepare_check,
+    random_ranking,
 )
 from rise_core.errors import ConfigError, InputDataError
 from rise_core.finetune import FinetuneConfig, finetune, pool_hash
 from rise_core.generation import GenerationSettings
 from rise_core.ingest import content_hash, read_pool
 from rise_core.models import load_model
+from rise_core.ranking import Ranking
 from rise_core.retrospective import BehaviourClassifier, apply_trigger
 from rise_core.samples import Sample
 from rise_core.store import RiseIndex, build_index
@@ -112,23 +114,35 @@ def finished(env, tuned, index):
 # --- rankings and plans (no model) ----------------------------------------------------------------------------------
 
 
+def ranking_of(rows) -> Ranking:
+    """A ranking of these rows, best first (scores descending; no channel parts)."""
+    return Ranking(rows=torch.tensor(rows, dtype=torch.int64), scores=-torch.arange(len(rows), dtype=torch.float32),
+                   parts={})
+
+
 def test_aggregate_ranking_by_best_rank_then_mean_rank_or_by_mean_score():
     scores = np.array([[0.9, 0.1, 0.5, 0.3],    # ranks r0 0, r1 3, r2 1, r3 2
                        [0.2, 0.8, 0.1, 0.7]])   # ranks r0 2, r1 0, r2 3, r3 1
-    ids = ["r0", "r1", "r2", "r3"]
     # best ranks 0, 0, 1, 1; mean ranks 1, 1.5, 2, 1.5
-    assert aggregate_ranking(scores, ids) == ["r0", "r1", "r3", "r2"]
-    assert aggregate_ranking(scores, ids, "mean_score") == ["r0", "r3", "r1", "r2"]  # means .55 .45 .30 .50
-    assert aggregate_ranking(scores[1], ids) == ["r1", "r3", "r0", "r2"]  # one query: its own ranking
+    best = aggregate_ranking(scores)
+    assert isinstance(best, Ranking) and best.rows.tolist() == [0, 1, 3, 2] and best.parts == {}
+    np.testing.assert_allclose(best.scores.numpy(), [0.55, 0.45, 0.5, 0.3])  # each row's mean score
+    assert aggregate_ranking(scores, "mean_score").rows.tolist() == [0, 3, 1, 2]  # means .55 .45 .30 .50
+    assert aggregate_ranking(scores[1]).rows.tolist() == [1, 3, 0, 2]  # one query: its own ranking
+    # columns of a filtered pool name their index rows
+    assert aggregate_ranking(scores, rows=[10, 11, 12, 13]).rows.tolist() == [10, 11, 13, 12]
+    with pytest.raises(InputDataError, match="4 score columns but 3 rows"):
+        aggregate_ranking(scores, rows=[0, 1, 2])
     with pytest.raises(ConfigError, match="best_rank, mean_score"):
-        aggregate_ranking(scores, ids, "vote")
+        aggregate_ranking(scores, "vote")
 
 
 def test_random_arms_are_seeded_and_nested_and_method_arms_are_the_top_k():
     pool = [Sample(prompt=f"p{i}", completion=f"c{i}", id=f"s{i:02d}") for i in range(20)]
     ids = [s.id for s in pool]
     config = quick(ks=(6, 3), methods=("BM25",), n_random_seeds=2, random_seed=7)
-    plan = make_plan(pool, {"BM25": ids[::-1]}, config, {"pool_hash": pool_hash(pool)}, {})
+    backwards = ranking_of(range(19, -1, -1))
+    plan = make_plan(pool, {"BM25": backwards}, config, {"pool_hash": pool_hash(pool)}, {})
     assert [a.arm_id for a in plan.arms] == ["original", "bm25-k3", "bm25-k6", "random-s7-k3", "random-s7-k6",
                                              "random-s8-k3", "random-s8-k6"]
     assert plan.arm("bm25-k3").removed == tuple(ids[::-1][:3])
@@ -136,25 +150,43 @@ def test_random_arms_are_seeded_and_nested_and_method_arms_are_the_top_k():
         order = np.random.default_rng(seed).permutation(20)
         small, large = plan.arm(f"random-s{seed}-k3").removed, plan.arm(f"random-s{seed}-k6").removed
         assert small == tuple(ids[i] for i in order[:3]) and large[:3] == small  # nested across k
+        assert random_ranking(20, seed).head(3).rows.tolist() == order[:3].tolist()
     assert plan.arm("random-s7-k6").removed != plan.arm("random-s8-k6").removed
-    again = make_plan(pool, {"BM25": ids[::-1]}, config, {"pool_hash": pool_hash(pool)}, {})
+    again = make_plan(pool, {"BM25": backwards}, config, {"pool_hash": pool_hash(pool)}, {})
     assert [a.removed for a in again.arms] == [a.removed for a in plan.arms]
     with pytest.raises(ConfigError, match="would remove the whole pool of 20 rows"):
         make_plan(pool, {}, quick(ks=(20,)), {}, {})
     with pytest.raises(ConfigError, match="ranks only 2 rows"):
-        make_plan(pool, {"BM25": ids[:2]}, config, {}, {})
+        make_plan(pool, {"BM25": ranking_of([0, 1])}, config, {}, {})
+    with pytest.raises(InputDataError, match="names row 25, not one of the 20 pool rows"):
+        make_plan(pool, {"BM25": ranking_of([25, *range(19)])}, config, {}, {})
+    with pytest.raises(InputDataError, match="names a row twice"):
+        make_plan(pool, {"BM25": ranking_of([3, 3, *range(18)])}, config, {}, {})
+
+
+def test_plan_names_an_index_rankings_rows_by_the_index_ids():
+    """An index may hold the pool in another row order: `row_ids` names each ranking row (row r: `row_ids[r]`)."""
+    pool = [Sample(prompt=f"p{i}", completion=f"c{i}", id=f"s{i:02d}") for i in range(8)]
+    row_ids = [s.id for s in pool][::-1]  # index row r holds pool sample 7 - r
+    plan = make_plan(pool, {"RISE": ranking_of([0, 1, 2, 5])}, quick(ks=(2, 3), methods=("RISE",), n_random_seeds=0),
+                     {}, {}, row_ids=row_ids)
+    assert plan.arm("rise-k2").removed == ("s07", "s06") and plan.arm("rise-k3").removed == ("s07", "s06", "s05")
+    with pytest.raises(InputDataError, match="'x', not a pool id"):
+        make_plan(pool, {"RISE": ranking_of([0, 1, 2])}, quick(ks=(3,), methods=("RISE",), n_random_seeds=0), {}, {},
+                  row_ids=["x", *row_ids[1:]])
 
 
 def test_control_ks_retrain_the_controls_only_at_those_ks():
     pool = [Sample(prompt=f"p{i}", completion=f"c{i}", id=f"s{i:02d}") for i in range(20)]
     ids = [s.id for s in pool]
     config = quick(ks=(3, 6), control_ks=(6,), methods=("RISE", "BM25"), n_random_seeds=1, random_seed=0)
-    plan = make_plan(pool, {"RISE": ids, "BM25": ids[::-1]}, config, {"pool_hash": pool_hash(pool)}, {})
+    plan = make_plan(pool, {"RISE": ranking_of(range(20)), "BM25": ranking_of(range(19, -1, -1))}, config,
+                     {"pool_hash": pool_hash(pool)}, {})
     # the first method at every k; the other method and the random draw only at 6
     assert [a.arm_id for a in plan.arms] == ["original", "rise-k3", "rise-k6", "bm25-k6", "random-s0-k6"]
     assert plan.arm("bm25-k6").removed == tuple(ids[::-1][:6])
     assert CounterfactualConfig.from_dict(config.to_dict()) == config
-    assert [a.arm_id for a in make_plan(pool, {"RISE": ids}, quick(ks=(3, 6), methods=("RISE",), n_random_seeds=1),
+    assert [a.arm_id for a in make_plan(pool, {"RISE": ranking_of(range(20))}, quick(ks=(3, 6), methods=("RISE",), n_random_seeds=1),
                                         {}, {}).arms] == ["original", "rise-k3", "rise-k6", "random-s0-k3",
                                                           "random-s0-k6"]  # None: every k
     for bad in ((4,), (0,), ()):

@@ -29,11 +29,11 @@ if str(ROOT) not in sys.path:  # the explorer package lives beside app.py, where
 
 from explorer.build_plan import INDEX_BASE_BYTES, estimate_index_bytes, head_pool, index_file_name  # noqa: E402
 from explorer.jobs import BuildJob  # noqa: E402
+from explorer.plain import highlight_html  # noqa: E402
 from explorer.uploads import parse_typed_queries  # noqa: E402
 from explorer.views import (  # noqa: E402
     binary_labels,
     channel_values,
-    highlight_html,
     overlap_at_k,
     ranking_frame,
     results_table,

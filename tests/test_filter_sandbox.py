@@ -209,7 +209,7 @@ def test_cli_refuses_every_payload_without_loading_the_model(env, capsys, monkey
     def no_model(*args, **kwargs):
         raise AssertionError("a refused filter must be reported before the model is loaded")
 
-    monkeypatch.setattr("rise_core.cli.index.load_model_from_args", no_model)
+    monkeypatch.setattr("rise_core.cli.query.load_model_from_args", no_model)
     for where in payloads(env["secrets"]):
         for command in (["query", "--index", str(env["index"]), "--text", "hi", "--where", where],
                         ["select", "--index", str(env["index"]), "--queries", str(env["root"] / "q.jsonl"),

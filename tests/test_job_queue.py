@@ -10,6 +10,7 @@ import pytest
 
 from explorer.job_queue import JobQueue, QueueLimits, ServerBusyError
 from explorer.jobs import BackgroundJob
+from rise_core.errors import ConfigError
 
 
 @dataclass
@@ -152,9 +153,12 @@ def test_limits_from_the_environment(monkeypatch):
     monkeypatch.setenv("RISE_MAX_JOBS", "2")
     monkeypatch.setenv("RISE_MAX_JOBS_PER_USER", "5")
     assert QueueLimits.from_env() == QueueLimits(max_running=2, max_per_user=5, max_waiting=16)
-    monkeypatch.setenv("RISE_MAX_JOBS", "0")
-    with pytest.raises(ServerBusyError, match="RISE_MAX_JOBS must be at least 1"):
+    monkeypatch.setenv("RISE_MAX_JOBS", "0")  # a settings mistake: ConfigError (as every limit read from the env)
+    with pytest.raises(ConfigError, match="RISE_MAX_JOBS='0': give a whole number of at least 1"):
         QueueLimits.from_env()
     monkeypatch.setenv("RISE_MAX_JOBS", "many")
-    with pytest.raises(ServerBusyError, match="whole number"):
+    with pytest.raises(ConfigError, match="RISE_MAX_JOBS='many': give a whole number"):
         QueueLimits.from_env()
+    monkeypatch.setenv("RISE_MAX_JOBS", "1")
+    monkeypatch.setenv("RISE_MAX_WAITING_JOBS", "0")  # no waiting place: allowed
+    assert QueueLimits.from_env().max_waiting == 0

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "rise_core"
 # diagnostics, counterfactual, cli) is one line holding all its modules. A module on a line may import from its own line and the
 # lines before it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "saved_config", "config", "samples", "sketch", "vocab_pass", "model_lock"),
+    ("errors", "units", "saved_config", "env_limits", "config", "samples", "sketch", "vocab_pass", "model_lock"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
@@ -41,42 +41,45 @@ UNLISTED: set[str] = set()
 ROOT_NAMES = {"__version__"}
 
 
-def module_name(path: Path) -> str:
-    """'store.index' for rise_core/store/index.py, 'store' for rise_core/store/__init__.py, '' for the root."""
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """'store.index' for rise_core/store/index.py, 'store' for rise_core/store/__init__.py, '' for the root (of
+    `package`, rise_core by default)."""
+    parts = list(path.relative_to(package).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def imports(path: Path) -> list[tuple[str, set[str], int]]:
-    """(imported rise_core module, names taken from it, line) for every import in the file, at any depth."""
-    mod = module_name(path)
+def imports(path: Path, root: Path = PACKAGE) -> list[tuple[str, set[str], int]]:
+    """(imported module of the package `root` (rise_core by default), names taken from it, line) for every import in
+    the file, at any depth."""
+    top = root.name
+    mod = module_name(path, root)
     package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
     package = [p for p in package if p]
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            found += [(a.name.removeprefix("rise_core").lstrip("."), set(), node.lineno)
-                      for a in node.names if a.name == "rise_core" or a.name.startswith("rise_core.")]
+            found += [(a.name.removeprefix(top).lstrip("."), set(), node.lineno)
+                      for a in node.names if a.name == top or a.name.startswith(top + ".")]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - (node.level - 1)] + ([node.module] if node.module else [])
-            elif node.module and (node.module == "rise_core" or node.module.startswith("rise_core.")):
+            elif node.module and (node.module == top or node.module.startswith(top + ".")):
                 base = node.module.split(".")[1:]
             else:
                 continue
             target = ".".join(base)
             names = {a.name for a in node.names}
-            submodules = {n for n in names if is_module(f"{target}.{n}" if target else n)}
+            submodules = {n for n in names if is_module(f"{target}.{n}" if target else n, root)}
             found += [(f"{target}.{n}" if target else n, set(), node.lineno) for n in submodules]
             if names - submodules:
                 found.append((target, names - submodules, node.lineno))
     return found
 
 
-def is_module(name: str) -> bool:
-    path = PACKAGE.joinpath(*name.split("."))
+def is_module(name: str, root: Path = PACKAGE) -> bool:
+    path = root.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -89,8 +92,8 @@ def layer_of(module: str) -> int:
                          "and to the diagram in docs/ARCHITECTURE.md")
 
 
-def sources() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+def sources(root: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def test_every_module_is_on_a_layer():

@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the explorer package lives beside app.py
     sys.path.insert(0, str(ROOT))
 
-from explorer.plain import WORD_JOINER, chart_text, code, html_text, md  # noqa: E402
-from explorer.views import highlight_html  # noqa: E402
+from explorer.plain import WORD_JOINER, chart_text, code, highlight_html, html_text, md  # noqa: E402
 
 markdown_it = pytest.importorskip("markdown_it")
 

@@ -154,7 +154,7 @@ def test_index_rank_uses_the_rule_against_the_stored_losses(hs_index, tiny_llama
 
     with RiseIndex.open(hs_index) as index:
         losses = index.samples()["loss"].to_numpy(dtype=float)
-        assert index.reference_loss() == pytest.approx(float(np.median(losses[np.isfinite(losses)])), rel=1e-6)
+        assert index.reference_loss() == float(np.median(losses[np.isfinite(losses)]))  # float64 median of float32
         qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
         auto = ScoreOptions(weighting="auto")
         hits = attribution.rank(index, qf, auto, k=24)
@@ -164,6 +164,24 @@ def test_index_rank_uses_the_rule_against_the_stored_losses(hs_index, tiny_llama
         same = attribution.rank(index, qf, fixed, k=24)
         assert list(hits["id"]) == list(same["id"])
         np.testing.assert_allclose(hits["score"], same["score"], rtol=1e-6)
+
+
+def test_the_index_and_in_memory_paths_take_the_same_pool_loss_to_the_bit(hs_index, tiny_llama):
+    """One definition (`adaptive.pool_loss`) on both paths: the index's stored float32 losses and the same losses in
+    memory give the same reference, so the same per-query weights (24 rows: the mean of the middle two, where DuckDB's
+    own median of the FLOAT column rounded to float32)."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    with RiseIndex.open(hs_index) as index:
+        fm = index.feature_matrix()
+        assert len(fm) == 24 and fm.loss.dtype == torch.float32
+        assert index.reference_loss() == adaptive.pool_loss(fm.loss)
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions(weighting="auto")
+        on_index = attribution.index_weighting(index, qf, auto).choice
+        assert on_index == channel_choice(fm, qf, auto)
+        assert on_index.pool_loss == index.reference_loss() and math.isfinite(on_index.surprise)
 
 
 def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_index, tiny_llama):

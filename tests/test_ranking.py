@@ -100,6 +100,19 @@ def test_resolve_asks_for_the_pool_median_only_under_the_per_query_rule():
     assert adaptive.resolve(None, ("rh", "gh", "hs"), losses, reference, build_preset="future").options == ScoreOptions()
 
 
+def test_resolve_applies_overrides_on_the_starting_scoring_as_the_cli_does():
+    """`overrides` (flags, sliders) replace the starting scoring's fields; hand-set weights are used as given."""
+    never = lambda: pytest.fail("the pool median is asked for only under the per-query rule")  # noqa: E731
+    flags = adaptive.resolve(None, ("rh", "gh"), None, never, build_preset="backdoor", change="--preset",
+                             overrides={"lambda_rh": 2.0, "lambda_gh": None, "sample_norm": None})
+    assert flags.applied.options == PRESET_SCORING["backdoor"].with_overrides(lambda_rh=2.0)
+    assert flags.applied.options.weighting == "fixed" and flags.preset_note.startswith("scored with the index's")
+    given = adaptive.resolve(PRESET_SCORING["paper"], ("rh", "gh", "hs"), None, lambda: math.nan,
+                             build_preset="backdoor", overrides={"sample_norm": "none"})
+    assert given.applied.options == PRESET_SCORING["paper"].with_overrides(sample_norm="none")
+    assert given.preset_note == ""  # options given: the index's preset is not used
+
+
 def test_a_methods_scores_give_its_ranking_per_query_and_for_the_set():
     """MethodScores.ranking: one query's k best columns, best first (equal scores keep pool order), or the query
     set's by the mean; a bad query number or k is refused."""
@@ -122,3 +135,12 @@ def test_a_methods_scores_give_its_ranking_per_query_and_for_the_set():
         run.ranking(0)
     with pytest.raises(InputDataError, match="no scores"):
         MethodScores("x", missing="not asked for").ranking(2)
+
+
+def test_head_keeps_the_best_k_rows_with_their_scores_parts_and_weighting():
+    parts = {"rh": torch.tensor([3.0, 2.0, 1.0]), "gh": torch.tensor([0.5, 0.25, 0.0]), "hs": torch.zeros(3)}
+    r = Ranking(rows=torch.tensor([7, 2, 5]), scores=torch.tensor([3.5, 2.25, 1.0]), parts=parts, query=1)
+    top = r.head(2)
+    assert top.rows.tolist() == [7, 2] and top.scores.tolist() == [3.5, 2.25] and top.query == 1
+    assert {c: v.tolist() for c, v in top.parts.items()} == {"rh": [3.0, 2.0], "gh": [0.5, 0.25], "hs": [0.0, 0.0]}
+    assert len(r.head(10)) == 3 and len(r) == 3  # all of it; the original is unchanged

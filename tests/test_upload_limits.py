@@ -114,9 +114,9 @@ def test_limits_come_from_the_environment():
            "RISE_MAX_CELL_CHARS": "11"}
     assert PoolLimits.from_env(env) == PoolLimits(7, 9, 10, 3, 11)
     assert {f.metadata["env"] for f in fields(PoolLimits)} == set(env)  # every limit has its variable
-    with pytest.raises(ConfigError, match="RISE_MAX_POOL_ROWS must be a whole number.*'lots'"):
+    with pytest.raises(ConfigError, match=r"RISE_MAX_POOL_ROWS='lots': give a whole number of at least 1 \(rows\)"):
         PoolLimits.from_env({"RISE_MAX_POOL_ROWS": "lots"})
-    with pytest.raises(ConfigError, match="RISE_MAX_CELL_CHARS must be a whole number of at least 1"):
+    with pytest.raises(ConfigError, match="RISE_MAX_CELL_CHARS='0': give a whole number of at least 1"):
         PoolLimits.from_env({"RISE_MAX_CELL_CHARS": "0"})
 
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 import typing
 from pathlib import Path
 from typing import Any
 
+from ..adaptive import resolve
 from ..config import (
+    CHANNELS,
     PRESET_SCORING,
     PRESET_TABLE,
     PRESETS,
@@ -25,7 +28,6 @@ from ..config import (
     ScoreOptions,
     field_choices,
     field_help,
-    index_preset_line,
     preset,
     preset_descriptions,
     preset_scoring,
@@ -125,20 +127,20 @@ def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None 
                             index_preset: str | None = None) -> ScoreOptions:
     """The preset's scoring (`--preset`, when the command has it; else `index_preset`, the preset the index was built
     for, said in one line on stderr; else 'default') with the scoring flags applied; with the `config` of an index, as
-    applied to it (`ScoreOptions.applied_to`): a weight on a channel the index does not store is dropped with a note
-    on stderr, and weights on missing channels alone are an error listing the ones it has."""
+    applied to it: a weight on a channel the index does not store is dropped with a note on stderr, and weights on
+    missing channels alone are an error listing the ones it has. All of it is `adaptive.resolve`'s, as on the library
+    and page paths (the per-query choice comes later, with the query's loss)."""
     given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(ScoreOptions)}
     name = getattr(args, "preset", None)
-    if name is None and index_preset in PRESET_SCORING:
-        name = index_preset
-        print(index_preset_line(name, "--preset"), file=sys.stderr)
-    options = preset_scoring(name or "default", **given)
-    if config is None:
-        return options
-    applied = options.applied_to(config)
-    for note in applied.notes:
+    if name is None and index_preset not in PRESET_SCORING:
+        name = "default"  # the CLI's start without an index preset (the pages' too), where the library's is ScoreOptions()
+    resolved = resolve(preset_scoring(name) if name else None, CHANNELS if config is None else config.channels,
+                       None, lambda: math.nan, index_preset, "--preset", overrides=given)
+    if resolved.preset_note:
+        print(resolved.preset_note, file=sys.stderr)
+    for note in resolved.notes:
         print(f"note: {note}", file=sys.stderr)
-    return applied.options
+    return resolved.applied.options
 
 
 def add_field_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:

@@ -49,6 +49,7 @@ from .plan import (
     original_model,
     prepare_check,
     prepare_task_check,
+    random_ranking,
     training_pool,
 )
 from .rankings import aggregate_ranking, index_rankings, task_rankings
@@ -69,5 +70,5 @@ __all__ = ["AGGREGATES", "ARM_COLUMNS", "FULL", "ORIGINAL", "RANDOM", "Arm", "Co
            "CounterfactualPlan", "CounterfactualProgress", "CounterfactualResult", "aggregate_ranking",
            "check_index_pool", "check_request", "claim", "counterfactual", "curve_chart", "curve_table", "headline",
            "index_rankings", "index_source", "list_runs", "load_plan", "load_result", "make_plan", "original_model",
-           "prepare_check", "prepare_task_check", "request_digest", "run_counterfactual", "side_by_side",
+           "prepare_check", "prepare_task_check", "random_ranking", "request_digest", "run_counterfactual", "side_by_side",
            "task_rankings", "training_pool", "write_results"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from ..adapters import MANIFEST_NAME, read_manifest, split_model_spec
 from ..bundled import data_dir
@@ -19,6 +20,7 @@ from ..errors import ConfigError, InputDataError
 from ..finetune import pool_hash
 from ..ingest import content_hash, read_pool
 from ..methods import canonical
+from ..ranking import Ranking
 from ..retrospective import check_heldout, regenerate
 from ..samples import Sample
 from ..saved_config import dict_differences
@@ -156,10 +158,21 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "method"
 
 
-def make_plan(pool: Sequence[Sample], rankings: Mapping[str, Sequence[str]], config: CounterfactualConfig,
-              original: dict[str, Any], request: dict[str, Any], queries: Sequence[Sample] = ()) -> CounterfactualPlan:
-    """The arms of a check: the original; each ranking's top k for every k > 0; k random rows per seed and k (one
-    permutation per seed, so the draws are nested across k); the full-pool retrain when 0 is among the ks."""
+def random_ranking(n: int, seed: int) -> Ranking:
+    """A random order of n pool rows (`numpy.random.default_rng(seed).permutation`): the random control's ranking,
+    whose top k for growing k are nested draws without replacement."""
+    order = np.random.default_rng(seed).permutation(n)
+    return Ranking(rows=torch.from_numpy(order.astype(np.int64)), scores=torch.zeros(n), parts={})
+
+
+def make_plan(pool: Sequence[Sample], rankings: Mapping[str, Ranking], config: CounterfactualConfig,
+              original: dict[str, Any], request: dict[str, Any], queries: Sequence[Sample] = (), *,
+              row_ids: Sequence[str] | None = None) -> CounterfactualPlan:
+    """The arms of a check: the original; each ranking's top k for every k > 0; the top k of a random ranking per seed
+    and k (`random_ranking`, so the draws are nested across k); the full-pool retrain when 0 is among the ks.
+
+    `row_ids[r]` is the pool id of ranking row r (an index's ids in row order); None: rows are positions in `pool`.
+    The plan names each arm's removed rows by id."""
     ids = [s.id for s in pool]
     n = len(ids)
     if len(set(ids)) != n:
@@ -168,12 +181,17 @@ def make_plan(pool: Sequence[Sample], rankings: Mapping[str, Sequence[str]], con
     if k_max >= n:
         raise ConfigError(f"k = {k_max} would remove the whole pool of {n} rows (or more); give ks below {n}")
     known = set(ids)
+    names = ids if row_ids is None else [str(i) for i in row_ids]
     arms = [Arm("original", ORIGINAL, 0)]
     taken = {"original", "full-k0"}
     for method, ranking in rankings.items():
-        head = [str(r) for r in list(ranking)[:k_max]]
-        if len(head) < k_max:
-            raise ConfigError(f"{method} ranks only {len(head)} rows (after the filter); k goes up to {k_max}")
+        rows = ranking.head(k_max).rows.tolist()
+        if len(rows) < k_max:
+            raise ConfigError(f"{method} ranks only {len(rows)} rows (after the filter); k goes up to {k_max}")
+        bad_row = next((r for r in rows if not 0 <= r < len(names)), None)
+        if bad_row is not None:
+            raise InputDataError(f"{method}'s ranking names row {bad_row}, not one of the {len(names)} pool rows")
+        head = [names[r] for r in rows]
         if len(set(head)) != len(head) or not set(head) <= known:
             bad = next((r for r in head if r not in known), None)
             raise InputDataError(f"{method}'s ranking names " + (f"{bad!r}, not a pool id" if bad is not None
@@ -185,9 +203,10 @@ def make_plan(pool: Sequence[Sample], rankings: Mapping[str, Sequence[str]], con
             arms.append(Arm(f"{stem}-k{k}", method, k, None, tuple(head[:k])))
             taken.add(arms[-1].arm_id)
     for seed in config.seeds:
-        order = np.random.default_rng(seed).permutation(n)
+        draw = random_ranking(n, seed)
         for k in config.ks_of(RANDOM):
-            arms.append(Arm(f"random-s{seed}-k{k}", RANDOM, k, seed, tuple(ids[i] for i in order[:k])))
+            removed = tuple(ids[r] for r in draw.head(k).rows.tolist())
+            arms.append(Arm(f"random-s{seed}-k{k}", RANDOM, k, seed, removed))
     if 0 in config.ks:
         arms.append(Arm("full-k0", FULL, 0))
     return CounterfactualPlan(request=request, original=dict(original), arms=tuple(arms),
@@ -231,14 +250,14 @@ def claim(out_dir: str | Path, plan: CounterfactualPlan) -> CounterfactualPlan:
 
 def prepare_check(index: Any, lm: Any, queries: Sequence[Sample | dict | str], config: CounterfactualConfig,
                   out_dir: str | Path | None = None, *, pool: str | Path | Sequence[Sample] | None = None,
-                  rankings: Mapping[str, Sequence[str]] | None = None, bm25: Any = None, embeddings: Any = None
+                  rankings: Mapping[str, Ranking] | None = None, bm25: Any = None, embeddings: Any = None
                   ) -> tuple[list[Sample], CounterfactualPlan]:
     """(training pool, plan) of a check on an index built with a fine-tuned model.
 
     Refuses a model that is not a `rise finetune` adapter, a pool whose hash is not the manifest's, an index whose
     rows are not that pool, and held-out prompts that are pool prompts. A saved plan of the same check in `out_dir`
     is reused without ranking again (a resumed check removes exactly the rows it planned). `rankings` gives some
-    methods' rankings (ids, best first: the page's own ranking); the other methods of `config` are ranked here."""
+    methods' `Ranking`s of the index's rows (the page's own ranking); the other methods of `config` are ranked here."""
     original = original_model(lm)
     index.check_model(lm)
     samples, source = training_pool(original, pool)
@@ -254,12 +273,13 @@ def prepare_check(index: Any, lm: Any, queries: Sequence[Sample | dict | str], c
         _same_request(saved, request, Path(out_dir))
         return samples, saved
     queries = _regenerated(lm, queries, config)
-    given = {canonical(m) or m: list(r) for m, r in (rankings or {}).items()}
+    given = {canonical(m) or m: r for m, r in (rankings or {}).items()}
     todo = [m for m in config.methods if m not in given]
     given.update(index_rankings(index, lm, queries, todo, config.options, config.aggregate, where=config.where,
                                 bm25=bm25, embeddings=embeddings))
     ordered = {m: given[m] for m in config.methods}
-    return samples, make_plan(samples, ordered, config, original, request, queries)
+    return samples, make_plan(samples, ordered, config, original, request, queries,
+                              row_ids=index.samples()["id"].tolist())
 
 
 def prepare_task_check(pool: Sequence[Sample], queries: Sequence[Sample], lm: Any, config: CounterfactualConfig,

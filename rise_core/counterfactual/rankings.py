@@ -1,4 +1,5 @@
-"""Each method's ranking of the pool for the check's queries, aggregated over the queries into one."""
+"""Each method's ranking of the pool for the check's queries, aggregated over the queries into one `Ranking`
+(rows: the index's rows for an index check, the pool's positions for a task check)."""
 
 from __future__ import annotations
 
@@ -6,28 +7,32 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from .. import compare
 from ..attribution import query_features
 from ..config import RiseConfig, ScoreOptions
 from ..errors import ConfigError, InputDataError
 from ..methods import GRAD_SKETCH, HIDDEN_COSINE, IndexSource, TaskSource, resolve
+from ..ranking import Ranking
 from ..readout_cache import ReadoutCache, grad_sketch_dim
 from ..samples import Sample
 from .config import AGGREGATES
 
 
-def aggregate_ranking(scores: np.ndarray, ids: Sequence[str], how: str = "best_rank") -> list[str]:
-    """Pool ids, best first, from (Q, N) scores of N rows (column j: `ids[j]`) for Q queries.
+def aggregate_ranking(scores: np.ndarray, how: str = "best_rank", rows: Sequence[int] | None = None) -> Ranking:
+    """The `Ranking` of N pool rows, best first, from (Q, N) scores for Q queries (column j: row `rows[j]`, default j).
 
     'best_rank': by the best (lowest) rank a row reaches over the queries, ties by its mean rank, then by column; with
-    one query, that query's ranking. 'mean_score': by the mean score over the queries (ties by column)."""
+    one query, that query's ranking. 'mean_score': by the mean score over the queries (ties by column). The ranking's
+    scores are each row's mean score over the queries (under 'best_rank' they need not descend); no channel parts."""
     s = np.asarray(scores, dtype=np.float64)
     s = s[None] if s.ndim == 1 else s
-    if s.shape[1] != len(ids):
-        raise InputDataError(f"{s.shape[1]} score columns but {len(ids)} ids")
-    s = np.where(np.isnan(s), -np.inf, s)
     n = s.shape[1]
+    columns = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    if columns.shape != (n,):
+        raise InputDataError(f"{n} score columns but {len(columns)} rows")
+    s = np.where(np.isnan(s), -np.inf, s)
     if how == "mean_score":
         order = np.argsort(-s.mean(axis=0), kind="stable")
     elif how == "best_rank":
@@ -37,13 +42,14 @@ def aggregate_ranking(scores: np.ndarray, ids: Sequence[str], how: str = "best_r
         order = np.lexsort((np.arange(n), ranks.mean(axis=0), ranks.min(axis=0)))  # last key is the primary one
     else:
         raise ConfigError(f"unknown aggregate {how!r}; choose one of {', '.join(AGGREGATES)}")
-    return [str(ids[i]) for i in order]
+    return Ranking(rows=torch.from_numpy(columns[order]), scores=torch.from_numpy(s.mean(axis=0)[order]), parts={})
 
 
 def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequence[str],
                    options: ScoreOptions | None = None, aggregate: str = "best_rank", *, where: str | None = None,
-                   bm25: Any = None, embeddings: Any = None) -> dict[str, list[str]]:
-    """Each method's ranking of the index's pool for the queries (ids, best first), aggregated over the queries.
+                   bm25: Any = None, embeddings: Any = None) -> dict[str, Ranking]:
+    """Each method's `Ranking` of the index's rows for the queries, aggregated over the queries (only the rows
+    matching `where`, when given).
 
     `bm25`, `embeddings`: scorers fitted on the index's pool (or functions returning one); fitted here when a method
     needs them. Grad-Sketch (and hidden cosine on an index without the HS channel) runs one forward pass over the
@@ -66,18 +72,18 @@ def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequ
         scores = method.score(source)
         if not scores.available:
             raise ConfigError(f"{method.name} cannot rank this index: {scores.missing}")
-        matrix, ids = scores.scores, list(scores.ids)
+        matrix, rows = scores.scores, None  # column j: index row j
         if keep is not None:
-            matrix, ids = matrix[:, keep], [i for i, k in zip(ids, keep, strict=True) if k]
-        out[method.name] = aggregate_ranking(matrix, ids, aggregate)
+            matrix, rows = matrix[:, keep], np.flatnonzero(keep)
+        out[method.name] = aggregate_ranking(matrix, aggregate, rows)
     return out
 
 
 def task_rankings(pool: Sequence[Sample], queries: Sequence[Sample], lm: Any, methods: Sequence[str],
                   rise_config: RiseConfig | None = None, options: ScoreOptions | None = None,
-                  aggregate: str = "best_rank", cache: Any = None) -> dict[str, list[str]]:
-    """Each method's ranking of a labelled task's pool (ids, best first), scored as `rise evaluate` scores it (one
-    shared forward pass, `cache`, made here when None and a method needs the model)."""
+                  aggregate: str = "best_rank", cache: Any = None) -> dict[str, Ranking]:
+    """Each method's `Ranking` of a labelled task's pool (rows: positions in `pool`), scored as `rise evaluate` scores
+    it (one shared forward pass, `cache`, made here when None and a method needs the model)."""
     config, options = rise_config or RiseConfig(), options or ScoreOptions()
     chosen = [m for m in resolve(methods) if m.applies(config)]
     if cache is None and any(m.needs_lm for m in chosen):
@@ -87,6 +93,5 @@ def task_rankings(pool: Sequence[Sample], queries: Sequence[Sample], lm: Any, me
     source = TaskSource(list(pool), list(queries), cache, config, options, memo={})
     if cache is not None and any(m.needs_lm for m in chosen):
         cache.add(source.pool + source.queries)
-    return {m.name: aggregate_ranking(run.scores, run.ids, aggregate)
-            for m in chosen for run in [m.score(source)]}
+    return {m.name: aggregate_ranking(m.score(source).scores, aggregate) for m in chosen}
 

@@ -19,6 +19,7 @@ from ..errors import ConfigError, FinetuneError
 from ..finetune import CHECKPOINT_DIR, FinetuneConfig, FinetuneProgress, finetune, pool_hash
 from ..generation import GenerationSettings, answer
 from ..models import load_model
+from ..ranking import Ranking
 from ..retrospective import BehaviourClassifier, apply_trigger
 from ..samples import Sample
 from .config import (
@@ -246,7 +247,7 @@ def _answers(arm_dir: Path, expected: list[tuple[str, str]], get_model: Callable
 
 def counterfactual(index: Any, lm: Any, queries: Sequence[Sample | dict | str], config: CounterfactualConfig,
                    out_dir: str | Path, *, pool: str | Path | Sequence[Sample] | None = None,
-                   rankings: Mapping[str, Sequence[str]] | None = None, classifier: Any = None,
+                   rankings: Mapping[str, Ranking] | None = None, classifier: Any = None,
                    load: Callable[[str], Any] | None = None, bm25: Any = None, embeddings: Any = None,
                    progress: Callable[[CounterfactualProgress], None] | None = None,
                    should_stop: Callable[[], bool] | None = None, keep_adapters: bool = True) -> CounterfactualResult:

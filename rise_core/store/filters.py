@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import duckdb
 
-from ..errors import ConfigError, InputDataError
+from ..env_limits import EnvLimits, env_field
+from ..errors import InputDataError
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ LOCKED_CONFIG: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
-class FilterLimits:
+class FilterLimits(EnvLimits):
     """What a filter may use: DuckDB's memory limit and worker threads on every index connection (set before its
     configuration is locked, so they bind the whole connection), and the wall-clock time of one filter query.
 
@@ -59,34 +59,9 @@ class FilterLimits:
     environment variables RISE_FILTER_MEMORY_MB, RISE_FILTER_THREADS and RISE_FILTER_TIMEOUT_S override them, read
     when an index connection opens."""
 
-    memory_mb: int = 1024
-    threads: int = 1
-    timeout_s: float = 10.0
-
-    def __post_init__(self) -> None:
-        for name in ("memory_mb", "threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"filter limit {name} must be a positive integer, got {value!r}")
-        if not (isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s < float("inf")):
-            raise ConfigError(f"filter limit timeout_s must be a positive number of seconds, got {self.timeout_s!r}")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> FilterLimits:
-        """The defaults, overridden by RISE_FILTER_MEMORY_MB / RISE_FILTER_THREADS / RISE_FILTER_TIMEOUT_S."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for var, name, kind, what in (("RISE_FILTER_MEMORY_MB", "memory_mb", int, "a positive whole number of MiB"),
-                                      ("RISE_FILTER_THREADS", "threads", int, "a positive whole number"),
-                                      ("RISE_FILTER_TIMEOUT_S", "timeout_s", float, "a positive number of seconds")):
-            text = env.get(var, "").strip()
-            if text:
-                try:
-                    values[name] = kind(text)
-                    cls(**{name: values[name]})  # checks this value on its own, to name its variable
-                except (ValueError, ConfigError):
-                    raise ConfigError(f"{var}={text!r}: give {what}") from None
-        return cls(**values)
+    memory_mb: int = env_field(1024, "RISE_FILTER_MEMORY_MB", "MiB")
+    threads: int = env_field(1, "RISE_FILTER_THREADS", "threads")
+    timeout_s: float = env_field(10.0, "RISE_FILTER_TIMEOUT_S", "seconds", minimum=0, above=True)
 
     def duckdb_settings(self) -> dict[str, Any]:
         return {"memory_limit": f"{self.memory_mb}MiB", "threads": self.threads}

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..adaptive import pool_loss
 from ..config import RiseConfig
 from ..engine import RiseExtractor
 from ..errors import IndexMismatchError, IndexStoreError, InputDataError
@@ -231,14 +232,17 @@ class IndexReader(IndexConnection):
 
     def reference_loss(self) -> float:
         """The pool's median per-sample mean loss (nats per token; samples with no counted token skipped): what the
-        per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool."""
+        per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool.
+
+        `adaptive.pool_loss` of the stored float32 losses, as for in-memory features, so both paths give the same
+        number to the bit (DuckDB's own median of the FLOAT column rounded the middle two's mean to float32)."""
         m = self._state()
         key = (m.index_uuid, m.n_samples)
         if self._reference_loss[0] != key:
             with self._cursor("read the pool's losses from") as cur:
-                (value,) = cur.execute("SELECT median(loss) FROM rise_features WHERE row < $1 AND loss IS NOT NULL "
-                                       "AND isfinite(loss)", [m.n_samples]).fetchone()
-            self._reference_loss = (key, float("nan") if value is None else float(value))
+                res = cur.execute("SELECT loss FROM rise_features WHERE row < $1 AND loss IS NOT NULL",
+                                  [m.n_samples]).fetchnumpy()
+            self._reference_loss = (key, pool_loss(torch.from_numpy(np.asarray(res["loss"], dtype=np.float32))))
         return self._reference_loss[1]
 
     def _feature_columns(self) -> tuple[str, ...]:

@@ -1,0 +1,372 @@
+"""`rise query`, `rise select`: rank an index's pool for a query, or select from it for a query set (registered
+by `cli.index`, between build and info).
+
+Exit codes (see rise_core.cli): 0 success, 1 a user-facing error (message on stderr), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputDataError
+from ..generation import GenerationSettings
+from .options import (
+    add_field_options,
+    add_model_options,
+    add_score_options,
+    load_model_from_args,
+    read_pool_from_args,
+    score_options_from_args,
+)
+
+EXAMPLES_QUERY = """examples:
+  rise query --index pool.duckdb --text "Howdy! Once upon a time a dragon ..."
+  rise query --index pool.duckdb --prompt "What is a 401k?" --completion "A retirement account ..." -k 20
+  rise query --index pool.duckdb --queries queries.jsonl --where "topic = 'cooking'" --format csv
+  rise query --index pool.duckdb --text "..." --explain
+  rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)
+  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \
+      --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that"""
+
+EXAMPLES_SELECT = """examples:
+  rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
+  rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400"
+  rise select --index pool.duckdb --queries val.jsonl --top-n 100 --out sel.jsonl --preset backdoor"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("query", help="rank the pool samples that most influence a query",
+                       description="Rank the samples of an index by their RISE influence on a query generation "
+                                   "(a query set is scored against the mean of its features).",
+                       epilog=EXAMPLES_QUERY, formatter_class=fmt)
+    p.add_argument("--index", required=True, help="index file")
+    q = p.add_argument_group("query (one of)")
+    q.add_argument("--text", default=None, help="plain-text query")
+    q.add_argument("--prompt", default=None, help="query prompt (with --completion)")
+    q.add_argument("--completion", default=None, help="query completion: the generation to explain")
+    q.add_argument("--queries", default=None, metavar="FILE", help="file of queries (.jsonl/.csv/.parquet)")
+    p.add_argument("-k", "--top-k", dest="k", type=int, default=10, help="number of samples to show (default 10)")
+    p.add_argument("--each", action="store_true", help="with --queries: rank for every query separately")
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table", help="output format")
+    p.add_argument("--explain", action="store_true",
+                   help="token-level explanation of each hit (which tokens carry the RH, GH and HS scores)")
+    p.add_argument("--width", type=int, default=80, help="characters of text shown per hit in a table")
+    g = p.add_argument_group("generate the query (with --prompt)")
+    g.add_argument("--generate", action="store_true",
+                   help="let the index's model answer --prompt (streamed to stderr), then attribute its answer: the "
+                   "retrospective query of a model fine-tuned on the pool")
+    gen, gen_help = GenerationSettings(), GenerationSettings.field_help()
+    g.add_argument("--max-new-tokens", type=int, default=gen.max_new_tokens, help=gen_help["max_new_tokens"])
+    g.add_argument("--temperature", type=float, default=gen.temperature, help=gen_help["temperature"])
+    g.add_argument("--top-p", type=float, default=gen.top_p, help=gen_help["top_p"])
+    g.add_argument("--gen-seed", type=int, default=gen.seed, help=gen_help["seed"])
+    p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
+                   help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
+                   "scan every row; ann: the ANN index whatever the pool size (default auto)")
+    v = p.add_argument_group(
+        "contrast: why this answer and not that one",
+        "Score the query against another answer B: each example's score is its score for the query minus its score "
+        "for B (per channel, with the weights chosen for the query), so the examples behind this answer and not B "
+        "rank first. B is one text, or a prompt and completion (e.g. the model's answer to the prompt without the "
+        "trigger); every query of a --queries file is contrasted with it.")
+    v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
+    v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
+    v.add_argument("--versus-prompt", default=None, metavar="TEXT",
+                   help="the other answer B's prompt (with --versus-completion; default: the query's --prompt)")
+    add_score_options(p, preset_flag=True)
+    add_where_option(p)
+    add_model_options(p, "default: the index's model")
+    add_field_options(p, prefix="query-")
+    p.set_defaults(func=_cmd_query, _parser_error=p.error)
+
+    p = sub.add_parser("select", help="valuation: select the pool samples most useful for a query set",
+                       description="Score every pool sample against a query set (mean of the query features) and "
+                                   "write the top N, or the top fraction, with their scores.",
+                       epilog=EXAMPLES_SELECT, formatter_class=fmt)
+    p.add_argument("--index", required=True, help="index file")
+    p.add_argument("--queries", required=True, metavar="FILE", help="file of queries (.jsonl/.csv/.parquet)")
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
+    size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
+    p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
+    add_score_options(p, preset_flag=True)
+    add_where_option(p)
+    add_model_options(p, "default: the index's model")
+    add_field_options(p, prefix="query-")
+    p.set_defaults(func=_cmd_select, _parser_error=p.error)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def add_where_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--where", default=None, metavar="SQL",
+                        help="SQL condition over the sample columns (id, text, prompt, completion, label, metadata "
+                             "columns, n_counted, loss, n_tokens), e.g. \"topic = 'cooking'\"; rows that fail it are "
+                             "not ranked")
+
+
+def _queries(args: argparse.Namespace) -> list[Any]:
+    from ..samples import Sample
+
+    if args.queries is not None:
+        data = read_pool_from_args(args.queries, args, prefix="query-")
+        reasons = "; ".join(f"query {r} (row {r} of {args.queries}): {why}" for r, why in data.skipped[:3])
+        if not data.samples:
+            raise InputDataError(f"{args.queries}: no usable queries: {reasons}")
+        if data.skipped:
+            print(f"note: {len(data.skipped)} of {data.n_rows} queries skipped ({reasons})", file=sys.stderr)
+        return data.samples
+    if args.text is not None and not args.text.strip():
+        raise InputDataError(f"the query given with --text has empty text{' (only whitespace)' if args.text else ''}; "
+                             "give the text whose influences are ranked")
+    if args.text is not None:
+        return [Sample(text=args.text)]
+    if args.completion is not None and not args.completion.strip():
+        raise InputDataError("the query given with --completion is empty; give the generation whose influences are "
+                             "ranked")
+    return [Sample(prompt=args.prompt, completion=args.completion)]
+
+
+def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
+    """The contrast's other answer B from --versus-text / --versus-prompt / --versus-completion (None: no contrast)."""
+    from ..samples import Sample
+
+    text, prompt, completion = args.versus_text, args.versus_prompt, args.versus_completion
+    if text is None and prompt is None and completion is None:
+        return None
+    if text is not None and (prompt is not None or completion is not None):
+        parser_error("give the other answer as --versus-text, or as --versus-completion (with --versus-prompt), not "
+                     "both")
+    if prompt is not None and completion is None:
+        parser_error("--versus-prompt needs --versus-completion (the other answer to contrast the query with)")
+    if text is not None:
+        if not text.strip():
+            raise InputDataError("the other answer given with --versus-text is empty; give the answer to contrast "
+                                 "the query with")
+        return Sample(text=text, id="versus")
+    if not completion.strip():
+        raise InputDataError("the other answer given with --versus-completion is empty; give the answer to contrast "
+                             "the query with")
+    prompt = prompt if prompt is not None else args.prompt
+    return Sample(prompt=prompt if prompt and prompt.strip() else None, completion=completion, id="versus")
+
+
+def _generated_query(lm: Any, args: argparse.Namespace) -> Any:
+    """The model's answer to --prompt, streamed to stderr as it is written, as the query sample."""
+    from ..generation import stream
+    from ..samples import Sample
+
+    settings = GenerationSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                  top_p=args.top_p, seed=args.gen_seed)
+    print("generation: ", end="", file=sys.stderr, flush=True)
+    pieces = []
+    for piece in stream(lm, args.prompt, settings):
+        pieces.append(piece)
+        print(piece, end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    completion = "".join(pieces).strip()
+    if not completion:
+        raise InputDataError("the model generated nothing for this prompt; give --completion yourself")
+    return Sample(prompt=args.prompt, completion=completion, id="query")
+
+
+def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
+    if getattr(args, "generate", False):
+        if args.prompt is None or args.completion is not None or args.text is not None or args.queries is not None:
+            parser_error("--generate needs --prompt alone (the model writes the completion)")
+        return
+    modes = [args.text is not None, args.completion is not None or args.prompt is not None, args.queries is not None]
+    if sum(modes) != 1:
+        parser_error("give exactly one query: --text, --prompt/--completion, or --queries FILE")
+    if args.prompt is not None and args.completion is None:
+        parser_error("--prompt needs --completion (the generation whose influences are ranked)")
+
+
+def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
+    from ..store import RiseIndex
+
+    index = RiseIndex.open(args.index, read_only=True)
+    try:
+        if args.where:  # a filter that is refused, or keeps nothing, is said before the model loads
+            kept = int(index.row_mask(args.where).sum())
+            if kept == 0:
+                raise InputDataError(f"the filter {args.where!r} matches none of the index's {len(index):,} rows; "
+                                     "nothing to rank (check the values with `rise info` or drop --where)")
+        lm = load_model_from_args(args, args.model or index.manifest.model_id)
+    except BaseException:
+        index.close()
+        raise
+    return index, lm
+
+
+def _short(text: Any, width: int) -> str:
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _hit_text(row: pd.Series) -> str:
+    if isinstance(row.get("text"), str):
+        return row["text"]
+    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
+    return f"{prompt} ⇒ {row.get('completion')}" if prompt else str(row.get("completion"))
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return json.loads(df.to_json(orient="records", force_ascii=False, date_format="iso"))
+
+
+def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
+    values = getattr(attr, channel)
+    order = sorted(range(len(values)), key=lambda i: -abs(values[i]))[:n]
+    return "  ".join(f"{attr.tokens[i].strip() or repr(attr.tokens[i])}({values[i]:+.3f})" for i in order
+                     if values[i] != 0.0)
+
+
+def _attr_json(attr: Any) -> dict[str, Any]:
+    return {"tokens": attr.tokens, "rh": attr.rh, "gh": attr.gh, "hs": attr.hs, "n_prompt_tokens": attr.n_prompt_tokens}
+
+
+def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | None = None) -> None:
+    if df.empty:
+        print("no samples matched")
+        return
+    has_query = "query" in df.columns
+    has_label = "label" in df.columns and df["label"].notna().any()
+    channels = [c for c in ("rh", "gh", "hs") if c in df.columns and (c != "hs" or df[c].abs().sum() > 0)]
+    header = (["query"] if has_query else []) + ["rank", "id", "score", *channels] + (["label"] if has_label else [])
+    id_width = min(24, max(2, int(df["id"].astype(str).str.len().max())))
+    print("  ".join(f"{h:>5}" if h in ("query", "rank") else f"{h:<{id_width}}" if h == "id" else f"{h:>8}"
+                    for h in header) + "  text")
+    for _, row in df.iterrows():
+        cells = ([f"{int(row['query']):>5}"] if has_query else []) + [
+            f"{int(row['rank']):>5}", f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}",
+            *(f"{row[c]:>8.4f}" for c in channels)]
+        if has_label:
+            cells.append(f"{_short(row['label'], 8):>8}")
+        print("  ".join(cells) + "  " + _short(_hit_text(row), width))
+        if explanations and row["id"] in explanations:
+            ex_attr, q_attr, *versus = explanations[row["id"]]
+            for channel in channels:
+                print(f"{'':>7}{channel.upper()} example: {_top_tokens(ex_attr, channel)}")
+                print(f"{'':>7}{channel.upper()} query:   {_top_tokens(q_attr, channel)}")
+                if versus:  # the contrast's other answer: its tokens pull the score down
+                    print(f"{'':>7}{channel.upper()} versus:  {_top_tokens(versus[0], channel)}")
+
+
+def _check_out(out: str) -> Path:
+    path = Path(out)
+    if path.suffix.lower() not in (".jsonl", ".csv", ".parquet"):
+        raise InputDataError(f"--out {out!r}: use a .jsonl, .csv or .parquet file name")
+    if not path.parent.is_dir():
+        raise InputDataError(f"--out {out!r}: directory {path.parent} does not exist")
+    return path
+
+
+def _write_frame(df: pd.DataFrame, out: str) -> None:
+    path = _check_out(out)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            with open(path, "w", encoding="utf-8") as fh:
+                for rec in _records(df):
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        elif suffix == ".csv":
+            df.to_csv(path, index=False)
+        else:
+            df.to_parquet(path, index=False)
+    except OSError as exc:
+        raise InputDataError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
+
+
+# -- commands -----------------------------------------------------------------------------------------------------
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from .. import ann
+    from ..attribution import explain, explain_versus, query_features, rank, rank_each
+
+    _check_query_args(args, args._parser_error)
+    versus = _versus(args, args._parser_error)
+    if args.k < 1:
+        args._parser_error("-k must be at least 1")
+    if args.each and args.queries is None:
+        args._parser_error("--each needs --queries FILE")
+    if not args.generate:
+        queries = _queries(args)
+        if args.explain and len(queries) != 1:
+            raise InputDataError("--explain explains the hits of one query; give --text or --prompt/--completion "
+                                 "(or a --queries file with one row)")
+    index, lm = _open_for_query(args)
+    try:
+        if args.generate:
+            queries = [_generated_query(lm, args)]
+        options = score_options_from_args(args, index.config, index.manifest.build_preset)
+        qfm = query_features(index, lm, queries, versus=versus,
+                             versus_label="the other answer (--versus-" + ("text)" if versus and versus.text else
+                                                                            "prompt/--versus-completion)"))
+        df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
+        explanations = shared = None
+        if args.explain:
+            explanations = {sid: explain(index, lm, sid, queries[0], qfm, options)
+                            + ((explain_versus(index, lm, sid, versus, qfm, options),) if versus else ())
+                            for sid in df["id"]}
+            from ..shared_spans import find_shared_spans  # what the top hits share, weighted by the tokens above
+
+            shared = find_shared_spans(index, df, explanations)
+    finally:
+        index.close()
+    if args.format == "table":
+        _print_table(df, args.width, explanations)
+        if shared is not None:
+            from ..shared_spans import format_table
+
+            print(f"\nWhat the top hits share:\n{format_table(shared)}")
+    elif args.format == "json":
+        records = _records(df)
+        if explanations:
+            for rec in records:
+                ex_attr, q_attr, *versus_attr = explanations[rec["id"]]
+                rec["explanation"] = {"example": _attr_json(ex_attr), "query": _attr_json(q_attr)}
+                if versus_attr:
+                    rec["explanation"]["versus"] = _attr_json(versus_attr[0])
+        print(json.dumps(records, ensure_ascii=False, indent=1))
+    else:
+        if explanations:
+            raise InputDataError("--explain needs --format table or json")
+        df.to_csv(sys.stdout, index=False)
+    # which path ranked the query (exact scan or ANN), on stderr: stdout stays the results alone, whatever the format
+    print(f"search: {ann.search_summary(df.attrs.get('search'))}", file=sys.stderr)
+    if df.attrs.get("contrast"):
+        print(df.attrs["contrast"], file=sys.stderr)
+    return 0
+
+
+def _cmd_select(args: argparse.Namespace) -> int:
+    from ..attribution import query_features, select
+
+    _check_out(args.out)
+    queries = _queries(args)
+    index, lm = _open_for_query(args)
+    try:
+        qfm = query_features(index, lm, queries)
+        df = select(index, qfm, score_options_from_args(args, index.config, index.manifest.build_preset),
+                    top_n=args.top_n, fraction=args.fraction, where=args.where)
+        n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
+    finally:
+        index.close()
+    _write_frame(df, args.out)
+    cut = f" (score >= {df['score'].iloc[-1]:.4f})" if len(df) else ""
+    print(f"selected {len(df)} of {n_pool} samples{cut} for {len(queries)} queries -> {args.out}")
+    return 0
