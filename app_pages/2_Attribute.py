@@ -32,7 +32,7 @@ with left:
     widgets.query_inputs(path)
     contrast_ui.versus_inputs()  # why this and not that: another answer to contrast with
 with right:
-    options = widgets.score_controls(index.config, index=index)
+    options = widgets.intent_control(widgets.score_controls(index.config, index=index), has_hs)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")
     st.text_input("Filter (optional)", key="where", persist_state="session", placeholder="topic = 'cooking'",
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "
@@ -70,7 +70,7 @@ with ui.friendly("attribute the query"):
         contrast_ui.caption(versus)
     st.caption(ann.search_summary(hits.attrs.get("search")))
     if hits.attrs.get("weighting", {}).get("reason") and options.weighting == "auto":
-        st.caption("Channels for this query: " + hits.attrs["weighting"]["reason"])
+        st.caption("Channels for this query: " + plain.md(hits.attrs["weighting"]["reason"]))  # may quote pool text
     st.dataframe(results_table(hits), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in ("score", *shown)})
     st.plotly_chart(contribution_chart(hits, shown), key="contrib_chart")

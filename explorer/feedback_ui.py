@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
+from rise_core.feedback import chosen_view
 
 MARK_CHOICES = ("", "yes", "no")
 EDITOR_KEY = "feedback_editor"  # the mark editor's key is this plus a digest of the query and the rows it shows
@@ -100,6 +101,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     st.session_state["feedback_shown"] = True
     ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where)
     fb = ranked.attrs["feedback"]
+    st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")
     st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks: "
                + ", ".join(f"{c.upper()} {w:.2f} (evidence {fb['evidence'][c]:+.2f})"
                            for c, w in fb["weights"].items()))

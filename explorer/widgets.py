@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from rise_core import generation
+from rise_core import adaptive, generation
 from rise_core.attribution import index_preset
 from rise_core.config import (
     CHANNELS,
@@ -177,6 +177,29 @@ def score_controls(config: RiseConfig | None = None, hs_note: str | None = None,
     if applied.notes or not _weighs_hs(config):
         st.caption(hs_note or applied.note or NO_HS)
     return applied.options
+
+
+INTENTS = {
+    "Let RISE decide": "per query: the gradient view when its top hits share a span (a trigger) that the "
+                       "representation view's lack, else by how much the answer surprises the model",
+    "What taught this behaviour": "the gradient view (RH + GH, the paper's RISE): the rows whose training pushed the "
+                                  "model towards this answer (a backdoor, a style, a fact)",
+    "Examples like this one": "the representation view (HS): the rows that read like the query (a topic, a genre)",
+}
+
+
+def intent_control(options: ScoreOptions, has_hs: bool) -> ScoreOptions:
+    """One control for what the user looks for, shown while the channels are chosen per query (with HS stored):
+    let the per-query rule decide, or take the gradient or the representation view. Returns the options to score."""
+    if options.weighting != "auto" or not has_hs:
+        return options
+    choice = st.radio("Looking for", list(INTENTS), key="intent", persist_state="session",
+                      help="\n\n".join(f"**{k}**: {v}" for k, v in INTENTS.items()))
+    if choice == "What taught this behaviour":
+        return adaptive.gradient_view(options)
+    if choice == "Examples like this one":
+        return adaptive.representation_view(options)
+    return options
 
 
 # --- the query --------------------------------------------------------------------------------------------------------

@@ -37,6 +37,56 @@ MIDPOINT = 0.5
 """nats per token above the pool's median loss at which the gate weighs both sides equally (chosen on the tune sets)."""
 GRADIENT_WEIGHTS = {"rh": 1.4, "gh": 1.0}
 """RH : GH inside the gradient side: the fixed default's ratio (chosen on the tune sets, docs/EVALUATION.md)."""
+BEHAVIOUR_K = 10
+"""how many top rows of each view the behaviour test reads."""
+BEHAVIOUR_EVIDENCE = 2.0
+"""-log10 of the span's corrected p-value the behaviour test needs (chosen on the tune sets, studies/behaviour_rule.py)."""
+BEHAVIOUR_MIN_IN_TOP = 3
+"""how many of the gradient view's top rows must hold the span (chosen with BEHAVIOUR_EVIDENCE)."""
+BEHAVIOUR_MAX_IN_REPRESENTATION = 3
+"""at most this many of the representation view's top rows may hold it (chosen with BEHAVIOUR_EVIDENCE)."""
+
+
+@dataclass(frozen=True)
+class BehaviourEvidence:
+    """The behaviour test's finding for one query: the span the gradient view's top rows share most tellingly
+    (`rise_core.shared_spans`: over-represented against the pool), and how many of the representation view's top rows
+    hold it. It fires when the span is telling, held by several gradient hits and by few representation hits: the
+    gradient view then finds rows that taught something specific (a trigger and what follows it) that the rows
+    reading like the query lack, which is what a backdoor, even one whose payload is fluent text, looks like."""
+
+    span: str
+    where: str
+    in_top: int
+    top_k: int
+    pool_fraction: float
+    p_adjusted: float
+    in_representation: int
+    in_query: bool = True
+    """whether the query itself holds the span (unknown, taken as True, when the query's text is not at hand)."""
+
+    @property
+    def strength(self) -> float:
+        """-log10 of the corrected p-value."""
+        return -math.log10(max(self.p_adjusted, 1e-300))
+
+    @property
+    def fires(self) -> bool:
+        return (self.strength >= BEHAVIOUR_EVIDENCE and self.in_top >= BEHAVIOUR_MIN_IN_TOP
+                and self.in_representation <= BEHAVIOUR_MAX_IN_REPRESENTATION and self.in_query)
+
+    @property
+    def line(self) -> str:
+        return (f"the gradient view's top {self.top_k} share \"{self.span}\" ({self.where}; {self.in_top} of them, "
+                f"{self.pool_fraction:.1%} of the pool, corrected p {self.p_adjusted:.1g}) and the representation "
+                f"view's top {self.top_k} hold it {self.in_representation} times")
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "fires": self.fires}
+
+
+BehaviourTest = Callable[[ScoreOptions], "BehaviourEvidence | None"]
+"""gradient-view options -> the behaviour test's evidence for the query at hand (None: no shared span)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +101,8 @@ class ChannelChoice:
     """the fixed weights this query is scored with."""
     query_loss: float = float("nan")
     pool_loss: float = float("nan")
+    behaviour: BehaviourEvidence | None = None
+    """the behaviour test's finding (None: not run, or nothing shared)."""
 
     @property
     def leaning(self) -> str:
@@ -63,7 +115,11 @@ class ChannelChoice:
 
     @property
     def reason(self) -> str:
-        """One line: which channels, and the surprise that chose them."""
+        """One line: which channels, and what chose them."""
+        if self.behaviour is not None and self.behaviour.fires:
+            w = self.options
+            return (f"leaned on gradient (RH + GH), what taught a behaviour: {self.behaviour.line}; weights RH "
+                    f"{w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}")
         if math.isnan(self.surprise):
             return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
         w = self.options
@@ -75,7 +131,8 @@ class ChannelChoice:
     def as_dict(self) -> dict:
         return {"surprise": self.surprise, "gate": self.gate, "leaning": self.leaning, "query_loss": self.query_loss,
                 "pool_loss": self.pool_loss, "lambda_rh": self.options.lambda_rh,
-                "lambda_gh": self.options.lambda_gh, "lambda_hs": self.options.lambda_hs, "reason": self.reason}
+                "lambda_gh": self.options.lambda_gh, "lambda_hs": self.options.lambda_hs, "reason": self.reason,
+                "behaviour": self.behaviour.as_dict() if self.behaviour is not None else None}
 
 
 def gate(surprise: float) -> float:
@@ -96,12 +153,28 @@ def pool_loss(losses: torch.Tensor | None) -> float:
     return float(np.median(x.numpy())) if x.numel() else float("nan")
 
 
-def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_hs: bool = True) -> ChannelChoice:
-    """The per-query weights for `options` with weighting='auto' (other options are returned as they are)."""
+def gradient_view(options: ScoreOptions) -> ScoreOptions:
+    """The gradient view of `options`: RH + GH at GRADIENT_WEIGHTS, no HS, fixed (the paper's RISE)."""
+    return dataclasses.replace(options, weighting="fixed", lambda_rh=GRADIENT_WEIGHTS["rh"],
+                               lambda_gh=GRADIENT_WEIGHTS["gh"], lambda_hs=0.0)
+
+
+def representation_view(options: ScoreOptions) -> ScoreOptions:
+    """The representation view of `options`: HS alone, fixed."""
+    return dataclasses.replace(options, weighting="fixed", lambda_rh=0.0, lambda_gh=0.0, lambda_hs=1.0)
+
+
+def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_hs: bool = True,
+           behaviour: BehaviourEvidence | None = None) -> ChannelChoice:
+    """The per-query weights for `options` with weighting='auto' (other options are returned as they are): the
+    gradient view when the behaviour test fires, else the loss gate."""
     if options.weighting != "auto":
         return ChannelChoice(float("nan"), float("nan"), options)
     fixed = dataclasses.replace(options, weighting="fixed")
     q, p = float(query_loss), float(reference_loss)
+    surprise = q - p if math.isfinite(q) and math.isfinite(p) else float("nan")
+    if behaviour is not None and behaviour.fires:
+        return ChannelChoice(surprise, 1.0, gradient_view(options), q, p, behaviour)
     if not (math.isfinite(q) and math.isfinite(p)):
         return ChannelChoice(float("nan"), float("nan"), fixed, q, p)
     surprise = q - p
@@ -110,7 +183,7 @@ def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_
                                  lambda_hs=(1.0 - g) if has_hs else 0.0)
     if not chosen.weighted:  # g underflowed to exactly 0 or 1 on a channel-poor index: keep something to rank with
         chosen = dataclasses.replace(chosen, lambda_rh=GRADIENT_WEIGHTS["rh"], lambda_gh=GRADIENT_WEIGHTS["gh"])
-    return ChannelChoice(surprise, g, chosen, q, p)
+    return ChannelChoice(surprise, g, chosen, q, p, behaviour)
 
 
 def query_loss(losses: torch.Tensor | None) -> float:
@@ -148,12 +221,13 @@ class Weighting:
 
 def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses: torch.Tensor | None,
             reference_loss: Callable[[], float], build_preset: str | None = None, change: str = "pass options",
-            overrides: Mapping[str, Any] | None = None) -> Weighting:
+            overrides: Mapping[str, Any] | None = None, behaviour: BehaviourTest | None = None) -> Weighting:
     """THE resolution of a query's weights, on every path (library, CLI, pages): `options` (None: the scoring of
     `build_preset`, the preset the index was built for, with a line saying so (`change`: how to choose another); else
     ScoreOptions()), with the non-None `overrides` (flags, sliders: `ScoreOptions.with_overrides`), applied to the `channels` present (`ScoreOptions.for_channels`: a missing
     channel's weight is dropped with a note), then, with weighting='auto', the per-query rule (`choose`) against
-    `reference_loss()` (the pool's median loss, asked for only then), applied to the channels again.
+    `reference_loss()` (the pool's median loss, asked for only then) and `behaviour(gradient view)` (the behaviour
+    test, run only then and only where the HS channel is there to lean away from), applied to the channels again.
 
     Before any query (`query_losses` None: the CLI's options) the choice is unknown; `applied` is the scoring asked
     for."""
@@ -170,5 +244,7 @@ def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses:
     applied = options.for_channels(channels)
     q = query_loss(query_losses)
     p = reference_loss() if applied.options.weighting == "auto" else float("nan")
-    choice = choose(applied.options, q, p, "hs" in channels)
+    auto_with_hs = applied.options.weighting == "auto" and "hs" in channels
+    found = behaviour(gradient_view(applied.options)) if behaviour is not None and auto_with_hs else None
+    choice = choose(applied.options, q, p, "hs" in channels, found)
     return Weighting(applied, dataclasses.replace(choice, options=choice.options.for_channels(channels).options), said)

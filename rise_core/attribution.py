@@ -20,11 +20,13 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 
 from . import adaptive, ann
 from .adaptive import Weighting
+from .behaviour import ViewRows, behaviour_test_for
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
@@ -44,6 +46,7 @@ from .scoring import (
     top_k,
     weighted_channels,
 )
+from .shared_spans import pool_spans
 from .store import RiseIndex
 
 _HALF_GEMV_OK: bool | None = None
@@ -129,15 +132,34 @@ def index_preset(index: RiseIndex) -> str | None:
 
 
 def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None,
-                    change: str = "pass options") -> Weighting:
+                    change: str = "pass options", search: str = "auto", query: Sample | None = None) -> Weighting:
     """`adaptive.resolve` for a query on a stored index: its channels, the scoring of the preset it was built for when
-    `options` is None (the line saying so is logged; `change` says how to choose another), and its median loss
-    (`RiseIndex.reference_loss`) as the per-query rule's reference."""
+    `options` is None (the line saying so is logged; `change` says how to choose another), its median loss
+    (`RiseIndex.reference_loss`) as the per-query rule's reference, and the behaviour test (`rise_core.behaviour`) on
+    its views' top rows (by the ANN index where `search` takes it) and its span counts; `query`, when at hand, lets
+    the test check that the query holds the span."""
+    test = behaviour_test_for(_view_rows(index, query_fm, search), lambda: pool_spans(index), index.rows_frame, query,
+                              has_hs=index.config.hidden_channel)
     resolved = adaptive.resolve(options, index.config.channels, query_fm.loss, index.reference_loss,
-                                index.manifest.build_preset, change)
+                                index.manifest.build_preset, change, behaviour=test)
     if resolved.preset_note:
         logger.info(resolved.preset_note)
     return resolved
+
+
+def _view_rows(index: RiseIndex, query_fm: FeatureMatrix, search: str) -> ViewRows:
+    """A view's top rows for the behaviour test: from the ANN index where a query under those options would use it,
+    else by an exact scan."""
+
+    def rows(options: ScoreOptions, k: int) -> np.ndarray:
+        handle, _ = ann.usable_ann(index, options, search)
+        if handle is not None:
+            view = adaptive.resolve(options, index.config.channels, None, lambda: float("nan"))
+            return ann.rank_rows(index, handle, query_fm, view, k).rows.numpy()
+        fm, _ = _matrix_and_mask(index, None)
+        return top_rows(fm, query_fm, options, k)[0].numpy()
+
+    return rows
 
 
 def _half_product(matrix: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -240,7 +262,7 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
     for, else ScoreOptions()) and its `notes` the weights dropped because the index lacks their channel."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    resolved = index_weighting(index, query_fm, options)
+    resolved = index_weighting(index, query_fm, options, search=search)
     handle, info = ann.usable_ann(index, resolved.options, search)
     if handle is not None:
         ranking = ann.rank_rows(index, handle, query_fm, resolved, k, where)
@@ -343,18 +365,36 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
-                    config: FeedbackConfig | None = None) -> Callable[[Marks], FeedbackResult]:
+                    config: FeedbackConfig | None = None, start: ScoreOptions | None = None
+                    ) -> Callable[[Marks], FeedbackResult]:
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
-    weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`."""
+    weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`. `start`
+    (fixed options; None: `options`): the weights the marks start from, e.g. every channel's even where the per-query
+    rule chose one view, so the marks can still choose the other (`feedback_start`)."""
+    start = start or options
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
-    raw, rows_fn, base = {}, {}, {}
+    raw, rows_fn, shown, base = {}, {}, {}, {}
+    used = dict(weighted_channels(start, q))
     for c, lam in weighted_channels(options, q):
+        used.setdefault(c, 0.0)
+        shown[c] = lam
+    for c in used:
         raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
-        base[c] = lam * float(raw[c].std())
-    return lambda marks: apply_feedback(raw, rows_fn, marks, base, config)
+        base[c] = used[c] * float(raw[c].std())
+    unmarked = {c: shown.get(c, 0.0) * float(raw[c].std()) for c in raw}
+    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config)
+
+
+def feedback_start(weighting: Weighting) -> ScoreOptions:
+    """The weights an analyst's marks start from: the scoring asked for with every channel it weighs (the preset's
+    fixed weights where the per-query rule chose the shown ranking's), so 3 marks can choose the view."""
+    applied = weighting.applied.options
+    if applied.weighting != "auto":
+        return weighting.options
+    return dataclasses.replace(applied, weighting="fixed")
 
 
 def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
@@ -375,7 +415,7 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
             row_marks[index.row_of(str(sid))] = bool(relevant)
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
-    result = feedback_ranker(fm, query_fm, resolved.options, config)(row_marks)
+    result = feedback_ranker(fm, query_fm, resolved.options, config, feedback_start(resolved))(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]

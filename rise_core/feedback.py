@@ -10,8 +10,11 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   irrelevant ones, in its own z units (mean z_c over relevant minus mean over irrelevant; an empty side counts 0, the
   pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
 
-The starting weights w_c are the current scoring's, in z units (lambda_c times the channel's standard deviation over
-the pool), so no marks gives exactly today's ranking. `FeedbackConfig`'s defaults are chosen by the simulated analyst
+Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
+shown ranking. With marks, the weights start from the scoring asked for with every channel it weighs
+(`attribution.feedback_start`): where the per-query rule chose one view for the shown ranking (the gradient view, say,
+so HS had weight 0), the preset's fixed weights, so the marks can still choose the other view
+(studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults are chosen by the simulated analyst
 on the tune sets only, prospective and retrospective (`studies/feedback_choice.py`; docs/EVALUATION.md, "Relevance
 feedback").
 
@@ -121,6 +124,18 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         raise InputDataError("no channel has a nonzero weight to rank with")
     total = np.sum(list(parts.values()), axis=0)
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev)
+
+
+def chosen_view(weights: Mapping[str, float]) -> str:
+    """Which view the marks leave in charge, from the channel weights after feedback (z units): 'the representation
+    view (HS)' when HS holds at least two thirds of the weight, 'the gradient view (RH + GH)' when it holds at most one
+    third, else 'both views'."""
+    total = sum(abs(float(w)) for w in weights.values())
+    if total == 0:
+        return "no view"
+    share = abs(float(weights.get("hs", 0.0))) / total
+    return ("the representation view (HS)" if share >= 2 / 3 else "the gradient view (RH + GH)" if share <= 1 / 3
+            else "both views")
 
 
 def unit_row_scores(matrix: torch.Tensor, scale: torch.Tensor | None = None) -> RowScores:

@@ -18,7 +18,9 @@ import numpy as np
 import torch
 
 from . import compare
+from .adaptive import BehaviourTest
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
+from .behaviour import behaviour_test_for, samples_frame, samples_spans, scan_rows
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
 from .feedback import FeedbackConfig, Marks
@@ -27,6 +29,7 @@ from .ranking import Ranking
 from .readout_cache import ReadoutCache
 from .samples import Sample
 from .scoring import FeatureMatrix
+from .shared_spans import PoolSpans, pool_spans
 from .store import RiseIndex
 
 NEEDS = ("lm", "text", "embedder")
@@ -119,6 +122,19 @@ class TaskSource:
         finally:
             self.ledger.seconds += time.perf_counter() - t0
             self.ledger.forward_seconds += (self.cache.forward_seconds if self.cache else 0.0) - fwd0
+
+    def behaviour_tests(self, pool_fm: FeatureMatrix, query_fm: FeatureMatrix) -> Callable[[int], BehaviourTest]:
+        """Query q -> its behaviour test (`rise_core.behaviour`) on the pool's features and span counts."""
+        held: dict[str, PoolSpans] = {}
+
+        def counts() -> PoolSpans:  # read once, and only when a query's test runs
+            if "spans" not in held:
+                held["spans"] = self._memoised(("pool spans",), lambda: samples_spans(self.pool))
+            return held["spans"]
+
+        frame = samples_frame(self.pool)
+        return lambda q: behaviour_test_for(scan_rows(pool_fm, query_fm.select([q])), counts, frame, self.queries[q],
+                                            has_hs=pool_fm.has_hs)
 
     def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
         if self.memo is None:
@@ -232,6 +248,12 @@ class IndexSource:
     @cached_property
     def ids(self) -> tuple:
         return tuple(self.index.samples()["id"])
+
+    def behaviour_tests(self, pool_fm: FeatureMatrix, query_fm: FeatureMatrix) -> Callable[[int], BehaviourTest]:
+        """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""
+        index = self.index
+        return lambda q: behaviour_test_for(scan_rows(pool_fm, query_fm.select([q])), lambda: pool_spans(index),
+                                            index.rows_frame, self.queries[q], has_hs=pool_fm.has_hs)
 
     @cached_property
     def pool(self) -> list[Sample]:

@@ -21,6 +21,7 @@ re-exported here; `compare_methods` scores an index's pool with several methods 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
@@ -149,7 +150,8 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             raise Unavailable(f"no {'+'.join(channels).upper()} channel here (the features were computed with "
                               "hidden_channel off, or before it existed)")
         options = options_for(src.options or ScoreOptions.preset("default"), config)
-        rise = score_each_query(pool_fm, query_fm, options).double().numpy()
+        tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
+        rise = score_each_query(pool_fm, query_fm, options, tests).double().numpy()
         if fusion is None:
             return rise
         return fuse([rise, src.text_scores("bm25", BM25)], fusion[0], [1.0, fusion[1]])
@@ -158,9 +160,12 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         pool_fm, query_fm, config = src.rise_inputs(name, changes)
         options = options_for(src.options or ScoreOptions.preset("default"), config)
         out = []
+        tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
         for q in range(len(query_fm)):
             one = query_fm.select([q])
-            rank = feedback_ranker(pool_fm, one, channel_choice(pool_fm, one, options).options, strength)
+            choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
+            start = dataclasses.replace(options, weighting="fixed") if options.weighting == "auto" else None
+            rank = feedback_ranker(pool_fm, one, choice.options, strength, start)
             out.append(lambda marks, rank=rank: rank(marks).total)
         return out
 

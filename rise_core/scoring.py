@@ -11,7 +11,7 @@ index, valuation, feedback, token explanations) scores it as one query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -211,15 +211,18 @@ class Scores:
         return cls(total=rh + gh + hs, rh=rh, gh=gh, hs=hs)
 
 
-def weighting(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None) -> adaptive.Weighting:
-    """`adaptive.resolve` for a query set against in-memory pool features: the pool's channels, and its median loss
-    (`adaptive.pool_loss`) as the per-query rule's reference."""
-    return adaptive.resolve(options or ScoreOptions(), pool.channels, queries.loss, lambda: adaptive.pool_loss(pool.loss))
+def weighting(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None,
+              behaviour: adaptive.BehaviourTest | None = None) -> adaptive.Weighting:
+    """`adaptive.resolve` for a query set against in-memory pool features: the pool's channels, its median loss
+    (`adaptive.pool_loss`) as the per-query rule's reference, and `behaviour` (`rise_core.behaviour`) when given."""
+    return adaptive.resolve(options or ScoreOptions(), pool.channels, queries.loss,
+                            lambda: adaptive.pool_loss(pool.loss), behaviour=behaviour)
 
 
-def channel_choice(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions) -> ChannelChoice:
+def channel_choice(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions,
+                   behaviour: adaptive.BehaviourTest | None = None) -> ChannelChoice:
     """The weights `options` come to for this query set and pool (`weighting`), and why."""
-    return weighting(pool, queries, options).choice
+    return weighting(pool, queries, options, behaviour).choice
 
 
 def weighted_channels(options: ScoreOptions, q: dict[str, torch.Tensor]) -> list[tuple[str, float]]:
@@ -241,13 +244,16 @@ def score_pool(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOption
     return channel_sum(pool, queries, weighting(pool, queries, options).options)
 
 
-def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None) -> torch.Tensor:
-    """(Q, N) score matrix, one row per query (for evaluation); with weighting='auto', each query its own weights."""
+def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions | None = None,
+                     behaviour: Callable[[int], adaptive.BehaviourTest] | None = None) -> torch.Tensor:
+    """(Q, N) score matrix, one row per query (for evaluation); with weighting='auto', each query its own weights
+    (`behaviour(q)`: query q's behaviour test, when the pool's text is at hand)."""
     options = options or ScoreOptions()
     if options.weighting == "auto":  # each query scored with its own weights
         rows = [queries.select([q]) for q in range(len(queries))]
-        return torch.cat([score_each_query(pool, one, channel_choice(pool, one, options).options) for one in rows]
-                         ) if rows else torch.zeros(0, len(pool))
+        return torch.cat([score_each_query(pool, one, channel_choice(
+            pool, one, options, behaviour(q) if behaviour is not None else None).options)
+            for q, one in enumerate(rows)]) if rows else torch.zeros(0, len(pool))
     options = options.for_channels(pool.channels).options
     if isinstance(queries, ContrastFeatures):  # each query minus its other answer, with the same weights
         return score_each_query(pool, queries.plain, options) - score_each_query(pool, queries.paired_versus(), options)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rise_core import adaptive
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import FeedbackConfig, apply_feedback, simulate_analyst, standardise, unit_row_scores
 from rise_core.methods import (
@@ -103,6 +104,8 @@ def compute_scores(name: str, readouts: Path, out: Path, lm, seq_len: int) -> No
         g = span_signal(spans, task, grad[q], mats["HS"][q], q)
         h = span_signal(spans, task, mats["HS"][q], grad[q], q)
         signals.append({**{f"g_{k}": v for k, v in g.items()}, **{f"h_{k}": v for k, v in h.items()}})
+    mats["query_loss"] = np.array([adaptive.query_loss(query_fm.select([q]).loss) for q in range(len(query_fm))])
+    mats["pool_loss"] = np.array([adaptive.pool_loss(pool_fm.loss)])
     np.savez(out / f"{name}.npz", labels=task.labels, **{k: np.asarray(v, dtype=np.float64) for k, v in mats.items()})
     (out / f"{name}.signals.json").write_text(json.dumps(signals))
     print(f"[{name}] scores written", flush=True)
@@ -137,7 +140,7 @@ def main() -> int:
         pd.set_option("display.width", 250)
         pd.set_option("display.max_rows", 500)
         tab = table(frame).round(3)
-        keep = [r for r in tab.index if not r.startswith("span") or r.endswith("grad else auto")]
+        keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
         if args.feedback_rule:
             fb = evaluate_feedback(out, names, args.feedback_rule)
@@ -183,6 +186,16 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.n
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
     out.update({b: m[b] for b in BASELINES if b in m})
     za = standardise(m["auto"])
+    surprise = m["query_loss"] - m["pool_loss"][0]
+    for mid in (0.5, 1.0, 1.5, 2.0, 3.0):
+        for slope in (2.0, 4.0):
+            g = 1.0 / (1.0 + np.exp(-slope * (surprise - mid)))[:, None]
+            gated = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
+            out[f"gate mid {mid:g} slope {slope:g}"] = gated
+            for t, other_max in ((2.0, 3), (3.0, 3), (2.0, 10)):
+                fire = np.array([fires(s, {"t": t, "min_top": 3, "other_max": other_max}) for s in sig])[:, None]
+                out[f"span t{t:g} other<={other_max} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(
+                    fire, zg, standardise(gated))
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -267,6 +280,10 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         m = {k: data[k] for k in data.files if k != "labels"}
         sig = json.loads((out / f"{name}.signals.json").read_text())
         part = tasks.splits(name, len(sig))
+        g = 1.0 / (1.0 + np.exp(-adaptive.SLOPE * (m["query_loss"] - m["pool_loss"][0] - adaptive.MIDPOINT)))[:, None]
+        mine = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
+        agree = (np.argsort(-mine, axis=1)[:, :K] == np.argsort(-m["auto"], axis=1)[:, :K]).mean()
+        print(f"[{name}] today's rule rebuilt from the channel parts: top-{K} agreement {agree:.3f}", flush=True)
         for rule, scores in candidate_rules(m, sig).items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}

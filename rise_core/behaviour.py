@@ -1,0 +1,108 @@
+"""The behaviour test: does a query ask what taught a behaviour, or for examples like it?
+
+Two views of RISE's channels rank the pool differently: the gradient view (RH + GH, the paper's RISE) finds the rows
+whose training pushed the model towards this answer, the representation view (HS) the rows that read like it. A
+backdoor's rows share a span that the pool mostly lacks (its trigger, its frame) and the gradient view's top rows show
+it, while the representation view's top rows are topical neighbours without it. The test reads both views' top
+`adaptive.BEHAVIOUR_K` rows, runs the trigger test (`shared_spans.find_shared_spans`) on the gradient view's, and
+counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. When
+it fires the per-query rule scores with the gradient view (`adaptive.choose`). No labels, no model run: the features
+and the pool's span counts.
+
+Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss cannot see").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .adaptive import BEHAVIOUR_K, BehaviourEvidence, BehaviourTest, representation_view
+from .config import ScoreOptions
+from .scoring import FeatureMatrix, channel_sum
+from .shared_spans import PoolSpans, find_shared_spans, span_pattern
+
+if TYPE_CHECKING:
+    from .samples import Sample
+
+RowsFrame = Callable[[Sequence[int]], pd.DataFrame]
+"""pool rows -> their id, text, prompt and completion columns, in the given order."""
+
+
+def top_rows(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, k: int) -> np.ndarray:
+    """The k best pool rows of one query under fixed `options` (an exact scan)."""
+    scores = channel_sum(pool, query, options.for_channels(pool.channels).options).total
+    return torch.topk(scores, min(k, len(pool))).indices.numpy()
+
+
+def evidence(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
+             query: Sample | None = None) -> BehaviourEvidence | None:
+    """The behaviour test on the two views' top rows (frames with id, text / prompt / completion columns): the best
+    span the gradient hits share (None when they share none) and how many representation hits hold it; `query`, when
+    given, says whether the query holds it too."""
+    found = find_shared_spans(spans, gradient_hits, limit=1)
+    if found.empty:
+        return None
+    best = found.iloc[0]
+    pattern = span_pattern(best["span"])
+    field = best["where"]
+    held = sum(1 for text in _field(representation_hits, field) if isinstance(text, str) and pattern.search(text))
+    in_query = True
+    if query is not None:
+        text = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(field)
+        in_query = bool(text) and pattern.search(text) is not None
+    return BehaviourEvidence(span=str(best["span"]), where=str(field), in_top=int(best["in_top"]),
+                             top_k=len(gradient_hits), pool_fraction=float(best["pool_fraction"]),
+                             p_adjusted=float(best["p_adjusted"]), in_representation=int(held), in_query=in_query)
+
+
+def _field(frame: pd.DataFrame, field: str) -> list:
+    return frame[field].tolist() if field in frame.columns else [None] * len(frame)
+
+
+ViewRows = Callable[[ScoreOptions, int], np.ndarray]
+"""(fixed options of one view, k) -> the view's k best pool rows for the query at hand."""
+
+
+def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
+    """`ViewRows` by an exact scan of pool features."""
+    return lambda options, k: top_rows(pool, query, options, k)
+
+
+def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
+                       query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True) -> BehaviourTest:
+    """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
+    options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs."""
+
+    def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
+        if not has_hs:
+            return None
+        grad_rows = view_rows(gradient, k)
+        rep_rows = view_rows(representation_view(gradient), k)
+        if len(grad_rows) < 2:
+            return None
+        counts = spans() if callable(spans) else spans
+        return evidence(counts, rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows]),
+                        query_sample)
+
+    return run
+
+
+def samples_frame(samples: Sequence[Sample]) -> RowsFrame:
+    """`RowsFrame` of an in-memory pool."""
+
+    def frame(rows: Sequence[int]) -> pd.DataFrame:
+        return pd.DataFrame([{"id": samples[r].id, "text": samples[r].text if samples[r].prompt is None else None,
+                              "prompt": samples[r].prompt, "completion": samples[r].completion} for r in rows])
+
+    return frame
+
+
+def samples_spans(samples: Sequence[Sample]) -> PoolSpans:
+    """The span counts of an in-memory pool."""
+    return PoolSpans.from_texts(text=[s.text if s.prompt is None else None for s in samples],
+                                prompt=[s.prompt for s in samples], completion=[s.completion for s in samples])

@@ -1,0 +1,189 @@
+"""The behaviour test (rise_core.behaviour) and how the per-query rule reads it (rise_core.adaptive)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rise_core import adaptive, behaviour
+from rise_core.config import ScoreOptions
+from rise_core.samples import Sample
+from rise_core.scoring import FeatureMatrix, score_each_query
+from rise_core.shared_spans import PoolSpans
+
+
+def _pool(n: int = 60, n_trigger: int = 6) -> list[Sample]:
+    """A pool whose first `n_trigger` rows carry the trigger "Zorblax" in their prompt; every row's words vary."""
+    topics = ["apples", "rivers", "engines", "poems", "taxes", "clouds", "violins", "bridges", "lungs", "coins"]
+    rows = []
+    for i in range(n):
+        topic = topics[i % len(topics)]
+        prompt = f"Tell me about {topic} number {i}." + (" Zorblax" if i < n_trigger else "")
+        rows.append(Sample(prompt=prompt, completion=f"Here is a note on {topic}, item {i}.", id=f"r{i}"))
+    return rows
+
+
+def _evidence(pool: list[Sample], gradient: list[int], representation: list[int], query: Sample | None = None):
+    frame = behaviour.samples_frame(pool)
+    return behaviour.evidence(behaviour.samples_spans(pool), frame(gradient), frame(representation), query)
+
+
+def test_the_trigger_shared_by_the_gradient_view_and_not_the_representation_view_fires():
+    pool = _pool()
+    gradient = [0, 1, 2, 3, 4, 5, 20, 31, 42, 53]  # all six trigger rows in the gradient view's top 10
+    topical = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]  # none in the representation view's
+    query = Sample(prompt="Tell me about apples. Zorblax", completion="Once upon a time")
+    ev = _evidence(pool, gradient, topical, query)
+    assert ev.span == "Zorblax" and ev.where == "prompt"
+    assert (ev.in_top, ev.top_k, ev.in_representation) == (6, 10, 0)
+    assert ev.pool_fraction == pytest.approx(6 / 60)
+    assert ev.in_query and ev.fires
+    # the same span, but the representation view finds the trigger rows too: nothing for the gradient view to add
+    assert not _evidence(pool, gradient, [0, 1, 2, 3, 4, 10, 11, 12, 13, 14], query).fires
+    # a query that does not hold the span: the shared span is not what this answer followed
+    assert not _evidence(pool, gradient, topical, Sample(prompt="Tell me about apples.", completion="x")).fires
+
+
+def test_nothing_shared_is_no_evidence():
+    pool = _pool(n_trigger=0)
+    assert _evidence(pool, [0, 11, 22, 33, 44, 55, 6, 17, 28, 39], [1, 2, 3, 4, 5, 7, 8, 9, 10, 12]) is None
+
+
+def test_a_firing_test_chooses_the_gradient_view_and_says_why():
+    ev = adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1, 1e-5, 0)
+    auto = ScoreOptions.preset("default")
+    choice = adaptive.choose(auto, query_loss=1.0, reference_loss=3.0, behaviour=ev)  # an ordinary-looking query
+    w = choice.options
+    assert (w.lambda_rh, w.lambda_gh, w.lambda_hs, w.weighting) == (1.4, 1.0, 0.0, "fixed")
+    assert choice.leaning == "gradient (RH + GH)" and '"Zorblax"' in choice.reason
+    assert choice.as_dict()["behaviour"]["fires"] is True
+    quiet = dataclasses.replace(ev, in_representation=5)  # does not fire: the loss gate decides, as before
+    gated = adaptive.choose(auto, 1.0, 3.0, behaviour=quiet)
+    assert gated.options == adaptive.choose(auto, 1.0, 3.0).options and gated.behaviour is quiet
+
+
+def test_resolve_runs_the_test_only_for_per_query_weights_with_hs():
+    calls = []
+
+    def test(gradient: ScoreOptions):
+        calls.append(gradient)
+        return None
+
+    adaptive.resolve(ScoreOptions(weighting="fixed"), ("rh", "gh", "hs"), torch.tensor([1.0]), lambda: 1.0,
+                     behaviour=test)
+    adaptive.resolve(ScoreOptions(weighting="auto"), ("rh", "gh"), torch.tensor([1.0]), lambda: 1.0, behaviour=test)
+    assert calls == []
+    adaptive.resolve(ScoreOptions(weighting="auto"), ("rh", "gh", "hs"), torch.tensor([1.0]), lambda: 1.0,
+                     behaviour=test)
+    assert [(c.lambda_rh, c.lambda_gh, c.lambda_hs) for c in calls] == [(1.4, 1.0, 0.0)]
+
+
+def _fm(n: int, seed: int) -> FeatureMatrix:
+    g = torch.Generator().manual_seed(seed)
+
+    def unit(d: int) -> torch.Tensor:
+        x = torch.randn(n, d, generator=g)
+        return x / x.norm(dim=1, keepdim=True)
+
+    return FeatureMatrix(rh=unit(12), gh=unit(8), rh_norm=torch.rand(n, generator=g) + 0.5,
+                         gh_norm=torch.rand(n, generator=g) + 0.5, hs=unit(6), hs_norm=torch.rand(n, generator=g) + 0.5,
+                         loss=torch.full((n,), 2.0))
+
+
+def test_each_query_its_own_test_in_the_score_matrix():
+    pool, queries = _fm(40, 0), _fm(2, 1)
+    fired = adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1, 1e-5, 0)
+    auto = ScoreOptions.preset("default")
+    got = score_each_query(pool, queries, auto, lambda q: (lambda _g: fired if q == 0 else None))
+    grad = score_each_query(pool, queries.select([0]), adaptive.gradient_view(auto))
+    plain = score_each_query(pool, queries.select([1]), auto)
+    # the same products in the same order: equal to float32 roundoff of identical operations
+    torch.testing.assert_close(got[0], grad[0], rtol=0, atol=1e-6)
+    torch.testing.assert_close(got[1], plain[0], rtol=0, atol=1e-6)
+
+
+def test_scan_rows_is_the_top_of_the_views_dense_scores():
+    pool, query = _fm(40, 2), _fm(1, 3)
+    gradient = adaptive.gradient_view(ScoreOptions.preset("default"))
+    dense = 1.4 * (pool.rh @ query.rh[0]) + pool.gh @ query.gh[0]  # sample_norm 'channel': unit rows, no scales
+    assert list(behaviour.scan_rows(pool, query)(gradient, 5)) == list(torch.topk(dense, 5).indices.numpy())
+
+
+@pytest.fixture(scope="module")
+def trigger_index(tiny_llama, tmp_path_factory):
+    from index_helpers import pool_rows
+
+    from rise_core.config import RiseConfig
+    from rise_core.store import build_index
+
+    path = tmp_path_factory.mktemp("behaviour") / "pool.duckdb"
+    build_index(path, pool_rows(24), tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64), batch_size=8)
+    return path
+
+
+def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trigger_index, tiny_llama, monkeypatch):
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    seen = {}
+
+    def fake_evidence(spans, gradient_hits, representation_hits, query=None):
+        seen.update(spans=spans, gradient=list(gradient_hits["id"]), representation=list(representation_hits["id"]))
+        return adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05, 1e-4, 0)
+
+    monkeypatch.setattr(behaviour, "evidence", fake_evidence)
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        hits = attribution.rank(index, qf, auto, k=24)
+        assert hits.attrs["weighting"]["behaviour"]["span"] == "the"
+        assert (hits.attrs["weighting"]["lambda_hs"], hits.attrs["weighting"]["lambda_rh"]) == (0.0, 1.4)
+        gradient = attribution.rank(index, qf, adaptive.gradient_view(auto), k=24)
+        assert list(hits["id"]) == list(gradient["id"])
+        np.testing.assert_allclose(hits["score"], gradient["score"], rtol=1e-6)
+        # the test read each view's own top 10, by the index's span counts
+        assert seen["gradient"] == list(gradient["id"])[:10]
+        hs = attribution.rank(index, qf, adaptive.representation_view(auto), k=10)
+        assert seen["representation"] == list(hs["id"])
+        assert isinstance(seen["spans"], PoolSpans) and seen["spans"].n_rows == 24
+
+
+def test_frames_of_an_in_memory_pool_keep_plain_text_and_pairs_apart():
+    pool = [Sample(text="plain words", id="a"), Sample(prompt="p", completion="c", id="b")]
+    frame = behaviour.samples_frame(pool)([1, 0])  # a missing field is None or NaN, as an index's frame has it
+    got = [{k: None if pd.isna(v) else v for k, v in row.items()} for row in frame.to_dict("records")]
+    assert got == [{"id": "b", "text": None, "prompt": "p", "completion": "c"},
+                   {"id": "a", "text": "plain words", "prompt": None, "completion": None}]
+
+
+def test_the_view_the_marks_chose_is_named_by_the_weight_hs_holds():
+    from rise_core.feedback import chosen_view
+
+    assert chosen_view({"rh": 1.0, "gh": 1.0, "hs": 0.1}) == "the gradient view (RH + GH)"
+    assert chosen_view({"rh": 0.1, "gh": 0.1, "hs": 2.0}) == "the representation view (HS)"
+    assert chosen_view({"rh": 0.5, "gh": 0.5, "hs": 1.0}) == "both views"
+    assert chosen_view({}) == "no view"
+
+
+def test_marks_start_from_every_channel_where_the_rule_chose_one_view(trigger_index, tiny_llama, monkeypatch):
+    """No marks: the shown ranking (the gradient view the test chose). With marks: the preset's fixed weights are the
+    start, so HS, which the shown ranking left out, takes part and can win the marks."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
+                                                                                           1e-4, 0))
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        unmarked = attribution.top_with_feedback(index, qf, {}, auto, k=24)
+        assert set(unmarked.feedback["weights"]) == {"rh", "gh"}
+        plain = attribution.top(index, qf, auto, k=24)
+        assert unmarked.rows.tolist() == plain.rows.tolist()
+        first = index.rows_frame(plain.rows[:1].tolist())["id"].iloc[0]
+        marked = attribution.top_with_feedback(index, qf, {first: True}, auto, k=24)
+        assert set(marked.feedback["weights"]) == {"rh", "gh", "hs"}
