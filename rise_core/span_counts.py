@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -31,10 +30,13 @@ Table = tuple[np.ndarray, np.ndarray]  # (sorted span codes, rows containing eac
 class Vocab(dict):
     """word -> id (1-based, in first-seen order); a word past the id space maps to OVER."""
 
+    reserved = 0  # entries that are not words (they take no id)
+
     def __missing__(self, word: str) -> int:
-        if len(self) >= OVER - 1:
+        size = len(self) - self.reserved
+        if size >= OVER - 1:
             return OVER
-        v = self[word] = len(self) + 1
+        v = self[word] = size + 1
         return v
 
 
@@ -117,12 +119,9 @@ def count_rows(text: Sequence[Any] | None = None, prompt: Sequence[Any] | None =
                 stacks[f] = [base.full(f)]
     blank = [None] * n
     columns = (text or blank, prompt or blank, completion or blank)
-    find, get = TOKEN_RE.findall, vocab.__getitem__
     for start in range(0, n, chunk):
-        ids: dict[str, list[list[int]]] = {f: [] for f in FIELDS}
-        for t, p, c in zip(*(col[start:start + chunk] for col in columns), strict=True):
-            for f, s in row_fields(t, p, c).items():  # row by row, fields in order: ids do not depend on chunks
-                ids[f].append(list(map(get, find(s))))
+        ids = _chunk_ids([row_fields(*r) for r in zip(*(col[start:start + chunk] for col in columns), strict=True)],
+                         vocab)
         for f, rows in ids.items():
             if not rows:
                 continue
@@ -141,22 +140,83 @@ def count_rows(text: Sequence[Any] | None = None, prompt: Sequence[Any] | None =
     return SpanCounts((base.n_rows if base is not None else 0) + n, max_n, words, kept, single)
 
 
-def _chunk_counts(ids: list[list[int]], max_n: int) -> Table:
-    """(span codes, rows containing each) of a chunk of rows (each a list of word ids): each span counted once per
-    row."""
+_KEY_BITS = 63  # what a packed (span, row) key may use
+_SEP = "\ue000"  # joins a chunk's texts for one regex pass (a private-use character: neither \w nor \s, so a word)
+
+
+def _chunk_ids(rows: list[dict[str, str]], vocab: Vocab) -> dict[str, list[np.ndarray]]:
+    """field -> each row's word ids, for the rows having that field; ids assigned reading the rows in order and each
+    row's fields in order (so they do not depend on how rows are chunked). One regex pass over the chunk's texts
+    joined by _SEP; a chunk whose texts hold _SEP themselves is read text by text."""
+    texts = [s for fields in rows for s in fields.values()]
+    where = [f for fields in rows for f in fields]
+    out: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
+    if not texts:
+        return out
+    words = TOKEN_RE.findall(_SEP.join(texts))
+    vocab[_SEP] = 0  # never an id: removed below (a Vocab numbers new words after the entries it holds, less this one)
+    vocab.reserved += 1
+    try:
+        flat = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
+    finally:
+        del vocab[_SEP]
+        vocab.reserved -= 1
+    sep = flat == 0
+    if int(sep.sum()) != len(texts) - 1:  # a text holds the separator: its words got ids, in the same order
+        for f, s in zip(where, texts, strict=True):
+            out[f].append(np.fromiter(map(vocab.__getitem__, TOKEN_RE.findall(s)), dtype=np.int64))
+        return out
+    bounds = np.flatnonzero(sep)
+    starts = np.r_[0, bounds + 1]
+    stops = np.r_[bounds, len(words)]
+    for f, a, b in zip(where, starts.tolist(), stops.tolist(), strict=True):
+        out[f].append(flat[a:b])
+    return out
+
+
+def _chunk_counts(ids: list[np.ndarray], max_n: int) -> Table:
+    """(span codes, rows containing each) of a chunk of rows (each an array of word ids): each span counted once per
+    row. Per span length, (span, row) pairs are packed into one int64 and sorted as values (no argsort): a span of n
+    words is packed as (rank of its first n - 1 words among the chunk's (n-1)-word spans, last word), which sorts as
+    its code does. Codes of n words lie above those of n - 1 words (ids are >= 1), so the levels concatenate sorted."""
     lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+    flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
     rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
-    codes, owners = [flat], [rows]
-    for n in range(2, max_n + 1):
+    row_bits = max(1, (len(ids) - 1).bit_length())
+    codes_out, counts_out = [], []
+    prev: np.ndarray | None = None  # sorted distinct codes of the previous length
+    for n in range(1, max_n + 1):
         same = rows[:len(rows) - n + 1] == rows[n - 1:]
-        code = np.zeros(int(same.sum()), dtype=np.int64)
-        for j in range(n):
-            code = (code << BITS) | flat[j:len(flat) - n + 1 + j][same]
-        codes.append(code)
-        owners.append(rows[:len(rows) - n + 1][same])
-    code, owner = np.concatenate(codes), np.concatenate(owners)
-    # a code belongs to one n, whose owners are ascending: a stable sort puts a row's repeats of a span side by side
+        owner = rows[:len(rows) - n + 1][same]
+        last = flat[n - 1:][same]
+        if n == 1:
+            head, head_bits = np.zeros(len(last), np.int64), 0
+        else:
+            prefix = np.zeros(int(same.sum()), dtype=np.int64)
+            for j in range(n - 1):
+                prefix = (prefix << BITS) | flat[j:len(flat) - n + 1 + j][same]
+            head = np.searchsorted(prev, prefix) if n > 2 else prefix
+            head_bits = max(1, len(prev).bit_length()) if n > 2 else BITS
+        if head_bits + BITS + row_bits > _KEY_BITS:
+            uniq, counts = _count_by_argsort(head, last, owner, prev if n > 2 else None)
+        else:
+            key = np.sort((((head << BITS) | last) << row_bits) | owner)
+            key = key[np.r_[True, key[1:] != key[:-1]]] >> row_bits if len(key) else key  # once per row
+            start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+            packed = key[start]
+            if n > 2:
+                packed = (prev[packed >> BITS] << BITS) | (packed & OVER)
+            uniq, counts = packed, np.diff(np.r_[start, len(key)]).astype(np.int32)
+        codes_out.append(uniq)
+        counts_out.append(counts)
+        prev = uniq
+    return np.concatenate(codes_out), np.concatenate(counts_out)
+
+
+def _count_by_argsort(head: np.ndarray, last: np.ndarray, owner: np.ndarray, prev: np.ndarray | None) -> Table:
+    """`_chunk_counts`'s count of one length when (head, last, row) does not fit one int64: a stable argsort of the
+    codes (owners ascending, so a row's repeats of a span sit side by side)."""
+    code = (((prev[head] if prev is not None else head) << BITS) | last) if len(head) else head
     order = np.argsort(code, kind="stable")
     code, owner = code[order], owner[order]
     first = np.ones(len(code), dtype=bool)

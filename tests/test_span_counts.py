@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from rise_core import shared_spans
+from rise_core import shared_spans, span_counts
 from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 from rise_core.sketch import SketchSet
-from rise_core.span_counts import SpanCounts, count_rows
+from rise_core.span_counts import BITS, OVER, TOKEN_RE, SpanCounts, count_rows, row_fields
 from rise_core.store import RiseIndex, build_index
 from rise_core.store import spans as store_spans
 from rise_core.store.files import set_aside
@@ -73,6 +73,42 @@ def _append(index: RiseIndex, rows: list[dict]) -> None:
     ones = torch.ones(n)
     index.add_samples(samples, FeatureMatrix(unit, unit, ones, ones), [4] * n, [1.0] * n, [1.0] * n, [5] * n,
                       [False] * n)
+
+
+def _naive(rows: list[dict], max_n: int = 3) -> dict[tuple[str, tuple[str, ...]], int]:
+    """{(field, words): rows containing them}, counted with Python sets."""
+    out: dict[tuple[str, tuple[str, ...]], int] = {}
+    for r in rows:
+        for f, s in row_fields(r.get("text"), r.get("prompt"), r.get("completion")).items():
+            words = TOKEN_RE.findall(s)
+            for span in {tuple(words[j:j + n]) for n in range(1, max_n + 1) for j in range(len(words) - n + 1)}:
+                out[(f, span)] = out.get((f, span), 0) + 1
+    return out
+
+
+def _decoded(counts: SpanCounts) -> dict[tuple[str, tuple[str, ...]], int]:
+    def words(code: int) -> tuple[str, ...]:
+        out = []
+        while code:
+            out.append(counts.words[(code & OVER) - 1])
+            code >>= BITS
+        return tuple(reversed(out))
+
+    got = {}
+    for f, (codes, rows) in counts.kept.items():
+        got.update({(f, words(int(c))): int(k) for c, k in zip(codes, rows, strict=True)})
+        got.update({(f, words(int(c))): 1 for c in counts.single[f]})
+    return got
+
+
+@pytest.mark.parametrize("key_bits", [63, 0])  # 0: every length counted by the argsort fallback
+def test_the_counts_are_the_rows_containing_each_span(monkeypatch, key_bits):
+    monkeypatch.setattr(span_counts, "_KEY_BITS", key_bits)
+    rows = _rows(200) + [{"id": "sep", "text": "a \ue000 joined ! text"}]  # the chunk's separator inside a text
+    for max_n in (1, 3):
+        counts = count_rows(*_columns(rows), max_n=max_n, chunk=64)
+        assert _decoded(counts) == _naive(rows, max_n)
+        assert all(np.all(np.diff(codes) > 0) for codes, _ in counts.kept.values())
 
 
 def test_counting_in_parts_equals_counting_at_once():
