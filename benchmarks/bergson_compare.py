@@ -126,7 +126,7 @@ def warm_up(lm: LoadedModel, task_name: str, config: RiseConfig, batch_size: int
         if opts is None:
             build_index(work / "rise.duckdb", pool, lm, config, batch_size=batch_size, overwrite=True)
             with RiseIndex.open(work / "rise.duckdb") as opened:
-                rise_scores(opened, query_features(opened, lm, queries))
+                rise_scores(opened, query_features(opened, lm, queries, truncate=True))  # as the timed queries
         else:
             build(lm, pool, work / "bergson", config.seq_len, config.counted_positions, opts, batch_size,
                   overwrite=True).scores(lm, queries, batch_size=1)
