@@ -235,3 +235,16 @@ def test_the_counts_move_with_the_index(tmp_path):
         store_spans.update_span_counts(index)
     moved = set_aside(path)
     assert store_spans.spans_path(moved).is_file() and not store_spans.spans_path(path).exists()
+
+
+def test_counts_that_cannot_be_written_are_kept_in_memory(tmp_path, monkeypatch, caplog):
+    rows = _rows(30)
+    with _synthetic_index(tmp_path / "pool.duckdb", rows) as index:
+        def refuse(*args, **kwargs):
+            raise PermissionError("read-only directory")
+
+        monkeypatch.setattr(store_spans, "write_span_counts", refuse)
+        counts = store_spans.update_span_counts(index)
+    assert "kept in memory only" in caplog.text
+    assert not store_spans.spans_path(tmp_path / "pool.duckdb").exists()
+    _assert_same(counts, count_rows(*_columns(rows)))
