@@ -2,7 +2,8 @@
 run: build tokens/s, index bytes per sample, query latency and auPRC@10.
 
 Per task, both build an index of the pool on disk from the same tokens (`samples.encode_sample`: the RISE config's
-seq_len and counted positions), with the same model, dtype, batch size and torch threads:
+seq_len, counted positions and rendering, `engine.rendering_for`: the chat template on an instruct model such as the
+default), with the same model, dtype, batch size and torch threads:
   - RISE: `store.build_index` (DuckDB): one forward pass per batch, sketches, one transaction per batch;
   - Bergson: `bergson_method.build` (Bergson's `collect_gradients`, as `bergson build` runs it): a forward and a
     backward pass per batch, every linear layer's per-example gradient projected to 16 x 16 (`gradients.bin`).
@@ -45,6 +46,7 @@ from rise_core.attribution import query_features
 from rise_core.bergson_method import BergsonOptions, build, encode_rows, installed
 from rise_core.compare import rise_scores
 from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import rendering_for
 from rise_core.evaluation import Task
 from rise_core.metrics import evaluate_rankings
 from rise_core.models import LoadedModel, load_model
@@ -99,7 +101,7 @@ def run_bergson(lm: LoadedModel, task: Task, config: RiseConfig, batch_size: int
                 options: BergsonOptions) -> dict[str, Any]:
     cpu0 = time.process_time()
     index = build(lm, task.pool, work / "bergson", config.seq_len, config.counted_positions, options, batch_size,
-                  overwrite=True)
+                  overwrite=True, rendering=rendering_for(lm, config))
     build_cpu = time.process_time() - cpu0
     t0 = time.perf_counter()
     index.attributor(lm)
@@ -126,10 +128,10 @@ def warm_up(lm: LoadedModel, task_name: str, config: RiseConfig, batch_size: int
         if opts is None:
             build_index(work / "rise.duckdb", pool, lm, config, batch_size=batch_size, overwrite=True)
             with RiseIndex.open(work / "rise.duckdb") as opened:
-                rise_scores(opened, query_features(opened, lm, queries))
+                rise_scores(opened, query_features(opened, lm, queries, truncate=True))  # as the timed queries
         else:
             build(lm, pool, work / "bergson", config.seq_len, config.counted_positions, opts, batch_size,
-                  overwrite=True).scores(lm, queries, batch_size=1)
+                  overwrite=True, rendering=rendering_for(lm, config)).scores(lm, queries, batch_size=1)
         print(f"  warm-up: {method} done", file=sys.stderr, flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
@@ -184,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     setting = {"model": lm.model_id, "dtype": str(lm.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
-               "batch_size": args.batch_size, "seq_len": args.seq_len, "counted": config.counted_positions}
+               "batch_size": args.batch_size, "seq_len": args.seq_len, "counted": config.counted_positions,
+               "chat_template": rendering_for(lm, config).template}
     print(f"setting: {setting}", file=sys.stderr, flush=True)
     rows, md = [], ""
     work_root = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bergson-compare-"))
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in [t.strip() for t in args.tasks.split(",") if t.strip()]:
             task = tasks.task(name, args.limit_pool, args.limit_queries)
             tokens = sum(r["length"] for r in encode_rows(task.pool, lm.tokenizer, config.seq_len,
-                                                          config.counted_positions))
+                                                          config.counted_positions, rendering_for(lm, config)))
             base = {"task": task.name, "n_pool": len(task.pool), "n_positive": int(task.labels.sum()),
                     "n_queries": len(task.queries), "tokens": tokens, **setting}
             print(f"[{task.name}] pool {len(task.pool)}, {tokens} tokens, {len(task.queries)} queries",

@@ -23,9 +23,8 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from itertools import chain
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,28 +33,17 @@ from scipy.special import gammaln, logsumexp
 
 from .errors import InputDataError
 from .samples import PROMPT_SEPARATOR
+from .span_counts import BITS, FIELDS, OVER, TOKEN_RE, SpanCounts, count_rows, row_fields
+from .store.spans import MAX_N, load_span_counts, read_texts, update_span_counts
 
 if TYPE_CHECKING:
     from .explain import TokenAttribution
     from .store import RiseIndex
 
-TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"\w")
-FIELDS = ("prompt", "completion", "text")
 COLUMNS = ["span", "where", "in_top", "top_k", "pool_rows", "pool_fraction", "score_share", "statistic", "p_value",
            "p_adjusted", "n_words", "top_ranks", "summary"]
-_BITS = 21  # word ids packed 21 bits apiece: an n-gram of up to 3 words is one int64, exactly
-_OVER = (1 << _BITS) - 1  # the id of every word first seen after the 2,097,150 distinct ones before it
-
-
-class _Vocab(dict):
-    """word -> id (1-based); a word past the id space maps to _OVER and is never ranked."""
-
-    def __missing__(self, word: str) -> int:
-        if len(self) >= _OVER - 1:
-            return _OVER
-        v = self[word] = len(self) + 1
-        return v
+_BITS, _OVER, _fields = BITS, OVER, row_fields
 
 
 def _pack(ids: Sequence[int]) -> int:
@@ -65,62 +53,35 @@ def _pack(ids: Sequence[int]) -> int:
     return code
 
 
-def _fields(text: Any, prompt: Any, completion: Any) -> dict[str, str]:
-    """The text fields of one row: {'text': ...} for a plain sample, else prompt (if any) and completion."""
-    if isinstance(text, str):
-        return {"text": text}
-    out = {}
-    if isinstance(prompt, str) and prompt:
-        out["prompt"] = prompt
-    if isinstance(completion, str):
-        out["completion"] = completion
-    return out
-
-
 @dataclass
 class PoolSpans:
-    """Pool document frequencies of every span of up to `max_n` words, per field, and the pool's texts (for masks).
+    """Pool document frequencies of every span of up to `max_n` words, per field (`span_counts`), and the pool's
+    texts (for masks; read from the index on the first mask when the counts came from its sidecar).
 
-    Build once per index (`pool_spans`) or from texts (`from_texts`); lookups are a binary search per span."""
+    From an index (`pool_spans`: its persisted counts) or from texts (`from_texts`); lookups are a binary search per
+    span."""
 
     n_rows: int
     max_n: int
     vocab: dict[str, int]
     tables: dict[str, tuple[np.ndarray, np.ndarray]]  # field -> (sorted span codes, rows containing each; count >= 2)
-    texts: dict[str, np.ndarray]  # field -> (N,) object array of that field's text, None where a row lacks it
+    texts: dict[str, np.ndarray] | None = None  # field -> (N,) object array of that field's text, None where absent
+    load_texts: Callable[[], dict[str, np.ndarray]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_counts(cls, counts: SpanCounts, load_texts: Callable[[], dict[str, np.ndarray]] | None = None
+                    ) -> PoolSpans:
+        return cls(n_rows=counts.n_rows, max_n=counts.max_n, vocab=counts.vocab, tables=counts.kept,
+                   load_texts=load_texts)
 
     @classmethod
     def from_texts(cls, text: Sequence[Any] | None = None, prompt: Sequence[Any] | None = None,
                    completion: Sequence[Any] | None = None, max_n: int = 3, chunk: int = 20_000) -> PoolSpans:
         """Counts from per-row columns (equal lengths; None/NaN where a row lacks a field), as an index stores them."""
-        if not 1 <= max_n <= 3:
-            raise InputDataError(f"max_n must be 1, 2 or 3, got {max_n}")
-        cols = [c for c in (text, prompt, completion) if c is not None]
-        n = len(cols[0]) if cols else 0
-        if any(len(c) != n for c in cols):
-            raise InputDataError("text, prompt and completion columns differ in length")
-        blank = [None] * n
-        per_field: dict[str, list[str | None]] = {f: [None] * n for f in FIELDS}
-        for i, (t, p, c) in enumerate(zip(text or blank, prompt or blank, completion or blank, strict=True)):
-            for f, s in _fields(t, p, c).items():
-                per_field[f][i] = s
-        vocab = _Vocab()
-        tables, texts = {}, {}
-        for f, col in per_field.items():
-            if all(s is None for s in col):
-                continue
-            texts[f] = np.array(col, dtype=object)
-            stack: list[tuple[np.ndarray, np.ndarray]] = []
-            for start in range(0, n, chunk):
-                stack.append(_chunk_counts(col[start:start + chunk], vocab, max_n))
-                while len(stack) >= 2 and 2 * len(stack[-1][0]) >= len(stack[-2][0]):
-                    stack.append(_merge(stack.pop(), stack.pop()))
-            while len(stack) >= 2:
-                stack.append(_merge(stack.pop(), stack.pop()))
-            uniq, total = stack[0] if stack else (np.zeros(0, np.int64), np.zeros(0, np.int32))
-            keep = total >= 2  # a span in 2+ top hits is in 2+ rows; a missing span counts 1
-            tables[f] = (uniq[keep], total[keep])
-        return cls(n_rows=n, max_n=max_n, vocab=dict(vocab), tables=tables, texts=texts)
+        counts = count_rows(text, prompt, completion, max_n=max_n, chunk=chunk)
+        pool = cls.from_counts(counts)
+        pool.texts = _field_texts(text, prompt, completion, counts.n_rows)
+        return pool
 
     def pool_rows(self, where: str, codes: np.ndarray) -> np.ndarray:
         """Pool rows containing each span (by code) in field `where`; 1 for a span not in the table."""
@@ -138,6 +99,8 @@ class PoolSpans:
         if where not in FIELDS:
             raise InputDataError(f"where must be one of {', '.join(FIELDS)}, got {where!r}")
         pattern = span_pattern(span)
+        if self.texts is None:
+            self.texts = self.load_texts() if self.load_texts is not None else {}
         col = self.texts.get(where)
         if col is None:
             return np.zeros(self.n_rows, dtype=bool)
@@ -145,39 +108,16 @@ class PoolSpans:
                            count=self.n_rows)
 
 
-def _chunk_counts(col: Sequence[str | None], vocab: _Vocab, max_n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(span codes, rows containing each) of a chunk of rows: each span counted once per row."""
-    ids = [list(map(vocab.__getitem__, TOKEN_RE.findall(s))) if isinstance(s, str) else [] for s in col]
-    lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
-    rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
-    codes, owners = [flat], [rows]
-    for n in range(2, max_n + 1):
-        same = rows[:len(rows) - n + 1] == rows[n - 1:]
-        code = np.zeros(int(same.sum()), dtype=np.int64)
-        for j in range(n):
-            code = (code << _BITS) | flat[j:len(flat) - n + 1 + j][same]
-        codes.append(code)
-        owners.append(rows[:len(rows) - n + 1][same])
-    code, owner = np.concatenate(codes), np.concatenate(owners)
-    # a code belongs to one n, whose owners are ascending: a stable sort puts a row's repeats of a span side by side
-    order = np.argsort(code, kind="stable")
-    code, owner = code[order], owner[order]
-    first = np.ones(len(code), dtype=bool)
-    first[1:] = (code[1:] != code[:-1]) | (owner[1:] != owner[:-1])
-    code = code[first]
-    start = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, np.int64)
-    return code[start], np.diff(np.r_[start, len(code)]).astype(np.int32)
-
-
-def _merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Two sorted (codes, counts) tables as one (a stable sort of two sorted runs is a linear merge)."""
-    code = np.concatenate([a[0], b[0]])
-    count = np.concatenate([a[1], b[1]])
-    order = np.argsort(code, kind="stable")
-    code, count = code[order], count[order]
-    start = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if len(code) else np.zeros(0, np.int64)
-    return code[start], np.add.reduceat(count, start) if len(code) else count
+def _field_texts(text: Sequence[Any] | None, prompt: Sequence[Any] | None, completion: Sequence[Any] | None,
+                 n: int) -> dict[str, np.ndarray]:
+    """field -> (n,) object array of each row's text of that field (None where a row lacks it); fields no row has
+    are left out."""
+    blank = [None] * n
+    per_field: dict[str, list[str | None]] = {f: [None] * n for f in FIELDS}
+    for i, (t, p, c) in enumerate(zip(text or blank, prompt or blank, completion or blank, strict=True)):
+        for f, s in row_fields(t, p, c).items():
+            per_field[f][i] = s
+    return {f: np.array(col, dtype=object) for f, col in per_field.items() if any(s is not None for s in col)}
 
 
 def span_pattern(span: str) -> re.Pattern[str]:
@@ -195,14 +135,21 @@ _CACHE_LOCK = threading.Lock()
 
 
 def pool_spans(index: RiseIndex, max_n: int = 3) -> PoolSpans:
-    """The index's pool span counts, computed once per index state (path, uuid, rows) and kept in this process."""
+    """The index's pool span counts: read from its sidecar (`store.spans`; brought up to date first if missing,
+    stale or behind an append), once per index state (path, uuid, rows) in this process. The texts for masks are
+    read on the first mask."""
     key = (str(index.path), index.manifest.index_uuid, len(index), max_n)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    df = index.samples()
-    pool = PoolSpans.from_texts(df["text"].tolist(), df["prompt"].tolist(), df["completion"].tolist(), max_n=max_n)
+    counts = load_span_counts(index, max_n) or update_span_counts(index, MAX_N).limited(max_n)
+    n = counts.n_rows
+
+    def load_texts() -> dict[str, np.ndarray]:
+        return _field_texts(*read_texts(index, 0, n), n)
+
+    pool = PoolSpans.from_counts(counts, load_texts)
     with _CACHE_LOCK:
         for k in [k for k in _CACHE if k[0] == key[0]]:
             del _CACHE[k]

@@ -16,7 +16,8 @@ PACKAGE = ROOT / "rise_core"
 # diagnostics, counterfactual, cli) is one line holding all its modules. A module on a line may import from its own line and the
 # lines before it.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "saved_config", "env_limits", "config", "samples", "sketch", "vocab_pass", "model_lock"),
+    ("errors", "units", "saved_config", "env_limits", "config", "samples", "sketch", "vocab_pass", "model_lock",
+     "span_counts"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),

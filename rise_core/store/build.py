@@ -34,6 +34,7 @@ from ..samples import EncodedSample, Sample
 from ..scoring import FeatureMatrix
 from .index import RiseIndex
 from .schema import WINDOW_BATCHES, BuildReport
+from .spans import update_span_counts
 
 logger = logging.getLogger(__name__)
 
@@ -271,9 +272,10 @@ class BuildWriter:
         return self.report.stopped
 
     def finish(self, start_time: float) -> BuildReport:
-        """Mark the index complete unless stopped; fill in the report's totals."""
+        """Mark the index complete unless stopped; bring the span counts up to date; fill in the report's totals."""
         if not self.report.stopped and self.index.status != "complete":
             self.index.set_status("complete")
+        update_span_counts(self.index)  # from the appended rows alone when the sidecar covers the rows before them
         self.report.n_skipped = len(self.report.skipped)
         self.report.n_total = len(self.index)
         self.report.seconds = time.perf_counter() - start_time

@@ -35,6 +35,7 @@ from .files import check_new_location, release_readers
 from .reader import IndexReader
 from .rows import features_table, merge_columns, samples_table
 from .schema import BUILD_STATUSES, FORMAT, FORMAT_VERSION, SCHEMA, encode_array, utc_now, view_sql
+from .spans import spans_path
 
 logger = logging.getLogger(__name__)
 MAX_PROVENANCE_BUILDS = 50  # builds and appends remembered per index (the owner is kept whatever the count)
@@ -68,7 +69,7 @@ class RiseIndex(IndexReader):
         check_new_location(path, overwrite)
         if path.exists():
             release_readers(path)
-            for p in (path, Path(f"{path}.wal")):
+            for p in (path, Path(f"{path}.wal"), spans_path(path)):
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
         index = cls(path, read_only=False)
