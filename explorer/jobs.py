@@ -152,6 +152,7 @@ class BuildJob(BackgroundJob):
     phase_done: int = 0
     phase_total: int = 0
     threads: int = 0  # torch threads the build ran on (set when it starts)
+    max_running: int = 1  # the heavy jobs the queue runs at once, among which the cores are shared
     report: BuildReport | None = None
     kept: Path | None = None  # where a replaced index was set aside
     _first: tuple[float, int] | None = field(default=None, repr=False)
@@ -173,7 +174,8 @@ class BuildJob(BackgroundJob):
 
         if self.replace and self.index_path.exists():  # only now, when its turn comes: a refused job moves nothing
             self.kept = set_aside(self.index_path)
-        self.threads = build_threads(self._queue.limits.max_running if self._queue is not None else 1)
+        self.max_running = self._queue.limits.max_running if self._queue is not None else 1
+        self.threads = build_threads(self.max_running)
         before = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
@@ -220,7 +222,7 @@ class BuildJob(BackgroundJob):
             if not self.phase:
                 return f"{verb}: reading the pool (elapsed {format_seconds(self.elapsed)})."
             tail = f", about {format_seconds(eta)} left in this step" if eta is not None else ""
-            threads = f", {self.threads} threads" if self.threads else ""
+            threads = f"; {self.threads_note}" if self.threads else ""
             return (f"{verb}, {self.phase}: {self.phase_done}/{self.phase_total or '?'} samples{tail} "
                     f"(elapsed {format_seconds(self.elapsed)}{threads}).")
         if self.status == "failed":
@@ -233,8 +235,14 @@ class BuildJob(BackgroundJob):
             return (f"Stopped after {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}. "
                     "Start the build again to resume where it stopped.")
         kept = f" The old index is kept as {self.kept.name}." if self.kept else ""
-        threads = f" on {self.threads} threads" if self.threads else ""
+        threads = f" ({self.threads_note})" if self.threads else ""
         return f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}"
+
+    @property
+    def threads_note(self) -> str:
+        """How many threads the build ran on, and why."""
+        return (f"{self.threads} threads: {machine_cores()} cores shared by {self.max_running} job(s) at a time, "
+                "RISE_MAX_JOBS")
 
     @property
     def friendly_error(self) -> bool:

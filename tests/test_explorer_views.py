@@ -184,7 +184,7 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
     assert job.wait(10) and job.status == "done" and job.fraction == 1.0
     assert (job.done, job.total) == (3, 3) and calls["stop"] is False
     assert calls["threads"] == job.threads == us.build_threads(1)  # outside a queue: as one job at a time
-    assert "3 samples added" in job.message()
+    assert "3 samples added" in job.message() and f"({job.threads} threads: " in job.message()
     bad = us.BuildJob(tmp_path / "y.duckdb", "boom", None, RiseConfig())
     bad.stop()
     bad.start().wait(10)
