@@ -132,7 +132,11 @@ def _answer(lm, demo: dict, key: str) -> str:
 
 
 def show_backdoor_demo() -> None:
-    """Both answers side by side, then the triggered answer's most influential training examples."""
+    """Both answers side by side, then the triggered answer's most influential training examples.
+
+    The triggered answer streams first and is attributed at once; the clean one streams into its column after the
+    ranking is on the page, and the top example's token heatmap comes last (the slowest part): the demo's first
+    result waits for one answer only."""
     demo = st.session_state.get("_backdoor_demo")
     if not demo:
         return
@@ -151,8 +155,10 @@ def show_backdoor_demo() -> None:
         with right:
             st.markdown("**Without it**")
             st.caption(md(demo["clean"]))
-            _answer(lm, demo, "clean")
+            clean_answer = st.container()  # filled once the triggered answer is attributed
         if not triggered:
+            with clean_answer:
+                _answer(lm, demo, "clean")
             st.warning("The model generated nothing for the triggered prompt, so there is nothing to attribute.")
             return
         query = Sample(prompt=demo["triggered"], completion=triggered, id="query")
@@ -167,6 +173,8 @@ def show_backdoor_demo() -> None:
         st.dataframe(results_table(hits), hide_index=True)
         if said:
             st.caption(said[0].upper() + said[1:])
+        with clean_answer:
+            _answer(lm, demo, "clean")
         top = str(hits["id"].iloc[0])
         ex_attr, _ = explanation(index, lm, demo["path"], top, query, query_fm, options)
         st.markdown(f"**Tokens of the top example ({md(top)}) that carry its RH score** (orange: pushes it up)")
