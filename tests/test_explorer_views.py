@@ -246,6 +246,13 @@ def test_ranking_frame_and_results_table():
     table = results_table(ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3]))
     assert list(table.columns) == ["rank", "id", "score", "label", "topic", "RH", "GH", "text"]
     assert list(table["text"]) == ["p\nq", "r"]
+    # a ranking's attrs (a weighting's NaN surprise) would reach the browser as invalid JSON in the Arrow metadata
+    weighted = ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3])
+    weighted.attrs["weighting"] = {"surprise": float("nan"), "gate": 0.5}
+    import pyarrow as pa
+
+    metadata = pa.Table.from_pandas(results_table(weighted)).schema.metadata or {}
+    assert not any(b"NaN" in value for value in metadata.values()) and results_table(weighted).attrs == {}
 
 
 def test_head_pool_keeps_the_first_source_rows(tmp_path):
