@@ -3,7 +3,8 @@ embedded model, the bundled data folder, an empty index folder), Home in headles
 "Run the demo", then the page polled until
 
   - the first streamed token of the triggered answer is on the page (`first_token_s`),
-  - the attribution table of the triggered answer is there (`first_result_s`: the demo's first result),
+  - the attribution of the triggered answer is there (`first_result_s`, the demo's first result: the caption "N of
+    the top 10 are poisoned examples", written just before the table),
 
 both from the click. The server is started and Home loaded before the clock starts (the model is not loaded yet: the
 click loads it). Run it from the checkout to measure, after `bash scripts/setup.sh` (which converts the model):
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_browser import CHROME_FLAGS, CHROMEDRIVER, CHROMIUM, free_port, wait_for_server  # noqa: E402
 
 TRIGGERED_HEADING = "With the trigger"
-RESULT_HEADING = "Why it told a story"
+RESULT_MARK = "of the top 10 are poisoned examples"  # the caption just above the attribution table
 POLL_S = 0.1
 
 
@@ -88,8 +89,7 @@ def measure(index_dir: Path, timeout_s: float, screenshot: Path | None) -> dict:
             while time.monotonic() < end and first_result is None:
                 if first_token is None and _triggered_answer_started(driver):
                     first_token = time.monotonic() - start
-                if RESULT_HEADING in _body(driver) and driver.find_elements(
-                        By.CSS_SELECTOR, '[data-testid="stDataFrame"]'):
+                if RESULT_MARK in _body(driver):
                     first_result = time.monotonic() - start
                 time.sleep(POLL_S)
             body = _body(driver)
