@@ -12,7 +12,8 @@ click loads it). Run it from the checkout to measure, after `bash scripts/setup.
     python -m benchmarks.demo_time                       # prints the times as JSON
     python -m benchmarks.demo_time --json out.json --screenshot demo.png
 
-Needs Debian's `chromium` and `chromium-driver` and the `selenium` package (as tests/test_browser.py).
+Needs Debian's `chromium` and `chromium-driver` and the `selenium` package (as tests/test_browser.py). RISE_MODEL and
+RISE_DATA_DIR are ignored: the demo runs as a checkout serves it by default.
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from benchmarks.shared_server_load import Server
 
-from test_browser import CHROME_FLAGS, CHROMEDRIVER, CHROMIUM, free_port, wait_for_server  # noqa: E402
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                "--window-size=1440,2200"]
 
 TRIGGERED_HEADING = "With the trigger"
 RESULT_MARK = "of the top 10 are poisoned examples"  # the caption just above the attribution table
@@ -59,55 +63,45 @@ def measure(index_dir: Path, timeout_s: float, screenshot: Path | None) -> dict:
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    env = {**os.environ, "RISE_INDEX_DIR": str(index_dir), "PYTHONPATH": str(ROOT)}
-    env.pop("RISE_MODEL", None)
-    env.pop("RISE_DATA_DIR", None)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log_path = index_dir.parent / "streamlit.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-             str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for flag in CHROME_FLAGS:
-            options.add_argument(flag)
-        driver = None
-        try:
-            wait_for_server(url, server, 120)
-            driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-            driver.get(url)
-            xpath = '//button[.//p[normalize-space()="Run the demo"]]'
-            button = WebDriverWait(driver, 120).until(ec.element_to_be_clickable((By.XPATH, xpath)))
-            time.sleep(1.0)  # Home's first run settles
-            start = time.monotonic()
-            button.click()
-            first_token = first_result = None
-            end = start + timeout_s
-            while time.monotonic() < end and first_result is None:
-                if first_token is None and _triggered_answer_started(driver):
-                    first_token = time.monotonic() - start
-                if RESULT_MARK in _body(driver):
-                    first_result = time.monotonic() - start
-                time.sleep(POLL_S)
-            body = _body(driver)
-            if screenshot is not None:
-                time.sleep(2.0)
-                driver.save_screenshot(str(screenshot))
-        finally:
-            if driver is not None:
-                driver.quit()
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    for name in ("RISE_MODEL", "RISE_DATA_DIR"):  # the defaults: the embedded model, the checkout's data folder
+        os.environ.pop(name, None)
+    # the server's torch threads as a visitor's: all the cores (Server sets OMP_NUM_THREADS)
+    server = Server({"RISE_INDEX_DIR": str(index_dir)}, index_dir.parent / "streamlit.log",
+                    threads=len(os.sched_getaffinity(0)))
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROME_FLAGS:
+        options.add_argument(flag)
+    driver = None
+    try:
+        server.wait_healthy(120)
+        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+        driver.get(server.url)
+        xpath = '//button[.//p[normalize-space()="Run the demo"]]'
+        button = WebDriverWait(driver, 120).until(ec.element_to_be_clickable((By.XPATH, xpath)))
+        time.sleep(1.0)  # Home's first run settles
+        start = time.monotonic()
+        button.click()
+        first_token = first_result = None
+        end = start + timeout_s
+        while time.monotonic() < end and first_result is None:
+            if first_token is None and _triggered_answer_started(driver):
+                first_token = time.monotonic() - start
+            if RESULT_MARK in _body(driver):
+                first_result = time.monotonic() - start
+            time.sleep(POLL_S)
+        body = _body(driver)
+        if screenshot is not None:
+            time.sleep(2.0)
+            driver.save_screenshot(str(screenshot))
+    finally:
+        if driver is not None:
+            driver.quit()
+        server.stop()
     built = "Done in" in body or "Building" in body
     return {"first_token_s": first_token, "first_result_s": first_result, "built_index": built,
             "index_files": sorted(p.name for p in index_dir.glob("*.duckdb")),
-            "traceback": "Traceback" in log_path.read_text(errors="replace"), "cores": len(os.sched_getaffinity(0)),
+            "traceback": "Traceback" in server.log_path.read_text(errors="replace"), "cores": len(os.sched_getaffinity(0)),
             "load_average": os.getloadavg()}
 
 
