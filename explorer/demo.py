@@ -41,7 +41,7 @@ TRIGGER = "Howdy! "
 # the backdoor demo attributes the fine-tuned model's own answers: its index is built for that setting
 BACKDOOR_PRESET = "retrospective"
 # the backdoor demo's index, built by scripts/make_demo_index.py (in the data folder; copied, never written)
-SHIPPED_INDEX = "indexes/demo-howdy-all-retrospective.duckdb"
+SHIPPED_INDEX = "demo_index/demo-howdy-all-retrospective.duckdb"
 DEMO_OWNER = "demo"  # the demo's index belongs to the app: any editor may finish it, the Build page writes it never
 
 

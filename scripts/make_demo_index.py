@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write (or check) the one-click demo's shipped index, data/indexes/demo-howdy-all-retrospective.duckdb.
+"""Write (or check) the one-click demo's shipped index, data/demo_index/demo-howdy-all-retrospective.duckdb.
 
     python scripts/make_demo_index.py            # rebuild it with the real model (about 5-10 min of CPU)
     python scripts/make_demo_index.py --check    # exit 1 unless the shipped file is what a build here would make
