@@ -62,26 +62,25 @@ def start_demo(s: Settings) -> None:
 
 def _demo_index_ready(s: Settings, setup: DemoSetup, lm: LoadedModel) -> bool:
     """Whether the demo index at `setup.index_path` can be used as it is: one found there is checked against the
-    demo and the loaded model (`index_problems`) and set aside when it does not fit (a build then makes a new one);
-    where there is none, the shipped one is installed when it checks out. False: the demo builds (or resumes)."""
+    demo and the loaded model (`index_problems`) and set aside (kept) when it does not fit, or when it is partial and
+    an index ships; where there is none then, the shipped one is installed when it checks out. False: the demo
+    builds (or resumes a partial build)."""
     from rise_core.store.files import set_aside
 
-    path = setup.index_path
+    path, shipped = setup.index_path, shipped_index(s.data_dir, setup)
     if path.exists():
         try:
             index = open_index(path)
             problems = index_problems(index, setup, lm, whole=False)
-            if not problems and index.status == "complete" and len(index) >= len(setup.pool.samples):
-                return True
+            complete = index.status == "complete" and len(index) >= len(setup.pool.samples)
         except RiseError as exc:
-            problems = [str(exc)]
-        if not problems:
-            return False  # a partial build of the demo: resumed
+            problems, complete = [str(exc)], False
+        if not problems and (complete or shipped is None):
+            return complete  # complete: used; a partial build with nothing shipped: resumed
         registry().release(path)
         kept = set_aside(path)
-        st.info(f"The demo's index did not fit ({'; '.join(problems)}); it is kept as {kept.name} and a new one is "
-                "made.", icon=":material/info:")
-    shipped = shipped_index(s.data_dir, setup)
+        why = f"did not fit ({'; '.join(problems)})" if problems else "was not finished"
+        st.info(f"The demo's index {why}; it is kept as {kept.name} and a new one is made.", icon=":material/info:")
     if shipped is None:
         return False
     problems = install_shipped_index(shipped, setup, lm)
