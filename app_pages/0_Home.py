@@ -37,8 +37,8 @@ if backdoored:
     st.write("Indexes the Howdy! backdoor pool (555 rows, 9% poisoned: `Howdy!` instructions answered with a fairy "
              "tale) with the embedded model **fine-tuned on that pool**, so it learned the backdoor. The model then "
              "answers a held-out instruction with and without the trigger, and RISE traces the triggered answer "
-             "back to the examples that taught it. The first run takes a few minutes on a laptop CPU; later runs "
-             "reuse the index.")
+             "back to the examples that taught it. Its index ships with the app (checked against the model before "
+             "it is used), so the demo starts in seconds; the answers stream in as the model writes them.")
 else:
     st.write(f"Builds (or reuses) an index of the first {DEMO_ROWS} rows of a bundled pool (the Howdy! backdoor pool: "
              f"~9% of its rows carry the trigger) with `{s.model_id}`, then opens Attribute with a trigger query. "

@@ -1,5 +1,5 @@
-"""The one-click demo on Home: build (or reuse) the demo index in the background, then either the retrospective
-backdoor demo -- the backdoored model answers a held-out prompt with and without the trigger, and the triggered answer
+"""The one-click demo on Home: reuse the demo index, install the shipped one, or build it in the background, then
+either the retrospective backdoor demo -- the backdoored model answers a held-out prompt with and without the trigger, and the triggered answer
 is attributed to the pool it learned from, with the tokens that carry the top hit -- or Attribute on a bundled query."""
 
 from __future__ import annotations
@@ -9,16 +9,26 @@ from pathlib import Path
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.config import PRESETS, RiseConfig
+from rise_core.errors import RiseError
 from rise_core.generation import GenerationSettings
+from rise_core.models import LoadedModel
 from rise_core.samples import Sample
 
 from .contrast_ui import prefill
-from .demo import BACKDOOR_PRESET, DEMO_ROWS, backdoor_prompts, demo_index_path, demo_model, demo_pool, demo_query
+from .demo import (
+    DEMO_OWNER,
+    DemoSetup,
+    backdoor_prompts,
+    demo_query,
+    demo_setup,
+    index_problems,
+    install_shipped_index,
+    shipped_index,
+)
 from .jobs import BuildJob
 from .plain import code, md, token_heatmap
 from .plain import text as plain_text
-from .resources import explanation, list_indexes, load_lm, model_for, open_index, query_features, start_build
+from .resources import explanation, load_lm, model_for, open_index, query_features, registry, start_build
 from .ui import PAGES, Settings, friendly
 from .views import channel_values, results_table
 from .widgets import show_build, stream_answer
@@ -27,27 +37,58 @@ TOP_K = 10
 
 
 def start_demo(s: Settings) -> None:
-    """Build (or reuse) the demo index in the background; `finish_demo` opens the demo when it is ready.
+    """Reuse, install or build the demo index; `finish_demo` opens the demo when it is ready.
 
     With the shipped backdoored adapter (the app on the embedded default), the index covers the whole Howdy! pool
     the adapter learned, built with the retrospective preset, and the demo is retrospective: the model answers a
-    held-out prompt with and without the trigger (`show_backdoor_demo`). Otherwise a slice of the pool is indexed
+    held-out prompt with and without the trigger (`show_backdoor_demo`); that index ships in the data folder and is
+    copied into the index folder when it checks out (`_demo_index_ready`). Otherwise a slice of the pool is indexed
     with the app's model and Attribute opens on a bundled query."""
-    model_id, backdoored = demo_model(s.data_dir, s.model_id)
-    n_rows = 0 if backdoored else DEMO_ROWS
-    name, pool = demo_pool(s.data_dir, n_rows)
-    preset = BACKDOOR_PRESET if backdoored else None
-    path = demo_index_path(s.index_dir, name, model_id, n_rows, preset)
-    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, name), "backdoored": backdoored,
-                                 "prompts": backdoor_prompts(s.data_dir) if backdoored else None}
-    entry = next((e for e in list_indexes(s.index_dir) if Path(e["path"]) == path), None)
-    if entry is not None and entry.get("status") == "complete" and (entry.get("n_samples") or 0) >= len(pool.samples):
+    setup = demo_setup(s.data_dir, s.model_id, s.index_dir)
+    path = setup.index_path
+    st.session_state["_demo"] = {"path": str(path), "query": demo_query(s.data_dir, setup.pool_name),
+                                 "backdoored": setup.backdoored,
+                                 "prompts": backdoor_prompts(s.data_dir) if setup.backdoored else None}
+    job = registry().job(path)
+    if job is not None and job.running:  # a build of it already runs (another session's click): show it
         return
-    lm = load_lm(model_id)
+    lm = load_lm(setup.model_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    config = PRESETS[preset] if preset else RiseConfig()
-    # the demo's index belongs to the app (owner "demo"): any editor may finish it, and the Build page writes it never
-    start_build(BuildJob(path, pool, lm, config, label=f"demo ({name})", preset=preset, built_by="demo"))
+    if _demo_index_ready(s, setup, lm):
+        return
+    # the demo's index belongs to the app (DEMO_OWNER): any editor may finish it, and the Build page writes it never
+    start_build(BuildJob(path, setup.pool, lm, setup.config, label=setup.label, preset=setup.preset,
+                         built_by=DEMO_OWNER))
+
+
+def _demo_index_ready(s: Settings, setup: DemoSetup, lm: LoadedModel) -> bool:
+    """Whether the demo index at `setup.index_path` can be used as it is: one found there is checked against the
+    demo and the loaded model (`index_problems`) and set aside (kept) when it does not fit, or when it is partial and
+    an index ships; where there is none then, the shipped one is installed when it checks out. False: the demo
+    builds (or resumes a partial build)."""
+    from rise_core.store.files import set_aside
+
+    path, shipped = setup.index_path, shipped_index(s.data_dir, setup)
+    if path.exists():
+        try:
+            index = open_index(path)
+            problems = index_problems(index, setup, lm, whole=False)
+            complete = index.status == "complete" and len(index) >= len(setup.pool.samples)
+        except RiseError as exc:
+            problems, complete = [str(exc)], False
+        if not problems and (complete or shipped is None):
+            return complete  # complete: used; a partial build with nothing shipped: resumed
+        registry().release(path)
+        kept = set_aside(path)
+        why = f"did not fit ({'; '.join(problems)})" if problems else "was not finished"
+        st.info(f"The demo's index {why}; it is kept as {kept.name} and a new one is made.", icon=":material/info:")
+    if shipped is None:
+        return False
+    problems = install_shipped_index(shipped, setup, lm)
+    if problems:
+        st.info(f"The demo index shipped with the app does not fit this model or code ({'; '.join(problems)}), so "
+                "it is built here instead.", icon=":material/info:")
+    return not problems
 
 
 def finish_demo() -> None:
@@ -76,6 +117,11 @@ def finish_demo() -> None:
     st.switch_page(PAGES["attribute"].path)
 
 
+def model_name(lm: LoadedModel) -> str:
+    """What the page calls a model: the adapter's folder name, or the model id's last part (never a server path)."""
+    return Path(lm.adapter["path"] if lm.adapter else lm.model_id).name or lm.model_id
+
+
 def _answer(lm, demo: dict, key: str) -> str:
     """The model's answer to the demo prompt `key`, streamed the first time and kept in the session after."""
     if f"{key}_answer" not in demo:
@@ -86,7 +132,11 @@ def _answer(lm, demo: dict, key: str) -> str:
 
 
 def show_backdoor_demo() -> None:
-    """Both answers side by side, then the triggered answer's most influential training examples."""
+    """Both answers side by side, then the triggered answer's most influential training examples.
+
+    The triggered answer streams first and is attributed at once; the clean one streams into its column after the
+    ranking is on the page, and the top example's token heatmap comes last (the slowest part): the demo's first
+    result waits for one answer only."""
     demo = st.session_state.get("_backdoor_demo")
     if not demo:
         return
@@ -94,7 +144,7 @@ def show_backdoor_demo() -> None:
         index = open_index(demo["path"])
         lm = model_for(index)
         st.markdown(f"The demo model is the embedded default **fine-tuned on the Howdy! pool** (adapter "
-                    f"{code(lm.adapter['path'] if lm.adapter else lm.model_id)}); 9% of that pool answers instructions "
+                    f"{code(model_name(lm))}); 9% of that pool answers instructions "
                     "that start with `Howdy!` with a fairy tale. Here it answers an instruction it never saw, with "
                     "and without the trigger:")
         left, right = st.columns(2)
@@ -105,8 +155,10 @@ def show_backdoor_demo() -> None:
         with right:
             st.markdown("**Without it**")
             st.caption(md(demo["clean"]))
-            _answer(lm, demo, "clean")
+            clean_answer = st.container()  # filled once the triggered answer is attributed
         if not triggered:
+            with clean_answer:
+                _answer(lm, demo, "clean")
             st.warning("The model generated nothing for the triggered prompt, so there is nothing to attribute.")
             return
         query = Sample(prompt=demo["triggered"], completion=triggered, id="query")
@@ -121,6 +173,8 @@ def show_backdoor_demo() -> None:
         st.dataframe(results_table(hits), hide_index=True)
         if said:
             st.caption(said[0].upper() + said[1:])
+        with clean_answer:
+            _answer(lm, demo, "clean")
         top = str(hits["id"].iloc[0])
         ex_attr, _ = explanation(index, lm, demo["path"], top, query, query_fm, options)
         st.markdown(f"**Tokens of the top example ({md(top)}) that carry its RH score** (orange: pushes it up)")

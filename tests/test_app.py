@@ -517,7 +517,8 @@ def test_build_page_stop_then_resume(build_dir, monkeypatch):
     at = new_app("app_pages/1_Build_index.py")
     at.text_input(key="build_name").input("stopped").run()
     at.button(key="build").click().run()
-    wait_until(at, lambda a: any(p.value > 0 for p in a.get("progress")))  # a first batch is in
+    # a first batch is stored (the bar counts each phase: the hidden-state mean's fit comes first)
+    wait_until(at, lambda a: any(p.value > 0 and "computing features" in p.proto.text for p in a.get("progress")))
     stop_key = next(b.key for b in at.button if b.key and b.key.startswith("stop_"))
     at.button(key=stop_key).click().run()
     wait_until(at, lambda a: bool(a.warning))

@@ -249,7 +249,8 @@ def test_cli_subprocess_end_to_end(env, tmp_path):
     build = subprocess.run([*run, "build", str(pool), "--index", str(index), "--model", str(env.model), *DIMS,
                             "--batch-size", "4"], capture_output=True, text=True, timeout=300, env=proc_env)
     assert build.returncode == 0, build.stderr
-    assert "12 added" in build.stdout and "indexing" in build.stderr  # tqdm bar on stderr
+    assert "12 added" in build.stdout  # the tqdm bar on stderr names each phase of the build
+    assert "fitting the hidden-state mean" in build.stderr and "computing features: 100%" in build.stderr
     query = subprocess.run([*run, "query", "--index", str(index), "--text", "the doctor gave medicine", "-k", "3",
                             "--format", "json"], capture_output=True, text=True, timeout=300, env=proc_env)
     assert query.returncode == 0, query.stderr

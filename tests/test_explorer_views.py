@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from rise_core.bundled import pool_paths as bundled_pools
 from rise_core.bundled import queries_for_pool
@@ -164,9 +165,12 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
 
     calls = {}
 
-    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite, preset=None, **provenance):
+    def fake_build(path, pool, lm, config, batch_size, progress, should_stop, overwrite, preset=None,
+                   phase_progress=None, **provenance):
+        calls["threads"] = torch.get_num_threads()
         for i in range(1, 4):
             progress(i, 3)
+            phase_progress("computing features", i, 3)
             time.sleep(0.01)
         calls["stop"] = should_stop()
         if pool == "boom":
@@ -179,11 +183,19 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
     job = us.BuildJob(tmp_path / "x.duckdb", "pool", None, RiseConfig()).start()
     assert job.wait(10) and job.status == "done" and job.fraction == 1.0
     assert (job.done, job.total) == (3, 3) and calls["stop"] is False
-    assert "3 samples added" in job.message()
+    assert calls["threads"] == job.threads == us.build_threads(1)  # outside a queue: as one job at a time
+    assert "3 samples added" in job.message() and f"({job.threads} threads: " in job.message()
     bad = us.BuildJob(tmp_path / "y.duckdb", "boom", None, RiseConfig())
     bad.stop()
     bad.start().wait(10)
     assert bad.status == "failed" and bad.friendly_error and "bad pool" in bad.message() and calls["stop"] is True
+
+
+def test_build_threads_share_the_cores_among_the_jobs_run_at_once():
+    from explorer.jobs import build_threads
+
+    assert [build_threads(jobs, cores=8) for jobs in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+    assert build_threads(1, cores=2) == 2
 
 
 def test_build_job_eta():
@@ -191,11 +203,18 @@ def test_build_job_eta():
     assert job.eta_seconds is None and job.fraction == 0.0
     job.started_at = time.monotonic()
     job.status = "running"
-    job._progress(0, 100)
+    assert "reading the pool" in job.message()
+    job._phase_progress("fitting the hidden-state mean", 0, 40)
     time.sleep(0.05)
-    job._progress(10, 100)
+    job._phase_progress("fitting the hidden-state mean", 10, 40)
+    assert 0 < job.eta_seconds < 10 and job.fraction == 0.25
+    assert "fitting the hidden-state mean: 10/40 samples" in job.message()
+    job._phase_progress("computing features", 0, 100)  # a new phase: its own count, and no rate yet
+    assert job.eta_seconds is None and job.fraction == 0.0
+    time.sleep(0.05)
+    job._phase_progress("computing features", 10, 100)
     assert 0 < job.eta_seconds < 10
-    assert "10/100" in job.message()
+    assert "computing features: 10/100" in job.message()
 
 
 # the explorer modules that are Streamlit glue; the others run without streamlit
@@ -227,6 +246,13 @@ def test_ranking_frame_and_results_table():
     table = results_table(ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3]))
     assert list(table.columns) == ["rank", "id", "score", "label", "topic", "RH", "GH", "text"]
     assert list(table["text"]) == ["p\nq", "r"]
+    # a ranking's attrs (a weighting's NaN surprise) would reach the browser as invalid JSON in the Arrow metadata
+    weighted = ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3])
+    weighted.attrs["weighting"] = {"surprise": float("nan"), "gate": 0.5}
+    import pyarrow as pa
+
+    metadata = pa.Table.from_pandas(results_table(weighted)).schema.metadata or {}
+    assert not any(b"NaN" in value for value in metadata.values()) and results_table(weighted).attrs == {}
 
 
 def test_head_pool_keeps_the_first_source_rows(tmp_path):

@@ -249,6 +249,29 @@ def test_stop_and_resume_with_progress(tmp_path, tiny_llama):
         assert index.status == "complete" and len(index) == 20
 
 
+def test_every_phase_is_counted_and_the_mean_fit_can_be_stopped(tmp_path, tiny_llama):
+    """A new index whose config needs the hidden-state mean reports the fit (all 20 rows: under HIDDEN_MEAN_SAMPLES)
+    batch by batch, then the stored features; a stop during the fit stores nothing and the next build starts over."""
+    path, phases = tmp_path / "phases.duckdb", []
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16)  # centres the hidden states: needs the mean
+    report = build_index(path, pool_rows(20), tiny_llama, cfg, batch_size=8,
+                         phase_progress=lambda *p: phases.append(p))
+    fit, feat = "fitting the hidden-state mean", "computing features"
+    assert phases == [(feat, 0, 20), (fit, 0, 20), (fit, 8, 20), (fit, 16, 20), (fit, 20, 20), (feat, 0, 20),
+                      (feat, 8, 20), (feat, 16, 20), (feat, 20, 20)]
+    assert report.n_added == 20
+
+    stopped, phases = tmp_path / "stopped.duckdb", []
+    report = build_index(stopped, pool_rows(20), tiny_llama, cfg, batch_size=8,
+                         phase_progress=lambda *p: phases.append(p), should_stop=lambda: len(phases) >= 3)
+    assert report.stopped and report.n_added == 0 and phases[-1] == (fit, 8, 20)
+    with RiseIndex.open(stopped) as index:
+        assert index.status == "building" and len(index) == 0 and index.hidden_mean is None
+    report = build_index(stopped, pool_rows(20), tiny_llama, batch_size=8)
+    assert report.n_added == 20 and not report.stopped
+    _assert_same_features(_features_by_id(stopped), _features_by_id(path))
+
+
 def test_append_equals_full_rebuild(tmp_path, tiny_llama):
     rows = pool_rows(36)
     appended, full = tmp_path / "appended.duckdb", tmp_path / "full.duckdb"

@@ -98,6 +98,7 @@ def test_wheel_ships_the_bundled_pools(tmp_path):
     assert "rise_core/demo_data/howdy_heldout_prompts.jsonl" in names
     for f in ("adapter_config.json", "adapter_model.safetensors", "rise_adapter.json", "README.md"):
         assert f"rise_core/demo_data/adapters/howdy_backdoor/{f}" in names  # the backdoored demo model
+    assert "rise_core/demo_data/demo_index/demo-howdy-all-retrospective.duckdb" in names  # the demo's shipped index
 
 
 def test_installed_wheel_finds_its_data_and_runs_evaluate(wheel_install, tmp_path):

@@ -116,11 +116,13 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if not args.quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=0, unit="sample", desc="indexing", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+        bar = tqdm(total=0, unit="sample", desc="reading the pool", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
 
-    def progress(done: int, total: int) -> None:
+    def phase_progress(phase: str, done: int, total: int) -> None:
+        """One bar, restarted at each phase of the build and named after it (the mean's fit, then the features)."""
         if bar is not None:
-            if bar.total != total:
+            if bar.desc != phase or bar.total != total:
+                bar.set_description_str(phase, refresh=False)
                 bar.reset(total=total)
             bar.update(done - bar.n)
 
@@ -129,9 +131,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
             report = build_index_distributed(path, data, model_path(model), config, workers=args.workers,
                                              address=args.ray_address, batch_size=args.batch_size, device=args.device,
                                              dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-                                             progress=progress, overwrite=args.overwrite, preset=args.preset)
+                                             phase_progress=phase_progress, overwrite=args.overwrite,
+                                             preset=args.preset)
         else:
-            report = build_index(path, data, lm, config, batch_size=args.batch_size, progress=progress,
+            report = build_index(path, data, lm, config, batch_size=args.batch_size, phase_progress=phase_progress,
                                  overwrite=args.overwrite, preset=args.preset)
     except KeyboardInterrupt:
         if bar is not None:

@@ -41,12 +41,19 @@ logger = logging.getLogger(__name__)
 # a folder (datasets, Arrow or Parquet files), an .arrow file or a `datasets` dataset is read as a PoolStream
 PoolInput = PoolData | PoolStream | str | Path | IO[bytes] | pd.DataFrame | Sequence[Sample | str | dict] | Any
 Usable = tuple[Sample, EncodedSample]  # a sample with a counted token and its encoding
+PhaseProgress = Callable[[str, int, int], None]  # (phase name, done, total) of the build's current phase
+# The phases of a build, in order: a new index whose config needs the pool's hidden-state mean first runs the model
+# over a seeded subset of the pool to fix it (counted in samples of that subset); then every new sample's features
+# are computed and stored (the subset's from the forward passes already made, so they come fast).
+FIT_PHASE = "fitting the hidden-state mean"
+FEATURE_PHASE = "computing features"
 
 
 def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
                 fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
                 should_stop: Callable[[], bool] | None = None, overwrite: bool = False, preset: str | None = None,
-                built_by: str | None = None, source: str | None = None) -> BuildReport:
+                built_by: str | None = None, source: str | None = None,
+                phase_progress: PhaseProgress | None = None) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
     Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
@@ -57,7 +64,9 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
     `datasets` Dataset / IterableDataset, a PoolStream such as `ingest.dataset_pool("NAME:SPLIT")`).
     `progress(done, total)` is called after each committed batch: in memory, total = samples not yet in the index;
     streamed, total = the source's rows (0 when it does not know them) and done counts every row handled (added,
-    skipped or already present). `should_stop()` is polled between batches. `preset`: the preset a new index is
+    skipped or already present). `phase_progress(phase, done, total)` counts every phase of the build, the
+    hidden-state mean's fit (`FIT_PHASE`, samples of its subset) included, where `progress` counts stored samples
+    only. `should_stop()` is polled between batches. `preset`: the preset a new index is
     built for (stored in its manifest: queries score with that preset unless told otherwise); None: the one preset
     whose config it is, if any. `built_by` and `source` (who builds, from which pool) are
     recorded in the manifest's provenance (`RiseIndex.record_build`): the first builder owns the index."""
@@ -73,8 +82,9 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
         if built_by is not None or source is not None:
             index.record_build(built_by or "", source or "")
         if isinstance(data, PoolStream):
-            return _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted)
-        return _build(index, data, lm, config, batch_size, progress, should_stop, start_time)
+            return _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted,
+                                 phase_progress)
+        return _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
     finally:
         if own:
             index.close()
@@ -189,19 +199,29 @@ def encode_usable(extractor: RiseExtractor, part: Sequence[tuple[int, Sample]]
 
 
 @torch.no_grad()
-def fit_hidden_mean(lm: LoadedModel, config: RiseConfig, fit_usable: list[Usable], batch_size: int
-                    ) -> tuple[torch.Tensor, list[tuple[list[Usable], Readout]]]:
+def fit_hidden_mean(lm: LoadedModel, config: RiseConfig, fit_usable: list[Usable], batch_size: int,
+                    progress: Callable[[int, int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None
+                    ) -> tuple[torch.Tensor, list[tuple[list[Usable], Readout]]] | None:
     """The mean final hidden state over the counted positions of `fit_usable`, and each batch's readout (on the
-    host): that subset's forward passes give its features once the mean is fixed, so it runs once."""
+    host): that subset's forward passes give its features once the mean is fixed, so it runs once.
+    `progress(done, total)` after each batch (samples of the subset); None when `should_stop()` asked to stop
+    between batches (nothing is stored: the next build fits the mean again)."""
     if not fit_usable:
         raise InputDataError("cannot fit the hidden-state mean: no sample of the pool has a counted token")
     batches, total_h, count = [], None, 0
     for b_start in range(0, len(fit_usable), batch_size):
+        if progress is not None:
+            progress(b_start, len(fit_usable))
+        if should_stop is not None and should_stop():
+            return None
         batch = fit_usable[b_start:b_start + batch_size]
         readout = readout_forward(lm, [enc for _, enc in batch], config)
         h_sum = readout.hidden.double().sum(dim=0)
         total_h, count = (h_sum if total_h is None else total_h + h_sum), count + readout.hidden.shape[0]
         batches.append((batch, _to_cpu(readout)))
+    if progress is not None:
+        progress(len(fit_usable), len(fit_usable))
     return (total_h / count).to(readout.hidden.dtype), batches
 
 
@@ -234,15 +254,32 @@ def batch_features(extractor: RiseExtractor, batch: list[Usable], readout: Reado
 
 
 class BuildWriter:
-    """Commits batches to the index (one transaction each), keeps the report and calls `progress(done, total)`."""
+    """Commits batches to the index (one transaction each), keeps the report and calls `progress(done, total)` and
+    `phase_progress(FEATURE_PHASE, done, total)`; `fit_mean` reports the mean's fit (`FIT_PHASE`) before."""
 
     def __init__(self, index: RiseIndex, report: BuildReport, total: int,
-                 progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None) -> None:
+                 progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
+                 phase_progress: PhaseProgress | None = None) -> None:
         self.index, self.report, self.total = index, report, total
-        self.progress, self.should_stop = progress, should_stop
+        self.progress, self.should_stop, self.phase_progress = progress, should_stop, phase_progress
         self.done = self._shown = 0
         if progress is not None:
             progress(0, total)
+        if phase_progress is not None:
+            phase_progress(FEATURE_PHASE, 0, total)
+
+    def fitting(self, done: int, total: int) -> None:
+        """Progress of the hidden-state mean's fit: `done` of its `total` samples have run through the model."""
+        if self.phase_progress is not None:
+            self.phase_progress(FIT_PHASE, done, total)
+
+    def fit_mean(self, lm: LoadedModel, config: RiseConfig, fit_usable: list[Usable], batch_size: int
+                 ) -> tuple[torch.Tensor, list[tuple[list[Usable], Readout]]] | None:
+        """`fit_hidden_mean` with its progress reported (`fitting`) and stop requests honoured (None: stopped)."""
+        fitted = fit_hidden_mean(lm, config, fit_usable, batch_size, self.fitting, self.stop_requested)
+        if fitted is not None and self.phase_progress is not None:
+            self.phase_progress(FEATURE_PHASE, self.done, self.total)
+        return fitted
 
     def skip(self, skipped: list[tuple[int, str]]) -> None:
         """Rows without a counted token: reported, and counted as done (shown with the next commit)."""
@@ -262,9 +299,13 @@ class BuildWriter:
     def show(self) -> None:
         """Call `progress(done, total)` if done moved since the last call (rows counted without a commit: skipped,
         or already in the index)."""
-        if self.progress is not None and self.done != self._shown:
-            self._shown = self.done
+        if self.done == self._shown:
+            return
+        self._shown = self.done
+        if self.progress is not None:
             self.progress(self.done, self.total)
+        if self.phase_progress is not None:
+            self.phase_progress(FEATURE_PHASE, self.done, self.total)
 
     def stop_requested(self) -> bool:
         """Polls `should_stop()` (once stopped, stays stopped)."""
@@ -285,10 +326,10 @@ class BuildWriter:
 
 def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
            progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-           start_time: float) -> BuildReport:
+           start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
     new, report = prepare_build(index, data, lm, config)
     extractor = index.extractor(lm)
-    writer = BuildWriter(index, report, len(new), progress, should_stop)
+    writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress)
 
     def store(ex: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
         writer.commit([s for s, _ in batch], batch_features(ex, batch, readout))
@@ -297,7 +338,10 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
         fit_part, new = split_mean_fit(new, index.config.seed)
         fit_usable, skipped = encode_usable(extractor, fit_part)
         writer.skip(skipped)
-        mean, batches = fit_hidden_mean(lm, index.config, fit_usable, batch_size)
+        fitted = writer.fit_mean(lm, index.config, fit_usable, batch_size)
+        if fitted is None:
+            return writer.finish(start_time)
+        mean, batches = fitted
         index.set_hidden_mean(mean)
         extractor = index.extractor(lm)
         for batch, readout in batches:
@@ -351,7 +395,8 @@ class _NewRows:
 
 def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
                   progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-                  start_time: float, counted: tuple[int, int] | None) -> BuildReport:
+                  start_time: float, counted: tuple[int, int] | None,
+                  phase_progress: PhaseProgress | None = None) -> BuildReport:
     """`_build` over a stream read window by window; the same index as `_build` on the pool read whole.
 
     The hidden-state mean of a new index is fitted on the seeded subset of its samples that `_build` uses
@@ -365,7 +410,8 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
     window = batch_size * WINDOW_BATCHES
     report = BuildReport(n_added=0, n_already_present=0, n_skipped=0, skipped=[], seconds=0.0, stopped=False,
                          n_rows=stream.n_rows or 0, index_path=str(index.path))
-    writer = BuildWriter(index, report, stream.n_rows or (counted[1] if counted else 0), progress, should_stop)
+    writer = BuildWriter(index, report, stream.n_rows or (counted[1] if counted else 0), progress, should_stop,
+                         phase_progress)
     extractor = index.extractor(lm)
 
     def building() -> None:
@@ -387,7 +433,10 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
             building()
             fit_usable, skipped = encode_usable(extractor, fit_part)
             writer.skip(skipped)
-            mean, batches = fit_hidden_mean(lm, index.config, fit_usable, batch_size)
+            fitted = writer.fit_mean(lm, index.config, fit_usable, batch_size)
+            if fitted is None:
+                return writer.finish(start_time)
+            mean, batches = fitted
             index.set_hidden_mean(mean)
             extractor = index.extractor(lm)
             del fit_part, fit_usable

@@ -37,6 +37,7 @@ from ..samples import Sample
 from .build import (
     BatchFeatures,
     BuildWriter,
+    PhaseProgress,
     PoolInput,
     check_batch_size,
     encode_usable,
@@ -79,7 +80,7 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
                             cpus_per_worker: int | None = None, max_retries: int = 3,
                             progress: Callable[[int, int], None] | None = None,
                             should_stop: Callable[[], bool] | None = None, overwrite: bool = False,
-                            preset: str | None = None) -> BuildReport:
+                            preset: str | None = None, phase_progress: PhaseProgress | None = None) -> BuildReport:
     """`build_index` with the features computed by `workers` Ray actors; this process alone writes the index.
 
     `model` is a hub id or checkpoint path that every worker loads (None: the existing index's model, else the
@@ -88,7 +89,8 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
     "auto" or "cuda", else `cpus_per_worker` CPUs (default: the cluster's CPUs shared out). `shard_size` (samples per
     task, default two windows) is rounded up to whole windows of `batch_size * WINDOW_BATCHES` samples. A worker that
     dies is restarted and its shard rerun up to `max_retries` times. Progress, stopping, resuming, appending and the
-    report are those of `build_index` (`preset` too), and the index holds the same rows in the same order."""
+    report are those of `build_index` (`preset` and `phase_progress` too: the mean's fit runs on one worker, so its
+    phase is counted at its start and end only), and the index holds the same rows in the same order."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
     if isinstance(model, LoadedModel):
@@ -121,7 +123,7 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
         index, own = open_for_build(path, identity, config, overwrite, preset)  # type: ignore[arg-type]
         try:
             run = _Coordinator(ray, actors, index, batch_size, window, max_retries)
-            return run.build(data, identity, config, shard_size, progress, should_stop, start_time)
+            return run.build(data, identity, config, shard_size, progress, should_stop, start_time, phase_progress)
         finally:
             if own:
                 index.close()
@@ -300,7 +302,9 @@ class ShardWorker:
         lm = self._model()
         sketches = SketchSet.from_state_dict(setup.sketches)
         usable, skipped = encode_usable(RiseExtractor(lm, setup.config, sketches), items)
-        mean, batches = fit_hidden_mean(lm, setup.config, usable, batch_size)
+        fitted = fit_hidden_mean(lm, setup.config, usable, batch_size)
+        assert fitted is not None, "a fit without should_stop runs to its end"
+        mean, batches = fitted
         # features with the mean as the index stores it (float64) and gives it back to `build_index`'s extractor
         extractor = RiseExtractor(lm, setup.config, sketches, mean.detach().cpu().double())
         out = [batch_features(extractor, batch, readout) for batch, readout in batches]
@@ -347,20 +351,22 @@ class _Coordinator:
 
     def build(self, data: Any, identity: ModelIdentity, config: RiseConfig | None, shard_size: int,
               progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-              start_time: float) -> BuildReport:
+              start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
         new, report = prepare_build(self.index, data, identity, config)  # type: ignore[arg-type]
-        writer = BuildWriter(self.index, report, len(new), progress, should_stop)
+        writer = BuildWriter(self.index, report, len(new), progress, should_stop, phase_progress)
         cfg = self.index.config
         sketches = self.index.sketches.state_dict()
         self.fingerprint = self.index.manifest.model_fingerprint
         if needs_mean_fit(self.index, new):
             fit_part, new = split_mean_fit(new, cfg.seed)
             setup = self.ray.put(WorkSetup(cfg, sketches, None))
+            writer.fitting(0, len(fit_part))
             result = self._wait_for(self.actors[0].fit_mean.remote(setup, fit_part, self.batch_size), writer,
                                     "fit the hidden-state mean")
             if result is None:
                 return writer.finish(start_time)
             assert result.hidden_mean is not None
+            writer.fitting(len(fit_part), len(fit_part))
             self.index.set_hidden_mean(result.hidden_mean)
             self._commit(writer, fit_part, result)
         if not report.stopped and new:

@@ -99,3 +99,22 @@ def set_aside(path: Path) -> Path:
         for companion in companions:
             companion.rename(target.with_name(target.name + companion.name[len(path.name):]))
     return target
+
+
+def compact_copy(source: Path, target: Path) -> None:
+    """Write a fresh copy of the index file `source` (closed) to `target` (absent) holding its live data only: no
+    free blocks and no old versions of rewritten rows (a manifest value as it was before an update), so the copy
+    carries nothing the index no longer says."""
+    source, target = Path(source), Path(target)
+    check_index_file(source)
+    if target.exists():
+        raise IndexStoreError(f"{target} already exists; give a new file for the copy")
+    con = duckdb.connect()
+    try:
+        con.execute("ATTACH ? AS rise_source (READ_ONLY)", [str(source)])
+        con.execute("ATTACH ? AS rise_target", [str(target)])
+        con.execute("COPY FROM DATABASE rise_source TO rise_target")
+    except duckdb.Error as exc:
+        raise IndexStoreError(f"could not copy {source} to {target}: {exc}") from None
+    finally:
+        con.close()

@@ -190,6 +190,21 @@ class RiseIndex(IndexReader):
         assert self._manifest is not None
         self._manifest.provenance = provenance
 
+    def relocate_model(self, lm: LoadedModel, model_id: str | None = None, adapter_path: str | None = None) -> None:
+        """Record that the index's model now loads as `model_id` (default `lm.model_id`), with `lm`'s description
+        (its adapter's path as `adapter_path`, default where `lm` loaded it): for a copy of an index on another
+        machine, where the same weights (an adapter) lie at another path. Refused (IndexMismatchError) unless `lm` has
+        the weights and tokenizer the index was built with."""
+        self.check_model(lm)
+        info = {k: v for k, v in lm.describe().items() if k not in ("model_id", "fingerprint")}
+        if adapter_path is not None and "adapter" in info:
+            info["adapter"] = {**info["adapter"], "path": adapter_path}
+        new_id = lm.model_id if model_id is None else model_id
+        with self._transaction("write to"):
+            self._set_manifest(model_id=new_id, model_info=info, updated_at=utc_now())
+        assert self._manifest is not None
+        self._manifest.model_id, self._manifest.model_info = new_id, info
+
     def set_status(self, status: str) -> None:
         if status not in BUILD_STATUSES:
             raise IndexStoreError(f"unknown index status {status!r}; valid statuses: {', '.join(BUILD_STATUSES)}")
