@@ -250,28 +250,35 @@ def query(args: argparse.Namespace) -> dict[str, Any]:
     extractor = index.extractor(lm)
     first = rank(index, query_features(index, lm, texts[0], truncate=True), k=args.k)  # open, page in, warm caches
     same_as_api = 0
+    cpu: dict[str, list[float]] = {s: [] for s in stages}
+
+    def now() -> tuple[float, float]:
+        return time.perf_counter(), time.thread_time()  # wall, and this thread's CPU time (all the work is on it)
+
     for qi, text in enumerate(texts):
-        t = [time.perf_counter()]
+        t = [now()]
         encoded = extractor.encode([text])
-        t.append(time.perf_counter())
+        t.append(now())
         readout = readout_forward(lm, encoded, extractor.config)
-        t.append(time.perf_counter())
+        t.append(now())
         qfm = FeatureMatrix.from_features(SampleFeatures.concat([extractor.features_from_readout(readout)]),
                                           dtype=torch.float32)
-        t.append(time.perf_counter())
+        t.append(now())
         for name, a, b in zip(("tokenise", "forward", "sketch"), t, t[1:], strict=False):
-            stages[name].append(b - a)
+            stages[name].append(b[0] - a[0])
+            cpu[name].append(b[1] - a[1])
         search, fetch = [], []
         for _ in range(args.repeats):
-            s0 = time.perf_counter()
+            s0 = now()
             ranking = top(index, qfm, None, args.k)  # the index's preset (default: weights chosen per query)
-            s1 = time.perf_counter()
+            s1 = now()
             frame = ranking.to_frame(index)
-            s2 = time.perf_counter()
-            search.append(s1 - s0)
-            fetch.append(s2 - s1)
-        stages["search"].append(statistics.median(search))
-        stages["fetch"].append(statistics.median(fetch))
+            s2 = now()
+            search.append((s1[0] - s0[0], s1[1] - s0[1]))
+            fetch.append((s2[0] - s1[0], s2[1] - s1[1]))
+        for name, v in (("search", search), ("fetch", fetch)):
+            stages[name].append(statistics.median(x[0] for x in v))
+            cpu[name].append(statistics.median(x[1] for x in v))
         if qi < args.api_check:  # `rise query`'s own calls give the same hits
             api = rank(index, query_features(index, lm, text, truncate=True), k=args.k)
             same_as_api += int(api["id"].tolist() == frame["id"].tolist())
@@ -296,6 +303,8 @@ def query(args: argparse.Namespace) -> dict[str, Any]:
 
     total = [sum(v[i] for v in stages.values()) for i in range(len(texts))]
     after_forward = [stages["sketch"][i] + stages["search"][i] + stages["fetch"][i] for i in range(len(texts))]
+    total_cpu = [sum(v[i] for v in cpu.values()) for i in range(len(texts))]
+    after_cpu = [cpu["sketch"][i] + cpu["search"][i] + cpu["fetch"][i] for i in range(len(texts))]
     nprobes = [i["nprobe"] for i in infos]
     res = {"rows": n, "queries": len(texts), "repeats": args.repeats, "threads": torch.get_num_threads(),
            "tokens_p50": statistics.median(tokens), "tokens_min_max": [min(tokens), max(tokens)],
@@ -305,6 +314,10 @@ def query(args: argparse.Namespace) -> dict[str, Any]:
            "recall@10_at_nprobe": {p: round(float(np.mean(recall(p))), 4) for p in sweep},
            "text_in_ms": harness.latency_ms(total), "after_forward_ms": harness.latency_ms(after_forward),
            **{f"{s}_ms": harness.latency_ms(v) for s, v in stages.items()},
+           # CPU time of the query's thread: what the stages take on a core of their own (wall time above is at the
+           # machine's load)
+           "text_in_cpu_ms": harness.latency_ms(total_cpu), "after_forward_cpu_ms": harness.latency_ms(after_cpu),
+           **{f"{s}_cpu_ms": harness.latency_ms(v) for s, v in cpu.items()},
            "same_hits_as_rise_query": f"{same_as_api}/{min(args.api_check, len(texts))}",
            "first_query_paths": first.attrs["search"]["path"], "truth_s": round(truth_s, 1),
            "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()]}
