@@ -1,4 +1,4 @@
-"""A query end to end, from its text to the hits' text, on a 1M-row index with an ANN index: tokenise, the model's
+"""A query end to end, from its text to the hits' text, on a large index (1M rows by default) with an ANN index: tokenise, the model's
 forward pass, sketching the query, the ANN search with exact rescoring, and fetching the hits' rows from DuckDB;
 each stage timed, and recall@10 against the exact scan of all rows.
 
@@ -23,7 +23,7 @@ What is real and what is not:
     it. A query is what `rise query --index I --text T` runs: `attribution.query_features` then `attribution.rank`
     under the index's scoring (the default preset: weights chosen per query), so the ANN path is the library's.
 
-    python -m benchmarks.text_query build --rows 1000000 --dir /work/results/scale/text1m    # ~ 20 min, 15 GB
+    python -m benchmarks.text_query build --rows 1000000 --dir /work/results/scale/text1m    # ~ 15 GB on disk
     python -m benchmarks.text_query query --dir /work/results/scale/text1m --repeats 3
     python -m benchmarks.text_query query --dir D --nprobe 64          # the ANN sidecar's nprobe set to 64 first
 
