@@ -310,6 +310,16 @@ PRESET_TABLE: dict[str, Preset] = {
     "retrospective": Preset(RiseConfig(rho_cum=0.5, min_top_l=1), ScoreOptions(),
                             "for the generations of a model fine-tuned on this pool (a sparser residual support; "
                             "queried with the fixed weights)"),
+    # Very large pools: the paper's small budget, (K_r, K_h, K_g) = (16, 8, 28) (its OLMo-32B setting and the spec's
+    # "for very large pools"), as TensorSketch, without the HS channel: 352 values (704 bytes) a sample, so 10M rows
+    # are 7 GB of features (the default's 3,648 values make 73 GB) and the ANN file as much again. Scored with the
+    # fixed RH / GH weights (no HS to weigh, so no per-query rule). Leaving out HS is what it costs (auPRC@10 0.65
+    # against the default's 0.80 on the dev-finmed and dev-brainrot report halves; the same sketches with HS, 928
+    # values, 0.80), and what let its 10M build run on this machine: docs/SCALE.md, "A compact preset for very large
+    # pools".
+    "compact": Preset(RiseConfig(k_r=16, k_h=8, k_g=28, hidden_channel=False), ScoreOptions(lambda_hs=0.0),
+                      "very large pools: the paper's small budget, 16/8/28 without HS (352 values, 704 bytes a "
+                      "sample: 10M rows in 7 GB)"),
 }
 # views of PRESET_TABLE (many callers read one half only)
 PRESETS: dict[str, RiseConfig] = {name: p.config for name, p in PRESET_TABLE.items()}

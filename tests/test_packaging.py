@@ -47,7 +47,7 @@ def test_paper_preset_carries_joint_sample_normalisation(tmp_path, monkeypatch):
     assert preset_scoring("default") == ScoreOptions(weighting="auto")  # channels chosen per query
     assert preset_scoring("fixed") == ScoreOptions()
     assert preset_scoring("paper", sample_norm="none", lambda_gh=None).sample_norm == "none"
-    assert set(PRESETS) == {"default", "paper", "backdoor", "fixed", "retrospective"}
+    assert set(PRESETS) == {"default", "paper", "backdoor", "fixed", "retrospective", "compact"}
     assert preset("backdoor") == preset("default") and preset_scoring("backdoor").lambda_hs == 0.0
     with pytest.raises(ConfigError, match="unknown preset"):
         preset_scoring("nope")

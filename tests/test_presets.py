@@ -111,7 +111,7 @@ def test_cli_query_and_select_take_the_preset(env, capsys, tmp_path):
 
     with pytest.raises(SystemExit) as usage:  # argparse: exit 2, the choices listed
         main(["query", "--index", str(index), "--text", QUERY, "--preset", "nope"])
-    assert usage.value.code == 2 and "choose from 'backdoor', 'default', 'fixed', 'paper', 'retrospective'" in capsys.readouterr().err
+    assert usage.value.code == 2 and "choose from 'backdoor', 'compact', 'default', 'fixed', 'paper', 'retrospective'" in capsys.readouterr().err
 
 
 def test_retrospective_preset_is_the_variant_the_benchmark_chose():

@@ -79,7 +79,8 @@ def test_rise_config_fingerprints_match_the_old_code():
     plain = {name: dataclasses.replace(cfg, chat_template="off") for name, cfg in PRESETS.items()}
     assert {name: cfg.fingerprint() for name, cfg in plain.items()} == {
         "default": "08ef5f6c6a708eb5", "paper": "7c9817e8c3b56baa", "backdoor": "08ef5f6c6a708eb5",
-        "fixed": "08ef5f6c6a708eb5", "retrospective": "60034ae753bda62c"}
+        "fixed": "08ef5f6c6a708eb5", "retrospective": "60034ae753bda62c",
+        "compact": "dfa2b3bc3be67a9f"}  # added later, pinned from then on
     assert all(PRESETS[n].fingerprint() != plain[n].fingerprint() for n in PRESETS)  # templated features differ
     custom = RiseConfig(k_r=8, k_h=4, k_g=8, tau=0.5, seq_len=32, counted_positions="completion",
                         center_hidden=True, composition="outer", hidden_channel=False, chat_template="off")
