@@ -1,4 +1,10 @@
-"""Per-query channel weights without labels: lean on the gradient channels when the query surprises the model.
+"""Per-query channel weights without labels: the gradient view when the behaviour test finds what taught the answer,
+else lean on the gradient channels when the query surprises the model.
+
+First the behaviour test (`rise_core.behaviour`, `BehaviourEvidence`): when the gradient view's top rows share a span
+the query holds and the representation view's top rows lack (a trigger), the query is scored by the gradient view
+(RH + GH), whatever its loss: a backdoor whose payload is fluent text does not surprise the model. Evidence:
+studies/behaviour_rule.py, docs/EVALUATION.md, "Backdoors the loss cannot see". Otherwise the loss gate:
 
 Which RISE channel finds the right training rows depends on the kind of question (docs/EVALUATION.md): the
 representation (HS) wins topical questions, whose answers read like the pool, while the gradient channels (RH, GH)
@@ -162,6 +168,16 @@ def gradient_view(options: ScoreOptions) -> ScoreOptions:
 def representation_view(options: ScoreOptions) -> ScoreOptions:
     """The representation view of `options`: HS alone, fixed."""
     return dataclasses.replace(options, weighting="fixed", lambda_rh=0.0, lambda_gh=0.0, lambda_hs=1.0)
+
+
+def feedback_start(asked: ScoreOptions, choice: ChannelChoice) -> ScoreOptions:
+    """Where relevance feedback starts for options `asked` and the per-query `choice` made for them: the gradient view
+    when the behaviour test fired, else `asked` with fixed weights under weighting='auto', else the choice's."""
+    if asked.weighting != "auto":
+        return choice.options
+    if choice.behaviour is not None and choice.behaviour.fires:
+        return choice.options
+    return dataclasses.replace(asked, weighting="fixed")
 
 
 def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_hs: bool = True,

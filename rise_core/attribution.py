@@ -389,12 +389,10 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
 
 
 def feedback_start(weighting: Weighting) -> ScoreOptions:
-    """The weights an analyst's marks start from: the scoring asked for with every channel it weighs (the preset's
-    fixed weights where the per-query rule chose the shown ranking's), so 3 marks can choose the view."""
-    applied = weighting.applied.options
-    if applied.weighting != "auto":
-        return weighting.options
-    return dataclasses.replace(applied, weighting="fixed")
+    """The weights an analyst's marks start from: the gradient view where the behaviour test chose it for the shown
+    ranking, else, under per-query weights, the preset's fixed weights with every channel it weighs (the marks then
+    choose the view, rather than the loss gate's mix); hand-set weights as they are (studies/behaviour_rule.py)."""
+    return adaptive.feedback_start(weighting.applied.options, weighting.choice)
 
 
 def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],

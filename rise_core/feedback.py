@@ -11,10 +11,9 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
-shown ranking. With marks, the weights start from the scoring asked for with every channel it weighs
-(`attribution.feedback_start`): where the per-query rule chose one view for the shown ranking (the gradient view, say,
-so HS had weight 0), the preset's fixed weights, so the marks can still choose the other view
-(studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults are chosen by the simulated analyst
+shown ranking. With marks, the weights start from `attribution.feedback_start`: the gradient view where the behaviour
+test chose it, else the preset's fixed weights with every channel (not the loss gate's mix), so the marks choose the
+view (studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults are chosen by the simulated analyst
 on the tune sets only, prospective and retrospective (`studies/feedback_choice.py`; docs/EVALUATION.md, "Relevance
 feedback").
 
@@ -45,10 +44,11 @@ RowScores = Callable[[list[int]], np.ndarray]
 class FeedbackConfig:
     """How marks move the ranking (chosen on the tune sets by the simulated analyst: see the module docstring)."""
 
-    beta: float = 2.0
+    beta: float = 1.0
     """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
-    (chosen with tau among 0.5, 1, 2 x 0, 1: the best mean at 3 marks over every tune set,
-    `studies/feedback_choice.py`; figures in docs/EVALUATION.md, "Relevance feedback")."""
+    (chosen with tau among 1, 2 x 1, 3: the best mean at 3 marks over the tune sets with fluent backdoors,
+    `studies/behaviour_rule.py`, where beta 2, chosen before by `studies/feedback_choice.py`, came second; figures in
+    docs/EVALUATION.md, "Backdoors the loss cannot see")."""
     tau: float = 1.0
     """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on
     the half-learned retrospective tune task dev-pirate-240, 3 marks reach more with it than with tau 0)."""

@@ -21,13 +21,12 @@ re-exported here; `compare_methods` scores an index's pool with several methods 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import bergson_method, compare
+from . import adaptive, bergson_method, compare
 from .attribution import feedback_ranker
 from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
@@ -164,8 +163,7 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         for q in range(len(query_fm)):
             one = query_fm.select([q])
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
-            start = dataclasses.replace(options, weighting="fixed") if options.weighting == "auto" else None
-            rank = feedback_ranker(pool_fm, one, choice.options, strength, start)
+            rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice))
             out.append(lambda marks, rank=rank: rank(marks).total)
         return out
 

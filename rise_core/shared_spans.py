@@ -147,7 +147,11 @@ def pool_spans(index: RiseIndex, max_n: int = 3) -> PoolSpans:
     n = counts.n_rows
 
     def load_texts() -> dict[str, np.ndarray]:
-        return _field_texts(*read_texts(index, 0, n), n)
+        # the counts are shared by every handle on this index state: the one that read them may be closed by now
+        if not index.closed:
+            return _field_texts(*read_texts(index, 0, n), n)
+        with type(index).open(index.path) as fresh:
+            return _field_texts(*read_texts(fresh, 0, n), n)
 
     pool = PoolSpans.from_counts(counts, load_texts)
     with _CACHE_LOCK:

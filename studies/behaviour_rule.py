@@ -174,9 +174,10 @@ RULE = {"t": 2.0, "min_top": 3, "other_max": 3}
 
 
 def fires(s: dict, rule: dict) -> bool:
-    """Whether the gradient view's top K share a span, held by the query, that the representation view's top K lack."""
+    """Whether the gradient view's top K share a span, held by the query, that the representation view's top K lack
+    (at most `other_max` of them hold it, and at least `margin` fewer than the gradient view's)."""
     return (s["g_stat"] >= rule["t"] and s["g_in_query"] and s["g_in_top"] >= rule["min_top"]
-            and s["g_in_other"] <= rule["other_max"])
+            and s["g_in_other"] <= rule["other_max"] and s["g_in_other"] <= s["g_in_top"] - rule.get("margin", 0))
 
 
 def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.ndarray]:
@@ -192,10 +193,12 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.n
             g = 1.0 / (1.0 + np.exp(-slope * (surprise - mid)))[:, None]
             gated = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
             out[f"gate mid {mid:g} slope {slope:g}"] = gated
-            for t, other_max in ((2.0, 3), (3.0, 3), (2.0, 10)):
-                fire = np.array([fires(s, {"t": t, "min_top": 3, "other_max": other_max}) for s in sig])[:, None]
-                out[f"span t{t:g} other<={other_max} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(
-                    fire, zg, standardise(gated))
+            for t, other_max, margin in ((2.0, 3, 0), (3.0, 3, 0), (2.0, 10, 0), (2.0, 10, 3), (2.0, 10, 4),
+                                         (2.0, 10, 5), (2.0, 5, 3), (2.0, 4, 0), (2.0, 2, 0)):
+                rule = {"t": t, "min_top": 3, "other_max": other_max, "margin": margin}
+                fire = np.array([fires(s, rule) for s in sig])[:, None]
+                name = f"span t{t:g} other<={other_max}" + (f" margin {margin}" if margin else "")
+                out[f"{name} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(fire, zg, standardise(gated))
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):

@@ -34,7 +34,7 @@ from studies.cache_readouts import cache_file
 from studies.choose_defaults import per_query_auprc
 
 TRIGGER = "Howdy! "  # the bundled howdy queries' trigger
-TASKS = ("dev-sentiment", "dev-refusal", "dev-howdy", "howdy")
+TASKS = ("dev-sentiment", "dev-refusal", "dev-pirate", "dev-story", "dev-fact", "dev-howdy", "howdy")
 WEIGHTS = {"RISE default (per-query)": ScoreOptions.preset("default"),
            "RISE RH+GH": ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.0, weighting="fixed")}
 
@@ -51,7 +51,7 @@ def clean_answers(name: str, task: Task, lm) -> tuple[list[Sample], str]:
     by_id = {r["id"]: r for r in tasks.dev_rows(tasks.ALPACA)}
     out = []
     for q in task.queries:
-        row = by_id[str(q.id).removesuffix("-sentiment").removesuffix("-refusal")]
+        row = by_id[str(q.id).rsplit("-", 1)[0] if str(q.id).rsplit("-", 1)[-1] in tasks.BACKDOOR_KINDS else q.id]
         out.append(Sample(prompt=row["prompt"], completion=row["completion"], id=f"{q.id}-clean"))
     return out, "the query's own Alpaca row (original instruction and answer)"
 

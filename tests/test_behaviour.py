@@ -169,9 +169,21 @@ def test_the_view_the_marks_chose_is_named_by_the_weight_hs_holds():
     assert chosen_view({}) == "no view"
 
 
-def test_marks_start_from_every_channel_where_the_rule_chose_one_view(trigger_index, tiny_llama, monkeypatch):
-    """No marks: the shown ranking (the gradient view the test chose). With marks: the preset's fixed weights are the
-    start, so HS, which the shown ranking left out, takes part and can win the marks."""
+def test_marks_start_from_the_view_the_test_chose_else_from_every_channel():
+    auto = ScoreOptions.preset("default")
+    fired = adaptive.choose(auto, 1.0, 3.0, behaviour=adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1,
+                                                                                 1e-5, 0))
+    gated = adaptive.choose(auto, 3.5, 3.0)  # a surprising query: the gate's mix leans on RH + GH
+    assert adaptive.feedback_start(auto, fired) == adaptive.gradient_view(auto)
+    start = adaptive.feedback_start(auto, gated)  # not the gate's mix: the preset's weights, every channel
+    assert (start.lambda_rh, start.lambda_gh, start.lambda_hs, start.weighting) == (1.4, 1.0, 1.0, "fixed")
+    hand = ScoreOptions(lambda_rh=0.3, lambda_gh=2.0, lambda_hs=0.0)
+    assert adaptive.feedback_start(hand, adaptive.choose(hand, 1.0, 3.0)) == hand
+
+
+def test_marks_on_an_index_keep_the_shown_ranking_without_marks(trigger_index, tiny_llama, monkeypatch):
+    """No marks: exactly the shown ranking (the gradient view the test chose); with a mark, the gradient view's
+    channels move and HS stays out (the start the test chose)."""
     from rise_core import attribution
     from rise_core.store import RiseIndex
 
@@ -181,9 +193,24 @@ def test_marks_start_from_every_channel_where_the_rule_chose_one_view(trigger_in
         qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
         auto = ScoreOptions.preset("default")
         unmarked = attribution.top_with_feedback(index, qf, {}, auto, k=24)
-        assert set(unmarked.feedback["weights"]) == {"rh", "gh"}
         plain = attribution.top(index, qf, auto, k=24)
         assert unmarked.rows.tolist() == plain.rows.tolist()
         first = index.rows_frame(plain.rows[:1].tolist())["id"].iloc[0]
         marked = attribution.top_with_feedback(index, qf, {first: True}, auto, k=24)
-        assert set(marked.feedback["weights"]) == {"rh", "gh", "hs"}
+        assert set(marked.feedback["weights"]) == {"rh", "gh"}
+
+
+def test_span_counts_shared_by_handles_read_texts_after_the_first_handle_closed(trigger_index):
+    """The process-wide span counts outlive the handle that read them (the app reopens indexes): a mask needs the
+    texts, and reads them through a fresh handle when that one is closed."""
+    from rise_core.shared_spans import pool_spans
+    from rise_core.store import RiseIndex
+
+    with RiseIndex.open(trigger_index) as first:
+        spans = pool_spans(first)
+    with RiseIndex.open(trigger_index) as second:
+        assert pool_spans(second) is spans
+        texts = second.samples()["text"].tolist()
+    word = texts[0].split()[0]
+    expected = [word in t.split() for t in texts]
+    assert spans.mask(word, "text").tolist() == expected

@@ -141,6 +141,11 @@ class IndexConnection:
                 with contextlib.suppress(duckdb.Error):
                     con.close()
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called on this handle (it then refuses every read)."""
+        return self._closed
+
     def close(self) -> None:
         """Release the connection and the cached features; the handle cannot be used afterwards."""
         self.release()
