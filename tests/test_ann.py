@@ -367,7 +367,7 @@ def test_cli_query_says_which_search_ran(pool, monkeypatch, capsys):
 
     monkeypatch.setattr(rise_core.cli.query, "_open_for_query",  # the synthetic index has no model
                         lambda args: (RiseIndex.open(args.index, read_only=True), None))
-    monkeypatch.setattr(rise_core.attribution, "query_features", lambda index, lm, queries: query())
+    monkeypatch.setattr(rise_core.attribution, "query_features", lambda index, lm, queries, **kw: query())
     argv = ["query", "--index", str(pool), "--text", "anything", "-k", "3"]
 
     assert main(argv) == 0  # 400 rows: below ANN_MIN_ROWS, so the exact scan

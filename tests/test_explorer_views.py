@@ -219,7 +219,7 @@ def test_build_job_eta():
 
 # the explorer modules that are Streamlit glue; the others run without streamlit
 GLUE = {"ui", "resources", "widgets", "compare_ui", "diagnostics_ui", "demo_ui", "finetune_ui", "shared_spans_ui",
-        "counterfactual_ui", "feedback_ui", "auth"}
+        "counterfactual_ui", "feedback_ui", "auth", "contrast_ui"}
 
 
 def test_explorer_modules_do_not_import_streamlit():
