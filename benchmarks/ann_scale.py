@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import multiprocessing as mp
 import os
 import shutil
 import statistics
@@ -458,16 +457,6 @@ def compare_hnsw(directory: Path, n: int, queue: Any) -> None:
     queue.put({"hnsw_rows": n, "hnsw_build_s": round(build_s, 1), "hnsw_us_per_row": round(build_s / n * 1e6, 0)})
 
 
-def _child(target: Any, *args: Any) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=target, args=(*args, queue))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
-
-
 # -- main -----------------------------------------------------------------------------------------------------------
 
 
@@ -489,7 +478,7 @@ def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Nam
     print(f"  [{n} x {res['values_per_sample']}] generated in {res['generate_s']} s", flush=True)
     if not from_duckdb:
         print(f"  building IVF{nlist},SQfp16 from the .npy features", flush=True)
-        res.update(_child(build_child, str(directory), nlist, nprobe, args.train_per_list))
+        res.update(harness.in_child(build_child, str(directory), nlist, nprobe, args.train_per_list))
         print(f"  built in {res['build_s']} s", flush=True)
     duckdb_path = None
     if n <= args.duckdb_max:
@@ -501,7 +490,7 @@ def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Nam
         res["duckdb_mb"] = round(path.stat().st_size / 1e6, 1)
         print(f"  wrote the DuckDB index in {res['duckdb_write_s']} s", flush=True)
         if from_duckdb:  # `rise index-ann`'s own build, reading the DuckDB index
-            res.update(_child(build_from_index_child, duckdb_path, nlist, nprobe, args.train_per_list))
+            res.update(harness.in_child(build_from_index_child, duckdb_path, nlist, nprobe, args.train_per_list))
             res.update(build_s=res["duckdb_ann_build_s"], build_peak_rss_mb=res["duckdb_ann_build_peak_rss_mb"],
                        kmeans_s=res["duckdb_ann_stages_s"].get("k-means", 0.0),
                        add_s=res["duckdb_ann_stages_s"].get("add rows", 0.0), train_rows=res["duckdb_ann_train_rows"],
@@ -515,10 +504,10 @@ def measure(n: int, dims_k: tuple[int, int, int], root: Path, args: argparse.Nam
             shutil.copy(ann.ann_paths(path)[1], pool_meta)
     print("  querying", flush=True)
     nprobes = sorted({max(1, nprobe // 2), nprobe, min(nlist, 2 * nprobe), min(nlist, 4 * nprobe)})
-    res.update(_child(query_child, str(directory), args.queries, args.exact_queries, args.k, nprobes, args.repeats,
+    res.update(harness.in_child(query_child, str(directory), args.queries, args.exact_queries, args.k, nprobes, args.repeats,
                       duckdb_path, args.exact_rank_max))
     if args.compare_hnsw:
-        res.update(_child(compare_hnsw, directory, min(n, args.compare_hnsw)))
+        res.update(harness.in_child(compare_hnsw, directory, min(n, args.compare_hnsw)))
     if not args.keep:
         shutil.rmtree(directory)
     return res

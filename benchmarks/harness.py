@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -85,6 +86,18 @@ def latency_ms(seconds: Sequence[float], digits: int = 2) -> dict[str, float | N
 def markdown_table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, floatfmt: str = ".3f") -> str:
     """Rows (dicts with the same keys, or a frame) as a Markdown table."""
     return pd.DataFrame(rows).to_markdown(index=False, floatfmt=floatfmt)
+
+
+def in_child(target: Callable[..., None], *args: Any) -> dict[str, Any]:
+    """Run `target(*args, queue)` in a fresh (spawned) process and return what it put on the queue: a measurement
+    whose peak memory, threads or imports must not be the parent's."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
 
 
 def print_json(results: Any, indent: int | None = None) -> None:

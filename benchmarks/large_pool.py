@@ -19,7 +19,6 @@ Everything runs with 1 thread unless --threads. Results: one JSON line in <out>/
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import shutil
 import statistics
 import sys
@@ -161,16 +160,6 @@ def query_child(directory: str, n: int, dims: dict[str, int], n_queries: int, re
     queue.put(out)
 
 
-def _child(target: Any, *args: Any) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=target, args=(*args, queue))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__, repeats=3, threads=1, out="/work/results/scale")
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -195,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                            "threads": args.threads}
     if not args.skip_build:
         print(f"building over {args.rows:,} rows of {res['values']} values", flush=True)
-        res.update(_child(build_child, str(directory), args.rows, dims, args.threads, args.nlist))
+        res.update(harness.in_child(build_child, str(directory), args.rows, dims, args.threads, args.nlist))
         harness.print_json(res)
-    res.update(_child(query_child, str(directory), args.rows, dims, args.queries, args.repeats, args.k, args.threads))
+    res.update(harness.in_child(query_child, str(directory), args.rows, dims, args.queries, args.repeats, args.k, args.threads))
     harness.print_json(res)
     if args.out:
         harness.append_jsonl(Path(args.out) / "large_pool.jsonl", [res])

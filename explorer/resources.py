@@ -4,7 +4,7 @@ moving a slider never reruns the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,14 +221,9 @@ def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query
     the hit's tokens are against it)."""
     from rise_core import attribution
 
-    cache = st.session_state.setdefault("_explanations", {})
     key = (path, index.manifest.created_at, query, _contrast_key(query_fm), hit_id, options)
-    if key not in cache:
-        if len(cache) >= 64:
-            cache.clear()
-        with st.spinner("Explaining…"):
-            cache[key] = attribution.explain(index, lm, str(hit_id), query, query_fm, options)
-    return cache[key]
+    return _session_cached("_explanations", key,
+                           lambda: attribution.explain(index, lm, str(hit_id), query, query_fm, options))
 
 
 def versus_explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, versus: Sample,
@@ -237,11 +232,18 @@ def versus_explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str
     .explain_versus`), cached in the session."""
     from rise_core import attribution
 
-    cache = st.session_state.setdefault("_versus_explanations", {})
     key = (path, index.manifest.created_at, versus, _contrast_key(query_fm), hit_id, options)
+    return _session_cached("_versus_explanations", key,
+                           lambda: attribution.explain_versus(index, lm, str(hit_id), versus, query_fm, options))
+
+
+def _session_cached(store: str, key: tuple, make: Callable[[], Any]) -> Any:
+    """`make()` cached under `key` in the session's `store` (at most 64 entries: full, it starts again), with a
+    spinner while it runs."""
+    cache = st.session_state.setdefault(store, {})
     if key not in cache:
         if len(cache) >= 64:
             cache.clear()
         with st.spinner("Explaining…"):
-            cache[key] = attribution.explain_versus(index, lm, str(hit_id), versus, query_fm, options)
+            cache[key] = make()
     return cache[key]
