@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer import resources, ui
+from explorer import plain, resources, ui
 from explorer.counterfactual_ui import shipped_results
 from explorer.demo import DEMO_ROWS, demo_model
 from explorer.demo_ui import finish_demo, show_backdoor_demo, start_demo
@@ -24,7 +24,7 @@ with ui.friendly("list the indexes"):
     if len(overview):
         st.dataframe(overview, hide_index=True)
     else:
-        st.caption(f"No index in `{s.index_dir}` yet.")
+        st.caption(f"No index in the index folder ({plain.md(s.index_dir.name)}, RISE_INDEX_DIR) yet.")  # no server path
     queue = resources.job_queue()
     places = queue.snapshot()
     if places:

@@ -49,7 +49,8 @@ def index_picker() -> str | None:
         entries = [e for e in list_indexes(s.index_dir) if "error" not in e]
         paths = [e["path"] for e in entries]
         if not paths:
-            st.info(f"No index in `{s.index_dir}` yet. Build one on the Build index page, or run the demo on Home.")
+            st.info(f"No index in the index folder ({md(s.index_dir.name)}, RISE_INDEX_DIR) yet. Build one on the "
+                    "Build index page, or run the demo on Home.")  # the folder's name, not the server's path
             st.page_link(PAGES["build"].path, label="Build an index", icon=PAGES["build"].icon)
             return None
         if st.session_state.get("index_path") not in paths:  # the first index not being built (it cannot be opened)
@@ -59,7 +60,7 @@ def index_picker() -> str | None:
         chosen = st.sidebar.selectbox(
             "Index", paths, key="index_path", persist_state="session",
             format_func=lambda p: f"{Path(p).name} ({by_path[p].get('n_samples', '?')} samples)",
-            help=f"Indexes found in {s.index_dir} (set RISE_INDEX_DIR to look elsewhere).",
+            help=f"Indexes found in the index folder, {md(s.index_dir.name)} (set RISE_INDEX_DIR to look elsewhere).",
         )
         entry = by_path[chosen]
         st.sidebar.caption(f"Model: {code(entry.get('model_id'))} · {format_bytes(entry.get('size_bytes'))} · "

@@ -635,6 +635,11 @@ def test_pages_without_any_index_point_to_the_build_page(app_env, tmp_path, monk
         assert_clean(at)
         assert any("No index" in i.value for i in at.info), page
         assert at.get("page_link"), page
+        # the index folder is named, never the server's path to it
+        assert not any(str(tmp_path) in e.value for e in [*at.info, *at.caption]), page
+    at.switch_page("app_pages/0_Home.py").run()
+    assert any("No index in the index folder" in c.value for c in at.caption)
+    assert not any(str(tmp_path) in c.value for c in at.caption)
 
 
 # --- Diagnostics ----------------------------------------------------------------------------------------------------
