@@ -209,7 +209,7 @@ def test_the_shipped_index_matches_the_real_model(real_copy, tmp_path):
     neighbour: at most one float16 ulp at 1.0 (2**-10) plus float16 rounding of each (2**-11). Norms are stored in
     float32; the forward pass's relative roundoff (about 1e-6 per op over 30 layers) stays well under 1e-4."""
     from rise_core.default_model import DEFAULT_MODEL_ID
-    from rise_core.store.build import batch_features, encode_usable
+    from rise_core.store.batches import batch_features, encode_usable
 
     setup = demo_setup(DATA, DEFAULT_MODEL_ID, tmp_path)
     lm = load_model(setup.model_id)

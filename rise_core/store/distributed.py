@@ -34,19 +34,8 @@ from ..errors import ConfigError, DistributedBuildError, IndexMismatchError, Ris
 from ..ingest import FieldMap
 from ..models import LoadedModel
 from ..samples import Sample
-from .build import (
-    BatchFeatures,
-    BuildWriter,
-    PhaseProgress,
-    PoolInput,
-    check_batch_size,
-    encode_usable,
-    load_pool,
-    needs_mean_fit,
-    open_for_build,
-    prepare_build,
-    split_mean_fit,
-)
+from .batches import BatchFeatures, encode_usable, needs_mean_fit, split_mean_fit
+from .build import BuildWriter, PhaseProgress, PoolInput, check_batch_size, load_pool, open_for_build, prepare_build
 from .files import check_new_location
 from .index import RiseIndex
 from .schema import WINDOW_BATCHES, BuildReport
@@ -297,7 +286,7 @@ class ShardWorker:
         them."""
         from ..engine import RiseExtractor
         from ..sketch import SketchSet
-        from .build import batch_features, fit_hidden_mean
+        from .batches import batch_features, fit_hidden_mean
 
         lm = self._model()
         sketches = SketchSet.from_state_dict(setup.sketches)
@@ -313,7 +302,7 @@ class ShardWorker:
     def run_shard(self, setup: WorkSetup, items: list[tuple[int, Sample]], batch_size: int,
                   window: int) -> ShardResult:
         """The features of a shard: its windows length-sorted and batched exactly as `build_index` does."""
-        from .build import batch_features
+        from .batches import batch_features
 
         extractor = self._extractor_for(setup)
         batches, skipped = [], []
