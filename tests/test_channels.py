@@ -17,7 +17,7 @@ from test_engine import EXACT_SAMPLES, PAIRS, autograd_head_gradient
 
 import rise_core.config as config_module
 import rise_core.engine as engine_module
-import rise_core.store.build as build_module
+import rise_core.store.batches as batches_module
 from rise_core.attribution import query_features, rank
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
@@ -142,7 +142,7 @@ def test_first_build_fits_the_mean_on_a_seeded_subset_in_one_forward_pass(tmp_pa
         return real(lm, encoded, config)
 
     monkeypatch.setattr(engine_module, "readout_forward", counting)
-    monkeypatch.setattr(build_module, "readout_forward", counting)
+    monkeypatch.setattr(batches_module, "readout_forward", counting)
     rows = pool_rows(16)
     cfg = RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=True, hidden_channel=True, seed=5)
     path = tmp_path / "pool.duckdb"
