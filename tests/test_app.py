@@ -148,6 +148,24 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
     assert_clean(at)
 
 
+def test_attribute_looking_for_takes_one_view_or_lets_the_rule_decide(app_env):
+    """'Looking for' (shown while the channels are chosen per query): what taught this behaviour scores by RH + GH
+    alone, examples like this one by HS alone; the rule's own choice is the default."""
+    at = new_app("app_pages/2_Attribute.py")
+    at.checkbox(key="weighting_auto").check().run()
+    at = type_query(at)
+    assert at.radio(key="intent").value == "Let RISE decide"
+    at.radio(key="intent").set_value("What taught this behaviour").run()
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    table = results(at)
+    assert table["HS"].abs().max() == 0 and table["RH"].abs().max() > 0
+    at.radio(key="intent").set_value("Examples like this one").run()
+    table = results(at)
+    assert table["RH"].abs().max() == 0 and table["GH"].abs().max() == 0 and table["HS"].abs().max() > 0
+    assert_clean(at)
+
+
 def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
     from rise_core.config import PRESET_SCORING, ScoreOptions
 
