@@ -370,29 +370,19 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
     weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`. `start`
-    (fixed options; None: `options`): the weights the marks start from, e.g. every channel's even where the per-query
-    rule chose one view, so the marks can still choose the other (`feedback_start`)."""
-    start = start or options
+    (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`), e.g. every
+    channel's where the per-query rule chose one view."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
-    raw, rows_fn, shown, base = {}, {}, {}, {}
-    used = dict(weighted_channels(start, q))
-    for c, lam in weighted_channels(options, q):
-        used.setdefault(c, 0.0)
-        shown[c] = lam
-    for c in used:
+    shown = dict(weighted_channels(options, q))
+    started = dict(weighted_channels(start or options, q))
+    raw, rows_fn, unmarked, base = {}, {}, {}, {}
+    for c in dict.fromkeys([*started, *shown]):  # every channel either weighs, in score order
         raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
-        base[c] = used[c] * float(raw[c].std())
-    unmarked = {c: shown.get(c, 0.0) * float(raw[c].std()) for c in raw}
+        spread = float(raw[c].std())
+        base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
     return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config)
-
-
-def feedback_start(weighting: Weighting) -> ScoreOptions:
-    """The weights an analyst's marks start from: the gradient view where the behaviour test chose it for the shown
-    ranking, else, under per-query weights, the preset's fixed weights with every channel it weighs (the marks then
-    choose the view, rather than the loss gate's mix); hand-set weights as they are (studies/behaviour_rule.py)."""
-    return adaptive.feedback_start(weighting.applied.options, weighting.choice)
 
 
 def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
@@ -413,7 +403,8 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
             row_marks[index.row_of(str(sid))] = bool(relevant)
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
-    result = feedback_ranker(fm, query_fm, resolved.options, config, feedback_start(resolved))(row_marks)
+    start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
+    result = feedback_ranker(fm, query_fm, resolved.options, config, start)(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from .adaptive import BEHAVIOUR_K, BehaviourEvidence, BehaviourTest, representation_view
 from .config import ScoreOptions
-from .scoring import FeatureMatrix, channel_sum
+from .scoring import FeatureMatrix, channel_sum, top_k
 from .shared_spans import PoolSpans, find_shared_spans, span_pattern
 
 if TYPE_CHECKING:
@@ -35,8 +34,7 @@ RowsFrame = Callable[[Sequence[int]], pd.DataFrame]
 
 def top_rows(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, k: int) -> np.ndarray:
     """The k best pool rows of one query under fixed `options` (an exact scan)."""
-    scores = channel_sum(pool, query, options.for_channels(pool.channels).options).total
-    return torch.topk(scores, min(k, len(pool))).indices.numpy()
+    return top_k(channel_sum(pool, query, options.for_channels(pool.channels).options).total, k)[0].numpy()
 
 
 def evidence(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
@@ -90,6 +88,14 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
                         query_sample)
 
     return run
+
+
+def per_query_tests(pool: FeatureMatrix, queries: FeatureMatrix, spans: Callable[[], PoolSpans],
+                    rows_frame: RowsFrame, samples: Sequence[Sample]) -> Callable[[int], BehaviourTest]:
+    """Query q of `queries` (its text `samples[q]`) -> its behaviour test against pool features, by exact scans (a
+    method's scores of a task or an index, one query at a time)."""
+    return lambda q: behaviour_test_for(scan_rows(pool, queries.select([q])), spans, rows_frame, samples[q],
+                                        has_hs=pool.has_hs)
 
 
 def samples_frame(samples: Sequence[Sample]) -> RowsFrame:

@@ -11,7 +11,7 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
-shown ranking. With marks, the weights start from `attribution.feedback_start`: the gradient view where the behaviour
+shown ranking. With marks, the weights start from `adaptive.feedback_start`: the gradient view where the behaviour
 test chose it, else the preset's fixed weights with every channel (not the loss gate's mix), so the marks choose the
 view (studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults are chosen by the simulated analyst
 on the tune sets only, prospective and retrospective (`studies/feedback_choice.py`; docs/EVALUATION.md, "Relevance

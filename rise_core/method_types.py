@@ -20,7 +20,7 @@ import torch
 from . import compare
 from .adaptive import BehaviourTest
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
-from .behaviour import behaviour_test_for, samples_frame, samples_spans, scan_rows
+from .behaviour import per_query_tests, samples_frame, samples_spans
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
 from .feedback import FeedbackConfig, Marks
@@ -132,9 +132,7 @@ class TaskSource:
                 held["spans"] = self._memoised(("pool spans",), lambda: samples_spans(self.pool))
             return held["spans"]
 
-        frame = samples_frame(self.pool)
-        return lambda q: behaviour_test_for(scan_rows(pool_fm, query_fm.select([q])), counts, frame, self.queries[q],
-                                            has_hs=pool_fm.has_hs)
+        return per_query_tests(pool_fm, query_fm, counts, samples_frame(self.pool), self.queries)
 
     def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
         if self.memo is None:
@@ -252,8 +250,7 @@ class IndexSource:
     def behaviour_tests(self, pool_fm: FeatureMatrix, query_fm: FeatureMatrix) -> Callable[[int], BehaviourTest]:
         """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""
         index = self.index
-        return lambda q: behaviour_test_for(scan_rows(pool_fm, query_fm.select([q])), lambda: pool_spans(index),
-                                            index.rows_frame, self.queries[q], has_hs=pool_fm.has_hs)
+        return per_query_tests(pool_fm, query_fm, lambda: pool_spans(index), index.rows_frame, self.queries)
 
     @cached_property
     def pool(self) -> list[Sample]:
