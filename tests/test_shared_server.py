@@ -227,11 +227,11 @@ def test_marks_only_for_rows_the_page_showed_and_capped():
     assert len(marks) == MAX_MARKS and len(refused) == 10
 
 
-def test_the_home_page_lists_the_servers_queue(token_env):
+def _held_job_class():
+    """A BackgroundJob that runs until its gate opens (at most 30 s): a queue place that stays taken."""
     import threading
     from dataclasses import dataclass, field
 
-    from explorer import resources
     from explorer.jobs import BackgroundJob
 
     @dataclass
@@ -241,6 +241,14 @@ def test_the_home_page_lists_the_servers_queue(token_env):
         def _work(self) -> str:
             self.gate.wait(30)
             return "done"
+
+    return Held
+
+
+def test_the_home_page_lists_the_servers_queue(token_env):
+    from explorer import resources
+
+    Held = _held_job_class()
 
     queue = resources.job_queue()  # the server's one queue, shared with the app's sessions (st.cache_resource)
     running, waiting = Held(), Held()
@@ -259,19 +267,10 @@ def test_the_home_page_lists_the_servers_queue(token_env):
 
 def test_a_replace_refused_by_the_queue_moves_nothing(tmp_path):
     """The old index is set aside when the replacing build runs, not when it is asked for: a refused one leaves it."""
-    import threading
-    from dataclasses import dataclass, field
-
     from explorer.job_queue import JobQueue, QueueLimits, ServerBusyError
-    from explorer.jobs import BackgroundJob, BuildJob, IndexRegistry
+    from explorer.jobs import BuildJob, IndexRegistry
 
-    @dataclass
-    class Held(BackgroundJob):
-        gate: threading.Event = field(default_factory=threading.Event)
-
-        def _work(self) -> str:
-            self.gate.wait(30)
-            return "done"
+    Held = _held_job_class()
 
     index = tmp_path / "mine.duckdb"
     index.write_bytes(b"the old index")
