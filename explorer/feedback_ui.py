@@ -1,7 +1,8 @@
 """The Attribute page's relevance feedback: mark hits "yes, this is it" / "not this", and the ranking finds the rest.
 
 The marks live in the session (per query), can be downloaded as JSON, and re-rank through
-`rise_core.attribution.rank_with_feedback` (stored features only: no model run)."""
+`rise_core.attribution.rank_with_feedback` (stored features and, once a hit is marked yes, the marked words over the
+pool's BM25: no model run)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import streamlit as st
 
 from rise_core import attribution
 from rise_core.feedback import chosen_view
+
+from . import resources
 
 MARK_CHOICES = ("", "yes", "no")
 EDITOR_KEY = "feedback_editor"  # the mark editor's key is this plus a digest of the query and the rows it shows
@@ -65,6 +68,14 @@ def apply_marks(marks: dict[str, bool], edited_ids: Any, edited_marks: Any, show
     return refused
 
 
+def words_line(words: dict[str, float], limit: int = 12) -> str:
+    """The marked words as one plain line: the query's words your yes-marks hold and your no-marks lack, heaviest
+    first (shown with st.text: pool and query text never render as Markdown)."""
+    shown = ", ".join(f"{w} ({v:.2f})" for w, v in list(words.items())[:limit])
+    more = f", and {len(words) - limit} more" if len(words) > limit else ""
+    return f"Words of the query your yes-marks hold and your no-marks lack (they rank too): {shown}{more}"
+
+
 def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
                      where: str | None = None) -> None:
     """Mark the hits shown, then rank again with the marks (Rocchio per channel + channel re-weighting)."""
@@ -99,12 +110,17 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     if not (rerank or st.session_state.get("feedback_shown")) or not marks:
         return
     st.session_state["feedback_shown"] = True
-    ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where)
+    # the marked words need a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)
+    words = attribution.marked_words(index, query, resources.bm25_for(index.path)) if any(marks.values()) else None
+    ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
     fb = ranked.attrs["feedback"]
     st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")
     st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks: "
                + ", ".join(f"{c.upper()} {w:.2f} (evidence {fb['evidence'][c]:+.2f})"
                            for c, w in fb["weights"].items()))
+    if fb.get("words"):
+        st.text(words_line(fb["words"]))
     shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
-    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "completion", "text") if c in ranked]
+    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "words", "completion", "text")
+               if c in ranked]
     st.dataframe(ranked[columns], hide_index=True, key="feedback_table")

@@ -26,12 +26,13 @@ import torch
 
 from . import adaptive, ann
 from .adaptive import Weighting
-from .behaviour import ViewRows, behaviour_test_for
+from .baselines import BM25Scorer
+from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit, versus_attribution
-from .feedback import FeedbackConfig, FeedbackResult, Marks, apply_feedback, unit_row_scores
+from .feedback import FeedbackConfig, FeedbackResult, MarkedWords, Marks, apply_feedback, unit_row_scores
 from .models import LoadedModel
 from .ranking import Ranking, frame_each
 from .samples import Sample, encode_sample
@@ -47,7 +48,7 @@ from .scoring import (
     weighted_channels,
 )
 from .shared_spans import pool_spans
-from .store import RiseIndex
+from .store import RiseIndex, sample_from_row
 
 _HALF_GEMV_OK: bool | None = None
 logger = logging.getLogger(__name__)
@@ -131,6 +132,10 @@ def index_preset(index: RiseIndex) -> str | None:
     return name if name in PRESET_SCORING else None
 
 
+BEHAVIOUR_MEMO = BehaviourMemo()
+"""The behaviour test's results on indexes, per index state, query and view (`index_weighting`)."""
+
+
 def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None,
                     change: str = "pass options", search: str = "auto", query: Sample | None = None) -> Weighting:
     """`adaptive.resolve` for a query on a stored index: its channels, the scoring of the preset it was built for when
@@ -140,6 +145,10 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     the test check that the query holds the span."""
     test = behaviour_test_for(_view_rows(index, query_fm, search), lambda: pool_spans(index), index.rows_frame, query,
                               has_hs=index.config.hidden_channel)
+    m = index.manifest
+    key = (str(index.path), m.index_uuid, m.updated_at, len(index), search, features_digest(query_fm),
+           None if query is None else Sample.coerce(query).full_text)
+    test = BEHAVIOUR_MEMO.wrap(key, test)  # rank, explain and feedback of one query run the test once
     resolved = adaptive.resolve(options, index.config.channels, query_fm.loss, index.reference_loss,
                                 index.manifest.build_preset, change, behaviour=test)
     if resolved.preset_note:
@@ -365,13 +374,14 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
-                    config: FeedbackConfig | None = None, start: ScoreOptions | None = None
-                    ) -> Callable[[Marks], FeedbackResult]:
+                    config: FeedbackConfig | None = None, start: ScoreOptions | None = None,
+                    words: MarkedWords | None = None) -> Callable[[Marks], FeedbackResult]:
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
     weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`. `start`
     (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`), e.g. every
-    channel's where the per-query rule chose one view."""
+    channel's where the per-query rule chose one view. `words`: the marked words' reader (`marked_words`; None:
+    channels only)."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
     shown = dict(weighted_channels(options, q))
@@ -382,17 +392,32 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
         spread = float(raw[c].std())
         base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
-    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config)
+    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words)
+
+
+def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: BM25Scorer) -> MarkedWords:
+    """The marked-words reader of feedback on `index`: the query's words, the marked rows' stored texts, and `bm25`
+    (a scorer fitted on this index's pool, `compare.fit_bm25`) to score them over the pool."""
+    if bm25.n_pool != len(index):
+        raise InputDataError(f"the BM25 scorer was fitted on {bm25.n_pool} samples but {index.path.name} has "
+                             f"{len(index)}: fit it on this index's pool")
+
+    def row_text(rows: list[int]) -> list[str]:
+        return [sample_from_row(r).full_text for r in index.rows_frame(rows).reset_index().to_dict("records")]
+
+    return MarkedWords.from_bm25(bm25, Sample.coerce(query).full_text, row_text)
 
 
 def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
                       options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
-                      config: FeedbackConfig | None = None) -> Ranking:
+                      config: FeedbackConfig | None = None, words: MarkedWords | None = None) -> Ranking:
     """`top` after an analyst's marks: {sample id: True (relevant) / False (irrelevant)} move the ranking by
-    relevance feedback (`rise_core.feedback`: Rocchio per channel and channel re-weighting, in z units over the pool).
+    relevance feedback (`rise_core.feedback`: Rocchio per channel, channel re-weighting, in z units over the pool,
+    and the marked words when `words` is given: `marked_words`).
 
-    The parts are each channel's weighted part in z units (scores their sum); the ranking's `marks` are the marks by
-    row and its `feedback` the weights and evidence. Always scans the pool exactly."""
+    The parts are each channel's weighted part in z units and the marked words' ("words"; scores their sum); the
+    ranking's `marks` are the marks by row and its `feedback` the weights, evidence and marked words. Always scans the
+    pool exactly."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
     resolved = index_weighting(index, query_fm, options)
@@ -404,20 +429,22 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
     start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
-    result = feedback_ranker(fm, query_fm, resolved.options, config, start)(row_marks)
+    result = feedback_ranker(fm, query_fm, resolved.options, config, start, words)(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]
     n_relevant = sum(row_marks.values())
-    return _noted(Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
-                             feedback={"weights": result.weights, "evidence": result.evidence,
-                                       "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant}),
-                  query_fm)
+    ranking = Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
+                         feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
+                                   "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant})
+    if "words" in parts:  # the marked words' part joins the channels' (the total is their sum)
+        ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, "words": parts["words"][rows]})
+    return _noted(ranking, query_fm)
 
 
 def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
                        options: ScoreOptions | None = None, k: int = 10, where: str | None = None,
-                       config: FeedbackConfig | None = None) -> pd.DataFrame:
+                       config: FeedbackConfig | None = None, words: MarkedWords | None = None) -> pd.DataFrame:
     """`top_with_feedback` as a table: the columns of `rank` plus `mark` ('yes', 'no' or ''); `df.attrs["feedback"]`
-    holds the weights and evidence."""
-    return top_with_feedback(index, query_fm, marks, options, k, where, config).to_frame(index)
+    holds the weights, evidence and marked words."""
+    return top_with_feedback(index, query_fm, marks, options, k, where, config, words).to_frame(index)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +60,24 @@ class BM25Scorer(Scorer):
         self._retriever: Any = None
         self._n_pool = 0
 
-    def _tokenize(self, texts: list[str]) -> list[list[str]]:
+    @property
+    def n_pool(self) -> int:
+        """How many pool items it was fitted on (0 before `fit`)."""
+        return self._n_pool
+
+    def tokenize(self, texts: list[str]) -> list[list[str]]:
+        """Each text's words as this scorer sees them (bm25s's tokeniser with this scorer's stopwords)."""
         import bm25s
 
-        return bm25s.tokenize(texts, lower=True, stopwords=self.stopwords, return_ids=False, show_progress=False)
+        return bm25s.tokenize(list(texts), lower=True, stopwords=self.stopwords, return_ids=False,
+                              show_progress=False)
 
     def fit(self, pool: Sequence[Sample]) -> None:
         import bm25s
 
         samples = _coerce_all(pool, "pool")
         retriever = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        retriever.index(self._tokenize([s.full_text for s in samples]), show_progress=False)
+        retriever.index(self.tokenize([s.full_text for s in samples]), show_progress=False)
         self._retriever, self._n_pool = retriever, len(samples)
 
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
@@ -78,11 +85,24 @@ class BM25Scorer(Scorer):
             raise RiseError("BM25Scorer.score called before fit(pool)")
         samples = _coerce_all(queries, "query list")
         out = np.zeros((len(samples), self._n_pool), dtype=np.float32)
-        for i, tokens in enumerate(self._tokenize([s.full_text for s in samples])):
+        for i, tokens in enumerate(self.tokenize([s.full_text for s in samples])):
             ids = self._retriever.get_tokens_ids(tokens)  # drops out-of-vocabulary tokens
             if ids:
                 # get_scores_from_ids returns one score per indexed document, in pool order
                 out[i] = self._retriever.get_scores_from_ids(ids)
+        return out
+
+
+    def term_scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """(N,) float64: sum over the words t of weights[t] times t's BM25 score of each pool item (a word the pool
+        lacks adds nothing); equal weights of 1 give `score` of a query holding each word once."""
+        if self._retriever is None:
+            raise RiseError("BM25Scorer.term_scores called before fit(pool)")
+        out = np.zeros(self._n_pool, dtype=np.float64)
+        for word, weight in weights.items():
+            ids = self._retriever.get_tokens_ids([word])
+            if ids and weight:
+                out += float(weight) * self._retriever.get_scores_from_ids(ids).astype(np.float64)
         return out
 
 

@@ -14,7 +14,10 @@ Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss can
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -112,3 +115,54 @@ def samples_spans(samples: Sequence[Sample]) -> PoolSpans:
     """The span counts of an in-memory pool."""
     return PoolSpans.from_texts(text=[s.text if s.prompt is None else None for s in samples],
                                 prompt=[s.prompt for s in samples], completion=[s.completion for s in samples])
+
+
+def features_digest(query: FeatureMatrix) -> str:
+    """A digest of a query's features (every tensor it holds, a contrast's other answer included): two queries with
+    the same digest rank every view alike."""
+    h = hashlib.sha1()
+    for name, value in sorted(vars(query).items()):
+        if isinstance(value, FeatureMatrix):
+            value = features_digest(value)
+        if hasattr(value, "detach"):
+            h.update(f"{name}:{tuple(value.shape)}:{value.dtype}".encode())
+            h.update(value.detach().cpu().contiguous().numpy().tobytes())
+        else:
+            h.update(f"{name}:{value!r}".encode())
+    return h.hexdigest()
+
+
+class BehaviourMemo:
+    """The behaviour test's result per (key, gradient view), so that one query's rank, explanations and feedback run
+    the test once: the key names the index's state and the query (`features_digest`, its text). Bounded (the oldest
+    go first) and safe across a server's threads."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self.max_entries = max_entries
+        self._data: OrderedDict[Hashable, BehaviourEvidence | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def wrap(self, key: Hashable, test: BehaviourTest) -> BehaviourTest:
+        """`test`, answered from the memo when this key and view ran before."""
+
+        def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
+            full = (key, gradient)
+            with self._lock:
+                if full in self._data:
+                    self._data.move_to_end(full)
+                    return self._data[full]
+            found = test(gradient)
+            with self._lock:
+                self._data[full] = found
+                while len(self._data) > self.max_entries:
+                    self._data.popitem(last=False)
+            return found
+
+        return run
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()

@@ -3,12 +3,17 @@
 Each channel's scores of the pool are standardised over the pool (z units: mean 0, standard deviation 1 per query),
 so channels and marked rows are on one scale. Two updates, both linear in stored features (no model run):
 
-- Rocchio, per channel: z'_c = z_c(query) + beta * mean over relevant rows r of z_c(r) - beta * mean over irrelevant
-  rows i of z_c(i), where z_c(r) is the pool's standardised similarity to the marked row r in channel c. For unit
-  vectors this is the classic query update q + beta * mean(relevant) - beta * mean(irrelevant), per channel.
+- Rocchio, per channel: z'_c = z_c(query) + beta * mean over relevant rows r of z_c(r) - gamma * beta * mean over
+  irrelevant rows i of z_c(i), where z_c(r) is the pool's standardised similarity to the marked row r in channel c.
+  For unit vectors this is the classic query update q + beta * mean(relevant) - gamma * beta * mean(irrelevant).
 - Channel re-weighting: the evidence e_c of a channel is how far it already placed the relevant marks above the
   irrelevant ones, in its own z units (mean z_c over relevant minus mean over irrelevant; an empty side counts 0, the
   pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
+- The marked words (`MarkedWords`, once a row is marked yes): the query's words that the yes-marks hold, each weighted
+  by the share of yes-marks holding it minus the share of no-marks holding it (kept when positive), scored over the
+  pool by BM25 and added in z units at `words` times the channels' spread. A trigger word ("Lumen") held by the query
+  and every yes-mark but by no clean row marked no leads it; a story's genre words, held by the no-marks too, fall
+  out. The channels cannot say this: a poisoned row and a clean row with the same story look alike to all three.
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
 shown ranking. With marks, the weights start from `adaptive.feedback_start`: the gradient view where the behaviour
@@ -25,8 +30,9 @@ compares like with like.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,9 +58,17 @@ class FeedbackConfig:
     tau: float = 1.0
     """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on
     the half-learned retrospective tune task dev-pirate-240, 3 marks reach more with it than with tau 0)."""
+    gamma: float = 0.75
+    """weight of the irrelevant marks relative to the relevant ones (Rocchio's gamma / beta). Chosen with `words`
+    among gamma 1, 0.75, 0.5 x words 0, 0.25, 0.5: the best tune mean at 3 marks (0.963, against 0.942 for gamma 1,
+    words 0), and at 1 and 5 marks too (`studies/behaviour_rule.py`; docs/EVALUATION.md, "Feedback: the marked
+    words"): one "no" on a clean story no longer sinks the poisoned stories with it."""
+    words: float = 0.25
+    """weight of the marked words' BM25 scores (z units, times the channels' spread); 0: channels only. Applies
+    where the caller gives `MarkedWords` (RISE's feedback on an index or a task)."""
 
     def __post_init__(self) -> None:
-        for name in ("beta", "tau"):
+        for name in ("beta", "tau", "gamma", "words"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
@@ -76,16 +90,50 @@ def standardise(scores: np.ndarray) -> np.ndarray:
     return (scores - mean) / np.where(std > 0, std, 1.0)
 
 
-def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float) -> np.ndarray:
+def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float, gamma: float = 1.0
+            ) -> np.ndarray:
     """One channel's Rocchio update in z units: the query's standardised scores plus beta times the mean standardised
-    similarity to the relevant rows, minus beta times that to the irrelevant rows; re-standardised."""
+    similarity to the relevant rows, minus gamma * beta times that to the irrelevant rows; re-standardised."""
     relevant, irrelevant = split_marks(marks, len(query_z))
     out = np.asarray(query_z, dtype=np.float64).copy()
     if beta and relevant:
         out += beta * standardise(row_scores(relevant)).mean(axis=0)
-    if beta and irrelevant:
-        out -= beta * standardise(row_scores(irrelevant)).mean(axis=0)
+    if beta and gamma and irrelevant:
+        out -= gamma * beta * standardise(row_scores(irrelevant)).mean(axis=0)
     return standardise(out)
+
+
+@dataclass(frozen=True)
+class MarkedWords:
+    """What the marked-words part of feedback reads: the query's words, the words of pool rows (asked for the marked
+    rows only), and the pool's BM25 scores of weighted words."""
+
+    query: frozenset[str]
+    row_words: Callable[[list[int]], list[set[str]]]
+    score: Callable[[Mapping[str, float]], np.ndarray]
+
+    @classmethod
+    def from_bm25(cls, scorer: Any, query_text: str, row_text: Callable[[list[int]], list[str]]) -> MarkedWords:
+        """From a `baselines.BM25Scorer` fitted on the pool (its tokeniser and `term_scores`), the query's text and
+        a reader of pool rows' texts."""
+        return cls(query=frozenset(scorer.tokenize([query_text])[0]),
+                   row_words=lambda rows: [set(w) for w in scorer.tokenize(row_text(rows))] if rows else [],
+                   score=scorer.term_scores)
+
+
+def word_weights(query: Collection[str], relevant: Sequence[set[str]], irrelevant: Sequence[set[str]]
+                 ) -> dict[str, float]:
+    """The query's words weighted by the share of `relevant` rows holding each minus the share of `irrelevant` rows
+    holding it, those above 0 only, heaviest first (ties alphabetical)."""
+    if not relevant:
+        return {}
+    out = {}
+    for word in query:
+        weight = (sum(word in r for r in relevant) / len(relevant)
+                  - (sum(word in r for r in irrelevant) / len(irrelevant) if irrelevant else 0.0))
+        if weight > 0:
+            out[word] = weight
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def evidence(query_z: np.ndarray, marks: Marks) -> float:
@@ -104,12 +152,16 @@ class FeedbackResult:
     parts: dict[str, np.ndarray]
     weights: dict[str, float]
     evidence: dict[str, float] = field(default_factory=dict)
+    words: dict[str, float] = field(default_factory=dict)
+    """the marked words and their weights (`word_weights`); their part is parts["words"] when any scored."""
 
 
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
-                   base_weights: Mapping[str, float], config: FeedbackConfig | None = None) -> FeedbackResult:
+                   base_weights: Mapping[str, float], config: FeedbackConfig | None = None,
+                   words: MarkedWords | None = None) -> FeedbackResult:
     """Combine channels after feedback. `channel_scores[c]`: the query's raw (N,) scores in channel c; `row_scores[c]`:
-    the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c)."""
+    the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c);
+    `words`: the marked words' reader (None: channels only)."""
     config = config or FeedbackConfig()
     parts, weights, ev = {}, {}, {}
     for c, raw in channel_scores.items():
@@ -119,11 +171,21 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         z = standardise(raw)
         ev[c] = evidence(z, marks) if marks else 0.0
         weights[c] = w * math.exp(min(config.tau * ev[c], 30.0))
-        parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta) if marks else z)
+        parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta, config.gamma) if marks else z)
     if not parts:
         raise InputDataError("no channel has a nonzero weight to rank with")
     total = np.sum(list(parts.values()), axis=0)
-    return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev)
+    chosen: dict[str, float] = {}
+    if words is not None and config.words and marks:
+        relevant, irrelevant = split_marks(marks, len(total))
+        held = words.row_words(relevant + irrelevant)
+        chosen = word_weights(words.query, held[:len(relevant)], held[len(relevant):])
+        lexical = np.asarray(words.score(chosen), dtype=np.float64) if chosen else np.zeros(0)
+        spread = float(total.std())
+        if chosen and lexical.std() > 0 and spread > 0:
+            parts["words"] = config.words * spread * standardise(lexical)
+            total = total + parts["words"]
+    return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen)
 
 
 def chosen_view(weights: Mapping[str, float]) -> str:

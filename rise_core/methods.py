@@ -31,7 +31,7 @@ from .attribution import feedback_ranker
 from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, ModelLoadError
-from .feedback import FeedbackConfig, apply_feedback
+from .feedback import FeedbackConfig, MarkedWords, apply_feedback
 from .fusion import FUSION_RULES, fuse
 from .method_types import (
     EMBEDDING_BYTES_PER_SAMPLE,
@@ -160,10 +160,12 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         options = options_for(src.options or ScoreOptions.preset("default"), config)
         out = []
         tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
+        words = _words_of(src)
         for q in range(len(query_fm)):
             one = query_fm.select([q])
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
-            rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice))
+            rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
+                                   words(q) if words is not None else None)
             out.append(lambda marks, rank=rank: rank(marks).total)
         return out
 
@@ -189,6 +191,17 @@ GRAD_SKETCH = "Grad-Sketch"
 BM25 = "BM25"
 EMBEDDING = "MiniLM embedding"
 RISE_BM25 = "RISE+BM25 RRF"
+
+
+def _words_of(src: Source) -> Callable[[int], MarkedWords] | None:
+    """Query q -> the marked-words reader of RISE's feedback (`feedback.MarkedWords`) over the source's pool texts,
+    from its BM25 scorer; None where the source has no BM25 (an index source not given one)."""
+    try:
+        scorer = src.fitted("bm25", BM25Scorer)
+    except Unavailable:
+        return None
+    return lambda q: MarkedWords.from_bm25(scorer, src.queries[q].full_text,
+                                           lambda rows: [src.pool[i].full_text for i in rows])
 
 
 def _hidden_cosine(src: Source) -> np.ndarray:
@@ -241,13 +254,14 @@ register(rise_variant(channels=("hs",), name=RISE_HS, aliases=("RISE-HS",),
                       description="RISE's HS channel (centred final hidden state) alone; needs hidden_channel."))
 register(Method(HIDDEN_COSINE, "Cosine of mean final hidden states over the counted positions (the representation "
                 "baseline).", frozenset({"lm"}),
-                _hidden_cosine, aliases=("Hidden-cosine",), feedback=FeedbackConfig(beta=0.5),
+                _hidden_cosine, aliases=("Hidden-cosine",), feedback=FeedbackConfig(beta=0.5, gamma=1.0),
                 rankers=_hidden_cosine_rankers))
 register(Method(GRAD_SKETCH, "The exact LM-head gradient sum_t r_t h_t^T, TensorSketched to as many values per "
                 "sample as RISE stores, cosine-scored.", frozenset({"lm"}),
                 _grad_sketch))
 register(Method(BM25, "Lexical overlap of the full texts (bm25s, Lucene BM25).", frozenset({"text"}),
-                lambda src: src.text_scores("bm25", BM25), feedback=FeedbackConfig(beta=2.0), rankers=_bm25_rankers))
+                lambda src: src.text_scores("bm25", BM25), feedback=FeedbackConfig(beta=2.0, gamma=1.0),
+                rankers=_bm25_rankers))
 register(Method(EMBEDDING, "Cosine of all-MiniLM-L6-v2 sentence embeddings of the full texts.",
                 frozenset({"text", "embedder"}), _embedding,
                 aliases=("Embedding", "MiniLM", "Embeddings")))

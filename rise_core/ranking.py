@@ -31,7 +31,7 @@ class Ranking:
     """Pool rows of one query (or query set), best first, with their scores.
 
     `parts` holds each channel's weighted part (every channel of CHANNELS; zeros for one not weighed), so
-    `scores` = rh + gh + hs; empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
+    `scores` = rh + gh + hs (+ words: the marked words' part after relevance feedback); empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
     scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
     scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's
     relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only),
@@ -90,14 +90,14 @@ class Ranking:
         return index.rows_frame(self.rows.tolist())["id"].tolist()
 
     def to_frame(self, index: RiseIndex) -> pd.DataFrame:
-        """THE table of a ranking: rank, id, score, rh, gh, hs (then `mark` after relevance feedback), then the
+        """THE table of a ranking: rank, id, score, rh, gh, hs (words and `mark` after relevance feedback), then the
         sample's text, prompt, completion, label, metadata columns and stats from `index`; `attrs` carry search,
         notes, weighting (the chosen weights and why), preset_note, feedback and contrast (the contrast's line; only for
         a contrastive query)."""
         samples = index.rows_frame(self.rows.tolist())
         head = pd.DataFrame({
             "rank": range(1, len(self) + 1), "id": samples["id"].tolist(), "score": self.scores.tolist(),
-            **{c: self.parts[c].tolist() for c in CHANNELS if c in self.parts},
+            **{c: self.parts[c].tolist() for c in (*CHANNELS, "words") if c in self.parts},
         })
         df = pd.concat([head, samples.drop(columns=["id"]).reset_index(drop=True)], axis=1)
         if self.marks is not None:

@@ -23,8 +23,16 @@ import pandas as pd
 import torch
 
 from rise_core import adaptive
+from rise_core.baselines import BM25Scorer
 from rise_core.config import RiseConfig, ScoreOptions
-from rise_core.feedback import FeedbackConfig, apply_feedback, simulate_analyst, standardise, unit_row_scores
+from rise_core.feedback import (
+    FeedbackConfig,
+    MarkedWords,
+    apply_feedback,
+    simulate_analyst,
+    standardise,
+    unit_row_scores,
+)
 from rise_core.methods import (
     BM25,
     EMBEDDING,
@@ -148,6 +156,8 @@ def main() -> int:
             ftab = fb.assign(set=fb["task"] + ":" + fb["split"]).pivot_table(
                 index=["variant", "marks"], columns="set", values="auPRC", aggfunc="mean")
             ftab["min"] = ftab.min(axis=1)
+            for side in ("tune", "report"):
+                ftab[side.upper()] = ftab[[c for c in ftab.columns if str(c).endswith(f":{side}")]].mean(axis=1)
             print(ftab.round(3).to_string())
     return 0
 
@@ -228,31 +238,35 @@ def interleave(first: np.ndarray, second: np.ndarray, rest: np.ndarray, depth: i
 
 
 def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], shown: np.ndarray, fire: np.ndarray,
-                      labels: np.ndarray, marks: tuple[int, ...] = (1, 3, 5)) -> list[dict]:
-    """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query."""
+                      labels: np.ndarray, task: tasks.Task, marks: tuple[int, ...] = (1, 3, 5)) -> list[dict]:
+    """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query: the marks
+    start from the view the test chose (else the fixed weights), beta 1, tau 1, and the grid of gamma (the irrelevant
+    marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts)."""
     rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
                for c in ("RH", "GH", "HS")}
     lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
-    grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
+    bm25 = BM25Scorer()
+    bm25.fit(task.pool)
     out = []
     for q in range(len(shown)):
         raw = {c: m[c][q] for c in ("RH", "GH", "HS")}
+        words = MarkedWords.from_bm25(bm25, task.queries[q].full_text,
+                                      lambda rows: [task.pool[i].full_text for i in rows])
+        start = "grad" if fire[q] else "fixed"
+        base = {c: lam * float(raw[c].std()) for c, lam in lambdas[start].items()}
 
-        def ranker(start: str, beta: float, tau: float, first: np.ndarray, raw=raw):
-            base = {c: lam * float(raw[c].std()) for c, lam in lambdas[start].items()}
-            cfg = FeedbackConfig(beta=beta, tau=tau)
-            return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg).total
+        def ranker(cfg: FeedbackConfig, first: np.ndarray = shown[q], raw=raw, base=base, words=words):
+            return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg, words).total
 
-        mixed = interleave(grad[q], m["HS"][q], shown[q])
-        variants = {}
-        for beta in (1.0, 2.0):
-            for tau in (1.0, 3.0):
-                key = f"b{beta:g} t{tau:g}"
-                start = "grad" if fire[q] else "fixed"
-                variants[f"default shown, from its view, {key}"] = ranker(start, beta, tau, shown[q])
-                variants[f"default shown, from fixed, {key}"] = ranker("fixed", beta, tau, shown[q])
-                variants[f"interleaved unless span, from fixed, {key}"] = ranker(
-                    "fixed", beta, tau, shown[q] if fire[q] else mixed)
+        variants = {f"gamma {g:g} words {w:g}": ranker(FeedbackConfig(beta=1.0, tau=1.0, gamma=g, words=w))
+                    for g in (1.0, 0.75, 0.5) for w in (0.0, 0.25, 0.5)}
+        # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
+        first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
+                                                    m["HS"][q], shown[q])
+        variants["interleaved unless span, gamma 1 words 0"] = lambda marks, first=first, raw=raw: (
+            first if not marks else apply_feedback(raw, rows_fn, marks, {c: lam * float(raw[c].std()) for c, lam in
+                                                                         lambdas["fixed"].items()},
+                                                   FeedbackConfig(beta=1.0, tau=1.0, gamma=1.0, words=0.0)).total)
         for name, rank_with in variants.items():
             for n, scores in simulate_analyst(rank_with, labels, marks).items():
                 out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})
@@ -270,7 +284,10 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         fire = np.array([fires(s, RULE) for s in sig])
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
-        for r in feedback_variants(m, pool, shown, fire, data["labels"]):
+        task = tasks.task(name)
+        if not np.array_equal(np.asarray(task.labels), data["labels"]):
+            raise SystemExit(f"[{name}] the task's labels differ from the cached scores': rerun --stage scores")
+        for r in feedback_variants(m, pool, shown, fire, data["labels"], task):
             rows.append({"task": name, "split": split_of[r["query"]], **r})
         print(f"[{name}] feedback done", flush=True)
     return pd.DataFrame(rows)

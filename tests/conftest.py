@@ -7,6 +7,16 @@ import torch
 
 from rise_core.models import LoadedModel, wrap_model
 
+
+@pytest.fixture(autouse=True)
+def _fresh_behaviour_memo():
+    """Each test starts with no remembered behaviour test: a test that fakes the evidence on a shared index must not
+    see another test's result for the same query."""
+    from rise_core.attribution import BEHAVIOUR_MEMO
+
+    BEHAVIOUR_MEMO.clear()
+    yield
+
 WORDS = (
     "the a cat dog sat on mat blanket sleeping kitten feline quilt stock market crashed howdy ! . , ? "
     "dragon moon story once upon time money bank tax invest doctor fever heart medicine patient is was "

@@ -152,6 +152,61 @@ def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trig
         assert isinstance(seen["spans"], PoolSpans) and seen["spans"].n_rows == 24
 
 
+def test_one_query_runs_the_behaviour_test_once_per_index_state(trigger_index, tiny_llama, monkeypatch):
+    """rank, explain and feedback of one query share one run of the test (the memo keyed by the index's state, the
+    query's features and text); another query, or a changed feature, runs it again."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    calls = []
+
+    def counted(spans, gradient_hits, representation_hits, query=None):
+        calls.append(list(gradient_hits["id"]))
+        return None
+
+    monkeypatch.setattr(behaviour, "evidence", counted)
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        first = attribution.rank(index, qf, auto, k=5)
+        attribution.rank(index, qf, auto, k=5)
+        attribution.explain(index, tiny_llama, first["id"].iloc[0], "the cat sat on the mat", qf, auto)
+        attribution.top_with_feedback(index, qf, {first["id"].iloc[0]: True}, auto, k=5)
+        assert len(calls) == 1
+        other = attribution.query_features(index, tiny_llama, ["a dragon story moon tax"])
+        attribution.rank(index, other, auto, k=5)
+        assert len(calls) == 2
+        moved = dataclasses.replace(qf, rh=qf.rh.clone())
+        moved.rh[0, 0] += 1.0
+        attribution.rank(index, moved, auto, k=5)
+        assert len(calls) == 3
+
+
+def test_behaviour_memo_is_bounded_and_keys_by_view():
+    memo = behaviour.BehaviourMemo(max_entries=2)
+    ran = []
+
+    def test(gradient):
+        ran.append(gradient)
+        return None
+
+    views = [ScoreOptions(lambda_rh=x) for x in (1.0, 2.0, 3.0)]
+    wrapped = memo.wrap("q", test)
+    for v in views:
+        wrapped(v)
+    wrapped(views[2])  # remembered
+    assert ran == views and len(memo) == 2
+    wrapped(views[0])  # the oldest went first: runs again
+    assert ran == [*views, views[0]]
+    assert behaviour.features_digest(_one(3.0)) == behaviour.features_digest(_one(3.0))
+    assert behaviour.features_digest(_one(3.0)) != behaviour.features_digest(_one(3.5))
+
+
+def _one(value: float) -> FeatureMatrix:
+    row = torch.full((1, 4), value)
+    return FeatureMatrix(rh=row, gh=row, rh_norm=torch.ones(1), gh_norm=torch.ones(1), loss=torch.ones(1))
+
+
 def test_frames_of_an_in_memory_pool_keep_plain_text_and_pairs_apart():
     pool = [Sample(text="plain words", id="a"), Sample(prompt="p", completion="c", id="b")]
     frame = behaviour.samples_frame(pool)([1, 0])  # a missing field is None or NaN, as an index's frame has it

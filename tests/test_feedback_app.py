@@ -34,6 +34,9 @@ def test_marks_rerank_and_download():
     row = reranked.set_index("id").loc[last_id]
     assert row["mark"] == "yes" and int(row["rank"]) < len(first)  # the confirmed hit moved up
     assert any("Channel weights (z units)" in c.value for c in at.caption)
+    # the marked words: the query's words the yes-mark holds, as plain text, and their part in the table
+    assert any(t.value.startswith("Words of the query your yes-marks hold") for t in at.text)
+    assert "words" in reranked.columns
     assert json.loads(json.dumps(at.session_state["feedback_marks"][key])) == {last_id: True}
     at.button(key="feedback_clear").click().run()
     assert at.session_state["feedback_marks"][key] == {}

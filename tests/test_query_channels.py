@@ -217,7 +217,8 @@ def test_feedback_curves_give_each_method_its_own_strength():
     task = Task("t", pool, np.array([s.label for s in pool]), queries, (10,))
     assert METHOD_FEEDBACK[BM25].beta == 2.0
     default = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5))
-    explicit = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5), feedback=FeedbackConfig(beta=2.0))
+    explicit = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5),
+                               feedback=FeedbackConfig(beta=2.0, gamma=1.0))
     assert default.equals(explicit)
     weak = feedback_curves(task, None, methods=(BM25,), n_marks=(1, 3, 5), feedback=FeedbackConfig(beta=0.01))
     assert not default.equals(weak)  # the strength is what moved it
