@@ -8,15 +8,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
+from rise_core.env_limits import EnvLimits, env_field
 from rise_core.feedback import chosen_view
 
 from . import resources
+
+
+@dataclass(frozen=True)
+class FeedbackLimits(EnvLimits):
+    """What the marks may cost the server: the marked words need BM25 fitted on the pool (once per index, cached), about
+    28 s and 0.8 GB for 100k rows of 80 words on this 2-core machine under load; above the limit the marks move the
+    channels only, and the page says so. Setting: RISE_FEEDBACK_WORDS_MAX_ROWS (`rise query --marks` has no limit)."""
+
+    words_max_rows: int = env_field(200_000, "RISE_FEEDBACK_WORDS_MAX_ROWS", "rows")
+
 
 MARK_CHOICES = ("", "yes", "no")
 EDITOR_KEY = "feedback_editor"  # the mark editor's key is this plus a digest of the query and the rows it shows
@@ -111,7 +123,14 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
         return
     st.session_state["feedback_shown"] = True
     # the marked words need a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)
-    words = attribution.marked_words(index, query, resources.bm25_for(index.path)) if any(marks.values()) else None
+    words = None
+    if any(marks.values()):
+        limit = FeedbackLimits.from_env().words_max_rows
+        if len(index) <= limit:
+            words = attribution.marked_words(index, query, resources.bm25_for(index.path))
+        else:
+            st.caption(f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
+                       "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS).")
     ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
     fb = ranked.attrs["feedback"]
     st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")

@@ -26,13 +26,20 @@ import torch
 
 from . import adaptive, ann
 from .adaptive import Weighting
-from .baselines import BM25Scorer
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import SampleFeatures
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit, versus_attribution
-from .feedback import FeedbackConfig, FeedbackResult, MarkedWords, Marks, apply_feedback, unit_row_scores
+from .feedback import (
+    FeedbackConfig,
+    FeedbackResult,
+    MarkedWords,
+    Marks,
+    TermScorer,
+    apply_feedback,
+    unit_row_scores,
+)
 from .models import LoadedModel
 from .ranking import Ranking, frame_each
 from .samples import Sample, encode_sample
@@ -132,19 +139,25 @@ def index_preset(index: RiseIndex) -> str | None:
     return name if name in PRESET_SCORING else None
 
 
+ChannelProducts = dict[tuple, tuple[torch.Tensor, float]]
+"""Half products already made in one ranking ((channel, matrix, query vector) -> `_half_product`'s answer): the
+behaviour test's two views and the final scan share them."""
+
+
 BEHAVIOUR_MEMO = BehaviourMemo()
 """The behaviour test's results on indexes, per index state, query and view (`index_weighting`)."""
 
 
 def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None,
-                    change: str = "pass options", search: str = "auto", query: Sample | None = None) -> Weighting:
+                    change: str = "pass options", search: str = "auto", query: Sample | None = None,
+                    products: ChannelProducts | None = None) -> Weighting:
     """`adaptive.resolve` for a query on a stored index: its channels, the scoring of the preset it was built for when
     `options` is None (the line saying so is logged; `change` says how to choose another), its median loss
     (`RiseIndex.reference_loss`) as the per-query rule's reference, and the behaviour test (`rise_core.behaviour`) on
     its views' top rows (by the ANN index where `search` takes it) and its span counts; `query`, when at hand, lets
-    the test check that the query holds the span."""
-    test = behaviour_test_for(_view_rows(index, query_fm, search), lambda: pool_spans(index), index.rows_frame, query,
-                              has_hs=index.config.hidden_channel)
+    the test check that the query holds the span; `products`: the ranking's store of channel products (`top_rows`)."""
+    test = behaviour_test_for(_view_rows(index, query_fm, search, products), lambda: pool_spans(index),
+                              index.rows_frame, query, has_hs=index.config.hidden_channel)
     m = index.manifest
     key = (str(index.path), m.index_uuid, m.updated_at, len(index), search, features_digest(query_fm),
            None if query is None else Sample.coerce(query).full_text)
@@ -156,9 +169,10 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     return resolved
 
 
-def _view_rows(index: RiseIndex, query_fm: FeatureMatrix, search: str) -> ViewRows:
+def _view_rows(index: RiseIndex, query_fm: FeatureMatrix, search: str, products: ChannelProducts | None = None
+               ) -> ViewRows:
     """A view's top rows for the behaviour test: from the ANN index where a query under those options would use it,
-    else by an exact scan."""
+    else by an exact scan (keeping its channel products in `products` for the final scan)."""
 
     def rows(options: ScoreOptions, k: int) -> np.ndarray:
         handle, _ = ann.usable_ann(index, options, search)
@@ -166,7 +180,7 @@ def _view_rows(index: RiseIndex, query_fm: FeatureMatrix, search: str) -> ViewRo
             view = adaptive.resolve(options, index.config.channels, None, lambda: float("nan"))
             return ann.rank_rows(index, handle, query_fm, view, k).rows.numpy()
         fm, _ = _matrix_and_mask(index, None)
-        return top_rows(fm, query_fm, options, k)[0].numpy()
+        return top_rows(fm, query_fm, options, k, products=products)[0].numpy()
 
     return rows
 
@@ -211,11 +225,14 @@ def _weighted(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions
 
 
 def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
-             allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, Scores]:
+             allowed: torch.Tensor | None = None, products: ChannelProducts | None = None
+             ) -> tuple[torch.Tensor, Scores]:
     """Rows of the k highest scores (descending) and their scores, among `allowed` rows if given.
 
     float16 features: one float16 product per weighted channel gives approximate scores with a rigorous error bound;
-    only rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact."""
+    only rows whose bound reaches the k-th best lower bound are rescored exactly, so the answer is exact. `products`:
+    a ranking's own store of the channel products made so far (the same channel and query vector is multiplied once:
+    the views differ from the final weights only in lambda)."""
     options = (options or ScoreOptions()).for_channels(fm.channels).options
     n = len(fm)
     k = max(0, min(int(k), n if allowed is None else int(allowed.sum())))
@@ -225,7 +242,14 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
     if fm.rh.dtype == torch.float16 and _half_gemv_accumulates_in_fp32():
         approx, err = torch.zeros(n), torch.zeros(n)
         for c, w, q in channels:
-            s, bound = _half_product(getattr(fm, c), q)
+            matrix = getattr(fm, c)
+            key = (c, id(matrix), tuple(matrix.shape), q.detach().float().contiguous().numpy().tobytes())
+            if products is not None and key in products:
+                s, bound = products[key]
+            else:
+                s, bound = _half_product(matrix, q)
+                if products is not None:
+                    products[key] = (s, bound)
             approx += w * s
             err += w.abs() * (s.abs() * 2.0**-10 + bound)
         lower, upper = approx - err, approx + err
@@ -271,14 +295,16 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
     for, else ScoreOptions()) and its `notes` the weights dropped because the index lacks their channel."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
-    resolved = index_weighting(index, query_fm, options, search=search)
+    products: ChannelProducts = {}  # the behaviour test's view scans and the final scan share channel products
+    resolved = index_weighting(index, query_fm, options, search=search, products=products)
     handle, info = ann.usable_ann(index, resolved.options, search)
     if handle is not None:
         ranking = ann.rank_rows(index, handle, query_fm, resolved, k, where)
     else:
         fm, allowed = _matrix_and_mask(index, where)
         info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
-        ranking = Ranking.of(*top_rows(fm, query_fm, resolved.options, k, allowed), weighting=resolved, search=info)
+        ranking = Ranking.of(*top_rows(fm, query_fm, resolved.options, k, allowed, products), weighting=resolved,
+                             search=info)
     logger.info("rank: %s", ann.search_summary(ranking.search))
     return _noted(ranking, query_fm)
 
@@ -395,7 +421,7 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
     return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words)
 
 
-def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: BM25Scorer) -> MarkedWords:
+def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer) -> MarkedWords:
     """The marked-words reader of feedback on `index`: the query's words, the marked rows' stored texts, and `bm25`
     (a scorer fitted on this index's pool, `compare.fit_bm25`) to score them over the pool."""
     if bm25.n_pool != len(index):
@@ -438,7 +464,8 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
                          feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
                                    "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant})
     if "words" in parts:  # the marked words' part joins the channels' (the total is their sum)
-        ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, "words": parts["words"][rows]})
+        ranking = dataclasses.replace(ranking, scores=total[rows],
+                                      parts={**ranking.parts, "words": parts["words"][rows]})
     return _noted(ranking, query_fm)
 
 

@@ -18,9 +18,9 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
 shown ranking. With marks, the weights start from `adaptive.feedback_start`: the gradient view where the behaviour
 test chose it, else the preset's fixed weights with every channel (not the loss gate's mix), so the marks choose the
-view (studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults are chosen by the simulated analyst
-on the tune sets only, prospective and retrospective (`studies/feedback_choice.py`; docs/EVALUATION.md, "Relevance
-feedback").
+view (studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults
+are chosen by the simulated analyst on the tune sets only (`studies/feedback_choice.py`, `studies/behaviour_rule.py`;
+docs/EVALUATION.md, "Relevance feedback" and "Feedback: the marked words").
 
 The same Rocchio update runs on any method whose scores of the pool against a pool row can be computed
 (`rocchio`): hidden-state cosine (row vectors) and BM25 (a row's text as the query), so `rise evaluate --feedback`
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -103,6 +103,17 @@ def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: floa
     return standardise(out)
 
 
+class TermScorer(Protocol):
+    """What the marked words read from a lexical scorer fitted on the pool (`baselines.BM25Scorer` is one)."""
+
+    @property
+    def n_pool(self) -> int: ...
+
+    def tokenize(self, texts: list[str]) -> list[list[str]]: ...
+
+    def term_scores(self, weights: Mapping[str, float]) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class MarkedWords:
     """What the marked-words part of feedback reads: the query's words, the words of pool rows (asked for the marked
@@ -113,7 +124,8 @@ class MarkedWords:
     score: Callable[[Mapping[str, float]], np.ndarray]
 
     @classmethod
-    def from_bm25(cls, scorer: Any, query_text: str, row_text: Callable[[list[int]], list[str]]) -> MarkedWords:
+    def from_bm25(cls, scorer: TermScorer, query_text: str, row_text: Callable[[list[int]], list[str]]
+                  ) -> MarkedWords:
         """From a `baselines.BM25Scorer` fitted on the pool (its tokeniser and `term_scores`), the query's text and
         a reader of pool rows' texts."""
         return cls(query=frozenset(scorer.tokenize([query_text])[0]),

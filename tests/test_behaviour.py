@@ -182,6 +182,34 @@ def test_one_query_runs_the_behaviour_test_once_per_index_state(trigger_index, t
         assert len(calls) == 3
 
 
+def test_the_views_and_the_final_scan_share_their_channel_products(trigger_index, tiny_llama, monkeypatch):
+    """A default ranking multiplies each channel's matrix by the query once: the gradient view (RH, GH), the
+    representation view (HS) and the final scan (all three) share the products; the hits equal a plain scan's."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    real = attribution._half_product
+    made = []
+
+    def counted(matrix, q):
+        made.append(tuple(matrix.shape))
+        return real(matrix, q)
+
+    monkeypatch.setattr(attribution, "_half_product", counted)
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        fm = index.feature_matrix()
+        if fm.rh.dtype != torch.float16 or not attribution._half_gemv_accumulates_in_fp32():
+            pytest.skip("the float16 fast path is not taken here")
+        auto = ScoreOptions.preset("default")
+        ranked = attribution.top(index, qf, auto, k=8, search="exact")
+        assert len(made) == 3  # rh, gh, hs once each (it was 2 + 1 + 3 before they were shared)
+        made.clear()
+        rows, scores = attribution.top_rows(fm, qf, ranked.weighting.options, 8)  # a plain scan of the same weights
+        assert ranked.rows.tolist() == rows.tolist()
+        np.testing.assert_allclose(ranked.scores.numpy(), scores.total.numpy(), rtol=0, atol=0)
+
+
 def test_behaviour_memo_is_bounded_and_keys_by_view():
     memo = behaviour.BehaviourMemo(max_entries=2)
     ran = []

@@ -328,3 +328,48 @@ def test_query_versus_usage_errors_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         main(["query", "--index", "x.duckdb", *argv])
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_query_with_marks_ranks_again(env, capsys, tmp_path):
+    """`--marks FILE` (the Attribute page's download): the marked rows carry their marks, a yes-marked row moves up,
+    the score is the sum of its parts (the marked words' included), and stderr says what the marks chose."""
+    text = "the cat sat on the mat ."
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--format", "json", "-k", "24")
+    assert code == 0
+    ids = [h["id"] for h in json.loads(out)]
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps({ids[-1]: True, ids[0]: False}))
+    code, out, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "--format", "json",
+                          "-k", "24")
+    assert code == 0 and "feedback: 1 marked yes, 1 no; the marks chose" in err
+    hits = {h["id"]: h for h in json.loads(out)}
+    assert hits[ids[-1]]["mark"] == "yes" and hits[ids[0]]["mark"] == "no"
+    assert hits[ids[-1]]["rank"] < 24  # the confirmed hit moved up
+    for h in hits.values():  # the parts are float32 (1e-5 in JSON)
+        assert h["score"] == pytest.approx(sum(h.get(c) or 0.0 for c in ("rh", "gh", "hs", "words")), abs=1e-4)
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "-k", "3")
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["rank", "mark", "id"]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "not JSON"),
+    ("[1, 2]", "expected a JSON object of sample id -> true/false"),
+    ("{}", "expected a JSON object"),
+    ('{"a": "yes"}', "marks are true or false"),
+    ('{"no-such-row": true}', "is not in"),
+])
+def test_query_bad_marks_exit_1(env, capsys, tmp_path, content, message):
+    marks = tmp_path / "marks.json"
+    marks.write_text(content)
+    code, _, err = _run(capsys, "query", "--index", env.index, "--text", "the cat", "--marks", marks)
+    assert code == 1 and message in err
+
+
+def test_query_marks_do_not_go_with_each(env, capsys, tmp_path):
+    marks = tmp_path / "marks.json"
+    marks.write_text('{"a": true}')
+    with pytest.raises(SystemExit) as exc:
+        main(["query", "--index", str(env.index), "--queries", str(env.queries), "--each", "--marks", str(marks)])
+    assert exc.value.code == 2 and "--marks ranks one query again" in capsys.readouterr().err
+    code, _, err = _run(capsys, "query", "--index", env.index, "--marks", tmp_path / "absent.json", "--text", "a")
+    assert code == 1 and "no such file" in err

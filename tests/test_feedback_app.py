@@ -40,3 +40,23 @@ def test_marks_rerank_and_download():
     assert json.loads(json.dumps(at.session_state["feedback_marks"][key])) == {last_id: True}
     at.button(key="feedback_clear").click().run()
     assert at.session_state["feedback_marks"][key] == {}
+
+
+@pytest.mark.usefixtures("app_env")
+def test_marked_words_are_off_above_the_row_limit(monkeypatch):
+    """Above RISE_FEEDBACK_WORDS_MAX_ROWS the marks move the channels only (no BM25 fitted on the pool), and the page
+    says so."""
+    from explorer import resources
+
+    monkeypatch.setenv("RISE_FEEDBACK_WORDS_MAX_ROWS", "1")
+    monkeypatch.setattr(resources, "bm25_for", lambda path: pytest.fail("BM25 fitted above the limit"))
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    at.button(key="attribute").click().run()
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    at.session_state["feedback_marks"][_marks_key(at)][str(first["id"].iloc[-1])] = True
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    assert any("the marked words are off for pools over 1 rows" in c.value for c in at.caption)
+    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
+    assert "words" not in reranked.columns

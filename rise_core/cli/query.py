@@ -69,6 +69,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--temperature", type=float, default=gen.temperature, help=gen_help["temperature"])
     g.add_argument("--top-p", type=float, default=gen.top_p, help=gen_help["top_p"])
     g.add_argument("--gen-seed", type=int, default=gen.seed, help=gen_help["seed"])
+    p.add_argument("--marks", default=None, metavar="FILE",
+                   help="relevance feedback: a JSON object {sample id: true (this is it) / false (not this)}, as the "
+                        "Attribute page's 'Download marks' writes it; ranks the one query again with the marks "
+                        "(Rocchio per channel, channel re-weighting, and the query's words the yes-marks hold, by "
+                        "BM25 over the pool's texts, fitted here)")
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
@@ -245,14 +250,17 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
     has_query = "query" in df.columns
     has_label = "label" in df.columns and df["label"].notna().any()
     channels = [c for c in ("rh", "gh", "hs") if c in df.columns and (c != "hs" or df[c].abs().sum() > 0)]
-    header = (["query"] if has_query else []) + ["rank", "id", "score", *channels] + (["label"] if has_label else [])
+    numbers = [*channels, *(["words"] if "words" in df.columns else [])]
+    has_mark = "mark" in df.columns
+    header = ((["query"] if has_query else []) + ["rank"] + (["mark"] if has_mark else []) + ["id", "score", *numbers]
+              + (["label"] if has_label else []))
     id_width = min(24, max(2, int(df["id"].astype(str).str.len().max())))
-    print("  ".join(f"{h:>5}" if h in ("query", "rank") else f"{h:<{id_width}}" if h == "id" else f"{h:>8}"
-                    for h in header) + "  text")
+    print("  ".join(f"{h:>5}" if h in ("query", "rank") else f"{h:<4}" if h == "mark" else f"{h:<{id_width}}"
+                    if h == "id" else f"{h:>8}" for h in header) + "  text")
     for _, row in df.iterrows():
-        cells = ([f"{int(row['query']):>5}"] if has_query else []) + [
-            f"{int(row['rank']):>5}", f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}",
-            *(f"{row[c]:>8.4f}" for c in channels)]
+        cells = ([f"{int(row['query']):>5}"] if has_query else []) + [f"{int(row['rank']):>5}"] + (
+            [f"{row['mark']:<4}"] if has_mark else []) + [
+            f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}", *(f"{row[c]:>8.4f}" for c in numbers)]
         if has_label:
             cells.append(f"{_short(row['label'], 8):>8}")
         print("  ".join(cells) + "  " + _short(_hit_text(row), width))
@@ -303,6 +311,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args._parser_error("-k must be at least 1")
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
+    marks = _marks(args.marks) if args.marks is not None else None
+    if marks is not None and (args.each or args.explain or versus is not None):
+        args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
+                           "--versus-*")
     if not args.generate:
         queries = _queries(args)
         if args.explain and len(queries) != 1:
@@ -316,7 +328,13 @@ def _cmd_query(args: argparse.Namespace) -> int:
         qfm = query_features(index, lm, queries, versus=versus,
                              versus_label="the other answer (--versus-" + ("text)" if versus and versus.text else
                                                                             "prompt/--versus-completion)"))
-        df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where, search=args.search)
+        if marks is not None:
+            if len(queries) != 1:
+                raise InputDataError(f"--marks are one query's: give one query, not {len(queries)}")
+            df = _rank_with_marks(index, qfm, queries[0], marks, options, args)
+        else:
+            df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where,
+                                                    search=args.search)
         explanations = shared = None
         if args.explain:
             explanations = {sid: explain(index, lm, sid, queries[0], qfm, options)
@@ -351,6 +369,52 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if df.attrs.get("contrast"):
         print(df.attrs["contrast"], file=sys.stderr)
     return 0
+
+
+MAX_MARKS_FILE_BYTES = 1 << 20  # a marks file is a few ids; more is not a marks file
+MAX_MARKS = 1000
+
+
+def _marks(path: str) -> dict[str, bool]:
+    """The marks of a JSON file {sample id: true/false}; a clear error for anything else."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputDataError(f"--marks {path}: no such file")
+    if file.stat().st_size > MAX_MARKS_FILE_BYTES:
+        raise InputDataError(f"--marks {path}: {file.stat().st_size:,} bytes; a marks file holds at most "
+                             f"{MAX_MARKS:,} ids (up to {MAX_MARKS_FILE_BYTES:,} bytes)")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputDataError(f"--marks {path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not data:
+        raise InputDataError(f"--marks {path}: expected a JSON object of sample id -> true/false, e.g. "
+                             '{"row-17": true, "row-3": false}')
+    bad = [k for k, v in data.items() if not isinstance(v, bool)]
+    if bad:
+        raise InputDataError(f"--marks {path}: the mark of {bad[0]!r} is {data[bad[0]]!r}; marks are true or false")
+    if len(data) > MAX_MARKS:
+        raise InputDataError(f"--marks {path}: {len(data):,} marks; at most {MAX_MARKS:,}")
+    return {str(k): v for k, v in data.items()}
+
+
+def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], options: Any,
+                     args: argparse.Namespace) -> pd.DataFrame:
+    """The query ranked again with its marks (the marked words from BM25 over the pool when any mark is yes); what
+    the marks chose, on stderr."""
+    from ..attribution import marked_words, rank_with_feedback
+    from ..compare import fit_bm25
+    from ..feedback import chosen_view
+
+    words = marked_words(index, query, fit_bm25(index)) if any(marks.values()) else None
+    df = rank_with_feedback(index, qfm, marks, options, k=args.k, where=args.where, words=words)
+    fb = df.attrs["feedback"]
+    print(f"feedback: {fb['n_relevant']} marked yes, {fb['n_irrelevant']} no; the marks chose "
+          f"{chosen_view(fb['weights'])}", file=sys.stderr)
+    if fb.get("words"):
+        print("marked words: " + ", ".join(f"{w} ({v:.2f})" for w, v in list(fb["words"].items())[:12]),
+              file=sys.stderr)
+    return df
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
