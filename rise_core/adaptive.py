@@ -70,6 +70,21 @@ class BehaviourEvidence:
     in_representation: int
     in_query: bool = True
     """whether the query itself holds the span (unknown, taken as True, when the query's text is not at hand)."""
+    rival_span: str = ""
+    """the span the representation view's top rows share most tellingly (its own test; "" when they share none)."""
+    rival_in_top: int = 0
+    rival_p_adjusted: float = 1.0
+    rival_in_query: bool = False
+
+    @property
+    def rival_wins(self) -> bool:
+        """Whether the representation view found the stronger shared span: telling (the same p-value bar), held by
+        the query, and by more of its top rows than the gradient view's span is by its own. Then the rows that read
+        like the query are the ones that share what it holds (a model's own answers, retrospectively: its gradient
+        view matches the instruction's wording instead), and the test does not fire (studies/behaviour_rule.py,
+        docs/EVALUATION.md, "The representation view's own span")."""
+        return (bool(self.rival_span) and self.rival_in_query and self.rival_in_top > self.in_top
+                and -math.log10(max(self.rival_p_adjusted, 1e-300)) >= BEHAVIOUR_EVIDENCE)
 
     @property
     def strength(self) -> float:
@@ -79,13 +94,16 @@ class BehaviourEvidence:
     @property
     def fires(self) -> bool:
         return (self.strength >= BEHAVIOUR_EVIDENCE and self.in_top >= BEHAVIOUR_MIN_IN_TOP
-                and self.in_representation <= BEHAVIOUR_MAX_IN_REPRESENTATION and self.in_query)
+                and self.in_representation <= BEHAVIOUR_MAX_IN_REPRESENTATION and self.in_query
+                and not self.rival_wins)
 
     @property
     def line(self) -> str:
+        rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" ({self.rival_in_top} of "
+                 "them), more, so it leads" if self.rival_wins else "")
         return (f"the gradient view's top {self.top_k} share \"{self.span}\" ({self.where}; {self.in_top} of them, "
                 f"{self.pool_fraction:.1%} of the pool, corrected p {self.p_adjusted:.1g}) and the representation "
-                f"view's top {self.top_k} hold it {self.in_representation} times")
+                f"view's top {self.top_k} hold it {self.in_representation} times{rival}")
 
     def as_dict(self) -> dict:
         return {**dataclasses.asdict(self), "fires": self.fires}

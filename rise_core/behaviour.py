@@ -14,6 +14,7 @@ Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss can
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -87,8 +88,15 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
         if len(grad_rows) < 2:
             return None
         counts = spans() if callable(spans) else spans
-        return evidence(counts, rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows]),
-                        query_sample)
+        grad_hits, rep_hits = rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows])
+        found = evidence(counts, grad_hits, rep_hits, query_sample)
+        if found is None:
+            return None
+        rival = evidence(counts, rep_hits, grad_hits, query_sample)  # the representation view's own shared span
+        if rival is None:
+            return found
+        return dataclasses.replace(found, rival_span=rival.span, rival_in_top=rival.in_top,
+                                   rival_p_adjusted=rival.p_adjusted, rival_in_query=rival.in_query)
 
     return run
 

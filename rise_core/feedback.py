@@ -60,9 +60,10 @@ class FeedbackConfig:
     the half-learned retrospective tune task dev-pirate-240, 3 marks reach more with it than with tau 0)."""
     gamma: float = 0.75
     """weight of the irrelevant marks relative to the relevant ones (Rocchio's gamma / beta). Chosen with `words`
-    among gamma 1, 0.75, 0.5 x words 0, 0.25, 0.5: the best tune mean at 3 marks (0.963, against 0.942 for gamma 1,
-    words 0), and at 1 and 5 marks too (`studies/behaviour_rule.py`; docs/EVALUATION.md, "Feedback: the marked
-    words"): one "no" on a clean story no longer sinks the poisoned stories with it."""
+    among gamma 1, 0.75, 0.5 x words 0, 0.25, 0.5: the best tune mean at 3 and at 5 marks (0.964 and 0.976, against
+    0.943 and 0.966 for gamma 1, words 0; at 1 mark gamma 0.5 leads by 0.005) (`studies/behaviour_rule.py`;
+    docs/EVALUATION.md, "Feedback: the marked words"): one "no" on a clean story no longer sinks the poisoned stories
+    with it."""
     words: float = 0.25
     """weight of the marked words' BM25 scores (z units, times the channels' spread); 0: channels only. Applies
     where the caller gives `MarkedWords` (RISE's feedback on an index or a task)."""

@@ -179,15 +179,20 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
 BASELINES = (HIDDEN_COSINE, BM25, EMBEDDING)
 
 
-RULE = {"t": 2.0, "min_top": 3, "other_max": 3}
-"""The span test's thresholds the feedback stage uses (the rules stage sweeps them)."""
+RULE = {"t": 2.0, "min_top": 3, "other_max": 3, "rival": True}
+"""The span test's thresholds the feedback stage uses (the rules stage sweeps them), with the representation view's
+rival span (`adaptive.BehaviourEvidence.rival_wins`)."""
 
 
 def fires(s: dict, rule: dict) -> bool:
     """Whether the gradient view's top K share a span, held by the query, that the representation view's top K lack
-    (at most `other_max` of them hold it, and at least `margin` fewer than the gradient view's)."""
+    (at most `other_max` of them hold it, and at least `margin` fewer than the gradient view's); with `rival`, not when
+    the representation view's own best span is as telling, held by the query and by more of its top K."""
+    rival_wins = (rule.get("rival", False) and bool(s["h_span"]) and s["h_in_query"] and s["h_in_top"] > s["g_in_top"]
+                  and s["h_stat"] >= rule["t"])
     return (s["g_stat"] >= rule["t"] and s["g_in_query"] and s["g_in_top"] >= rule["min_top"]
-            and s["g_in_other"] <= rule["other_max"] and s["g_in_other"] <= s["g_in_top"] - rule.get("margin", 0))
+            and s["g_in_other"] <= rule["other_max"] and s["g_in_other"] <= s["g_in_top"] - rule.get("margin", 0)
+            and not rival_wins)
 
 
 def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.ndarray]:
@@ -205,10 +210,13 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.n
             out[f"gate mid {mid:g} slope {slope:g}"] = gated
             for t, other_max, margin in ((2.0, 3, 0), (3.0, 3, 0), (2.0, 10, 0), (2.0, 10, 3), (2.0, 10, 4),
                                          (2.0, 10, 5), (2.0, 5, 3), (2.0, 4, 0), (2.0, 2, 0)):
-                rule = {"t": t, "min_top": 3, "other_max": other_max, "margin": margin}
-                fire = np.array([fires(s, rule) for s in sig])[:, None]
-                name = f"span t{t:g} other<={other_max}" + (f" margin {margin}" if margin else "")
-                out[f"{name} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(fire, zg, standardise(gated))
+                for rival in (False, True):
+                    rule = {"t": t, "min_top": 3, "other_max": other_max, "margin": margin, "rival": rival}
+                    fire = np.array([fires(s, rule) for s in sig])[:, None]
+                    name = (f"span t{t:g} other<={other_max}" + (f" margin {margin}" if margin else "")
+                            + (" rival" if rival else ""))
+                    out[f"{name} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(fire, zg,
+                                                                                            standardise(gated))
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):

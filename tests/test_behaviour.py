@@ -48,6 +48,21 @@ def test_the_trigger_shared_by_the_gradient_view_and_not_the_representation_view
     assert not _evidence(pool, gradient, topical, Sample(prompt="Tell me about apples.", completion="x")).fires
 
 
+def test_the_representation_views_stronger_span_keeps_the_test_from_firing():
+    """Retrospectively the gradient view can match the instruction's wording ("me a quick", 6 of 10) while the
+    representation view's top 10 all hold the trigger the query holds ("Howdy"): the test then does not fire."""
+    base = dict(span="me a quick", where="prompt", in_top=6, top_k=10, pool_fraction=0.014, p_adjusted=5e-8,
+                in_representation=0)
+    assert adaptive.BehaviourEvidence(**base).fires
+    rival = dict(rival_span="Howdy", rival_in_top=10, rival_p_adjusted=6e-9, rival_in_query=True)
+    vetoed = adaptive.BehaviourEvidence(**base, **rival)
+    assert vetoed.rival_wins and not vetoed.fires and "more, so it leads" in vetoed.line
+    for weaker in ({"rival_in_top": 6}, {"rival_in_query": False}, {"rival_p_adjusted": 0.05}, {"rival_span": ""}):
+        assert adaptive.BehaviourEvidence(**base, **{**rival, **weaker}).fires, weaker
+    choice = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=vetoed)
+    assert choice.options.lambda_hs > 0  # the loss gate decides, as when nothing fired
+
+
 def test_nothing_shared_is_no_evidence():
     pool = _pool(n_trigger=0)
     assert _evidence(pool, [0, 11, 22, 33, 44, 55, 6, 17, 28, 39], [1, 2, 3, 4, 5, 7, 8, 9, 10, 12]) is None
@@ -132,7 +147,11 @@ def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trig
     seen = {}
 
     def fake_evidence(spans, gradient_hits, representation_hits, query=None):
-        seen.update(spans=spans, gradient=list(gradient_hits["id"]), representation=list(representation_hits["id"]))
+        if not seen:  # the first call reads the gradient view's hits; the second, the rival's, swaps the views
+            seen.update(spans=spans, gradient=list(gradient_hits["id"]),
+                        representation=list(representation_hits["id"]))
+        else:
+            seen["rival"] = (list(gradient_hits["id"]), list(representation_hits["id"]))
         return adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05, 1e-4, 0)
 
     monkeypatch.setattr(behaviour, "evidence", fake_evidence)
@@ -150,6 +169,8 @@ def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trig
         hs = attribution.rank(index, qf, adaptive.representation_view(auto), k=10)
         assert seen["representation"] == list(hs["id"])
         assert isinstance(seen["spans"], PoolSpans) and seen["spans"].n_rows == 24
+        assert seen["rival"] == (seen["representation"], seen["gradient"])  # the representation view's own test
+        assert hits.attrs["weighting"]["behaviour"]["rival_span"] == "the"  # 5 of 10 too: not more, so no veto
 
 
 def test_one_query_runs_the_behaviour_test_once_per_index_state(trigger_index, tiny_llama, monkeypatch):
