@@ -130,7 +130,9 @@ def _features(index: RiseIndex, lm: LoadedModel, samples: list[Sample], batch_si
             raise InputDataError(f"{which} has no counted token: it needs at least two tokens (or a non-empty "
                                  "completion or assistant turn)")
     parts = [extractor.features_from_encoded(encoded[s:s + batch_size]) for s in range(0, len(encoded), batch_size)]
-    return FeatureMatrix.from_features(SampleFeatures.concat(parts), dtype=torch.float32)
+    fm = FeatureMatrix.from_features(SampleFeatures.concat(parts), dtype=torch.float32)
+    fm.texts = tuple(samples)  # the behaviour test reads whether the query holds the span it finds
+    return fm
 
 
 def index_preset(index: RiseIndex) -> str | None:
@@ -155,7 +157,10 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     `options` is None (the line saying so is logged; `change` says how to choose another), its median loss
     (`RiseIndex.reference_loss`) as the per-query rule's reference, and the behaviour test (`rise_core.behaviour`) on
     its views' top rows (by the ANN index where `search` takes it) and its span counts; `query`, when at hand, lets
-    the test check that the query holds the span; `products`: the ranking's store of channel products (`top_rows`)."""
+    the test check that the query holds the span (taken from `query_fm.texts` for a single query when not given: the
+    text `query_features` keeps); `products`: the ranking's store of channel products (`top_rows`)."""
+    if query is None and query_fm.texts is not None and len(query_fm.texts) == 1:
+        query = query_fm.texts[0]
     test = behaviour_test_for(_view_rows(index, query_fm, search, products), lambda: pool_spans(index),
                               index.rows_frame, query, has_hs=index.config.hidden_channel)
     m = index.manifest

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -41,6 +42,9 @@ class FeatureMatrix:
     hs: torch.Tensor | None = None  # (N, d)
     hs_norm: torch.Tensor | None = None  # (N,) float32
     loss: torch.Tensor | None = None  # (N,) float32 mean next-token loss per sample (None: not known)
+    texts: tuple[Any, ...] | None = None
+    """the queries' samples, one per row, when the features are a query's (`attribution.query_features`): the
+    behaviour test checks that the query holds the span it finds; None for a pool's features."""
 
     def __len__(self) -> int:
         return int(self.rh.shape[0])
@@ -56,7 +60,7 @@ class FeatureMatrix:
 
     def _map(self, fn) -> FeatureMatrix:
         return FeatureMatrix(*(None if getattr(self, f) is None else fn(f, getattr(self, f)) for f in
-                               ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss")))
+                               ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss")), texts=self.texts)
 
     @classmethod
     def from_features(cls, feats: SampleFeatures, dtype: torch.dtype = torch.float32) -> FeatureMatrix:
@@ -71,10 +75,12 @@ class FeatureMatrix:
 
     def select(self, rows: torch.Tensor | Sequence[int]) -> FeatureMatrix:
         rows = torch.as_tensor(rows, dtype=torch.long)
-        return self._map(lambda f, x: x[rows])
+        out = self._map(lambda f, x: x[rows])
+        out.texts = None if self.texts is None else tuple(self.texts[int(i)] for i in rows.reshape(-1))
+        return out
 
     def without_hs(self) -> FeatureMatrix:
-        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, loss=self.loss)
+        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, loss=self.loss, texts=self.texts)
 
     @staticmethod
     def concat(parts: Sequence[FeatureMatrix]) -> FeatureMatrix:
@@ -84,6 +90,8 @@ class FeatureMatrix:
             cat.update(hs=torch.cat([p.hs for p in parts]), hs_norm=torch.cat([p.hs_norm for p in parts]))
         if all(p.loss is not None for p in parts):
             cat["loss"] = torch.cat([p.loss for p in parts])
+        if all(p.texts is not None for p in parts):
+            cat["texts"] = tuple(t for p in parts for t in p.texts)
         return FeatureMatrix(**cat)
 
 
@@ -112,13 +120,14 @@ class ContrastFeatures(FeatureMatrix):
                                  f"queries but {len(versus)} other answers")
         if query.has_hs != versus.has_hs or query.rh.shape[1:] != versus.rh.shape[1:]:
             raise InputDataError("the two answers of a contrast must come from the same index")
-        fields = {f: getattr(query, f) for f in ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss")}
+        fields = {f: getattr(query, f) for f in ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss", "texts")}
         return cls(**fields, versus=versus, versus_label=label)
 
     @property
     def plain(self) -> FeatureMatrix:
         """A's features alone (the plain query)."""
-        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, self.hs, self.hs_norm, self.loss)
+        return FeatureMatrix(self.rh, self.gh, self.rh_norm, self.gh_norm, self.hs, self.hs_norm, self.loss,
+                             self.texts)
 
     @property
     def note(self) -> str:

@@ -231,6 +231,38 @@ def test_the_views_and_the_final_scan_share_their_channel_products(trigger_index
         np.testing.assert_allclose(ranked.scores.numpy(), scores.total.numpy(), rtol=0, atol=0)
 
 
+def test_an_index_query_carries_its_text_to_the_test(trigger_index, tiny_llama, monkeypatch):
+    """The served test checks the query's own text as the measured one does (studies: TaskSource): query_features
+    keeps each query's sample, select and concat keep them in step, and rank, explain and feedback all hand the one
+    query's sample to the test (in_query is then read, not assumed)."""
+    from rise_core import attribution
+    from rise_core.scoring import FeatureMatrix
+    from rise_core.store import RiseIndex
+
+    asked = []
+
+    def capture(spans, gradient_hits, representation_hits, query=None):
+        asked.append(query)
+        return None
+
+    monkeypatch.setattr(behaviour, "evidence", capture)
+    with RiseIndex.open(trigger_index) as index:
+        texts = ["the cat sat on the mat", "a dragon story moon tax", "the bank lost money"]
+        qf = attribution.query_features(index, tiny_llama, texts)
+        assert [t.text for t in qf.texts] == texts
+        assert [t.text for t in qf.select([2, 0]).texts] == [texts[2], texts[0]]
+        both = FeatureMatrix.concat([qf.select([1]), qf.select([0])])
+        assert [t.text for t in both.texts] == [texts[1], texts[0]]
+        one = qf.select([1])
+        first = attribution.rank(index, one, ScoreOptions.preset("default"), k=3)
+        attribution.explain(index, tiny_llama, first["id"].iloc[0], texts[1], one, ScoreOptions.preset("default"))
+        attribution.top_with_feedback(index, one, {first["id"].iloc[0]: True}, ScoreOptions.preset("default"), k=3)
+        assert asked and all(q is not None and q.text == texts[1] for q in asked)
+        assert len(asked) == 1  # one run (the memo), with the text
+        attribution.rank(index, qf, ScoreOptions.preset("default"), k=3)  # a query set: its mean, no one text
+        assert asked[-1] is None
+
+
 def test_behaviour_memo_is_bounded_and_keys_by_view():
     memo = behaviour.BehaviourMemo(max_entries=2)
     ran = []
