@@ -148,9 +148,11 @@ class ChannelChoice:
             return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
         w = self.options
         feel = "surprises the model more than" if self.surprise > MIDPOINT else "reads like"
+        vetoed = (f" (the behaviour test did not fire: {self.behaviour.line})"
+                  if self.behaviour is not None and self.behaviour.rival_wins else "")
         return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
                 f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
-                f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}")
+                f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}{vetoed}")
 
     def as_dict(self) -> dict:
         return {"surprise": self.surprise, "gate": self.gate, "leaning": self.leaning, "query_loss": self.query_loss,

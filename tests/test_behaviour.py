@@ -61,6 +61,23 @@ def test_the_representation_views_stronger_span_keeps_the_test_from_firing():
         assert adaptive.BehaviourEvidence(**base, **{**rival, **weaker}).fires, weaker
     choice = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=vetoed)
     assert choice.options.lambda_hs > 0  # the loss gate decides, as when nothing fired
+    assert 'did not fire' in choice.reason and '"Howdy" (10 of them), more, so it leads' in choice.reason
+
+
+def test_a_span_quoted_in_the_reason_stays_text():
+    """The reason line quotes pool text (the spans): the page shows it through plain.md, which leaves no link, image
+    or HTML of it."""
+    import markdown_it
+
+    from explorer import plain
+
+    evil = "[x](http://evil.example) ![i](http://evil.example/i.png) <b>bold</b> :red[red]"
+    ev = adaptive.BehaviourEvidence(span="me a quick", where="prompt", in_top=6, top_k=10, pool_fraction=0.01,
+                                    p_adjusted=1e-8, in_representation=0, rival_span=evil, rival_in_top=10,
+                                    rival_p_adjusted=1e-9, rival_in_query=True)
+    reason = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=ev).reason
+    html = markdown_it.MarkdownIt("commonmark").render(plain.md(reason))
+    assert "<a " not in html and "<img" not in html and "<b>" not in html
 
 
 def test_nothing_shared_is_no_evidence():
