@@ -357,6 +357,8 @@ def test_query_with_marks_ranks_again(env, capsys, tmp_path):
     ("{}", "expected a JSON object"),
     ('{"a": "yes"}', "marks are true or false"),
     ('{"no-such-row": true}', "is not in"),
+    ("{" + ", ".join(f'"r{i}": true' for i in range(1001)) + "}", "1,001 marks; at most 1,000"),
+    (" " * (1 << 20) + "{}", "bytes; a marks file holds at most 1,000 ids"),
 ])
 def test_query_bad_marks_exit_1(env, capsys, tmp_path, content, message):
     marks = tmp_path / "marks.json"
