@@ -208,11 +208,12 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample], ver
     return cache[key]
 
 
-def _contrast_key(query_fm: FeatureMatrix) -> bytes | None:
-    """What tells a contrast's explanations apart from the plain query's (and another contrast's): both answers'
-    features (None for a plain query)."""
-    versus = getattr(query_fm, "versus", None)
-    return None if versus is None else b"".join(x.numpy().tobytes() for x in (query_fm.rh, versus.rh, versus.gh))
+def _contrast_key(query_fm: FeatureMatrix) -> str | None:
+    """What tells a contrast's explanations apart from the plain query's (and another contrast's): the digest of both
+    answers' features (`behaviour.features_digest`; None for a plain query)."""
+    from rise_core.behaviour import features_digest
+
+    return None if getattr(query_fm, "versus", None) is None else features_digest(query_fm)
 
 
 def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query: Sample, query_fm: FeatureMatrix,

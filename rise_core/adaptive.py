@@ -53,6 +53,11 @@ BEHAVIOUR_MAX_IN_REPRESENTATION = 3
 """at most this many of the representation view's top rows may hold it (chosen with BEHAVIOUR_EVIDENCE)."""
 
 
+def evidence_strength(p_adjusted: float) -> float:
+    """-log10 of a corrected p-value (floored at 1e-300): the scale BEHAVIOUR_EVIDENCE is on."""
+    return -math.log10(max(p_adjusted, 1e-300))
+
+
 @dataclass(frozen=True)
 class BehaviourEvidence:
     """The behaviour test's finding for one query: the span the gradient view's top rows share most tellingly
@@ -84,12 +89,12 @@ class BehaviourEvidence:
         view matches the instruction's wording instead), and the test does not fire (studies/behaviour_rule.py,
         docs/EVALUATION.md, "The representation view's own span")."""
         return (bool(self.rival_span) and self.rival_in_query and self.rival_in_top > self.in_top
-                and -math.log10(max(self.rival_p_adjusted, 1e-300)) >= BEHAVIOUR_EVIDENCE)
+                and evidence_strength(self.rival_p_adjusted) >= BEHAVIOUR_EVIDENCE)
 
     @property
     def strength(self) -> float:
         """-log10 of the corrected p-value."""
-        return -math.log10(max(self.p_adjusted, 1e-300))
+        return evidence_strength(self.p_adjusted)
 
     @property
     def fires(self) -> bool:

@@ -24,6 +24,7 @@ import torch
 
 from rise_core import adaptive
 from rise_core.baselines import BM25Scorer
+from rise_core.behaviour import samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
@@ -50,21 +51,17 @@ from rise_core.scoring import channel_scales, matvec, query_vectors
 from rise_core.shared_spans import PoolSpans, find_shared_spans
 from studies import tasks
 from studies.cache_readouts import cache_file
+from studies.query_channels import table as mean_table
 
 K = 10
 GRADIENT = {"RH": 1.4, "GH": 1.0}  # the fixed default's gradient side
-
-
-def hits_frame(task: tasks.Task, rows: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame([{"id": task.pool[i].id, "prompt": task.pool[i].prompt, "completion": task.pool[i].completion,
-                          "text": task.pool[i].text if task.pool[i].prompt is None else None} for i in rows])
 
 
 def span_signal(spans: PoolSpans, task: tasks.Task, scores: np.ndarray, other: np.ndarray, q: int) -> dict:
     """The trigger test on the top K of `scores` for query q: the best shared span, its evidence, whether the query
     itself holds it, and how many of the top K of `other` (the other view) hold it."""
     top = np.argsort(-scores, kind="stable")[:K]
-    found = find_shared_spans(spans, hits_frame(task, top), limit=5)
+    found = find_shared_spans(spans, samples_frame(task.pool)(top.tolist()), limit=5)
     if found.empty:
         return {"span": "", "stat": 0.0, "in_top": 0, "pool_frac": np.nan, "in_query": False, "in_other": 0}
     best = found.iloc[0]
@@ -104,8 +101,7 @@ def compute_scores(name: str, readouts: Path, out: Path, lm, seq_len: int) -> No
             mats[base] = get(base).score(text).scores
         except Unavailable as exc:
             print(f"[{name}] {base} unavailable: {exc}", flush=True)
-    spans = PoolSpans.from_texts(text=[s.text if s.prompt is None else None for s in task.pool],
-                                 prompt=[s.prompt for s in task.pool], completion=[s.completion for s in task.pool])
+    spans = samples_spans(task.pool)
     grad = GRADIENT["RH"] * mats["RH"] + GRADIENT["GH"] * mats["GH"]
     signals = []
     for q in range(len(task.queries)):
@@ -153,11 +149,8 @@ def main() -> int:
         if args.feedback_rule:
             fb = evaluate_feedback(out, names, args.feedback_rule)
             fb.to_csv(out / "feedback.csv", index=False)
-            ftab = fb.assign(set=fb["task"] + ":" + fb["split"]).pivot_table(
-                index=["variant", "marks"], columns="set", values="auPRC", aggfunc="mean")
-            ftab["min"] = ftab.min(axis=1)
-            for side in ("tune", "report"):
-                ftab[side.upper()] = ftab[[c for c in ftab.columns if str(c).endswith(f":{side}")]].mean(axis=1)
+            ftab = mean_table(fb, "auPRC", ["variant", "marks"])
+            ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
             print(ftab.round(3).to_string())
     return 0
 
@@ -165,12 +158,10 @@ def main() -> int:
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean auPRC@K per (rule, set), with TUNE and REPORT means (each set weighted equally) and each side's worst set
     relative to its best non-RISE baseline."""
-    tab = frame.assign(set=frame["task"] + ":" + frame["split"]).pivot_table(
-        index="rule", columns="set", values="auPRC", aggfunc="mean")
+    tab = mean_table(frame, "auPRC", "rule")
     tune = [c for c in tab.columns if c.endswith(":tune")]
     report = [c for c in tab.columns if c.endswith(":report")]
     base = tab.loc[[b for b in BASELINES if b in tab.index]].max(axis=0)
-    tab["TUNE"], tab["REPORT"] = tab[tune].mean(axis=1), tab[report].mean(axis=1)
     tab["TUNE worst vs best baseline"] = (tab[tune] - base[tune]).min(axis=1)
     tab["REPORT worst vs best baseline"] = (tab[report] - base[report]).min(axis=1)
     return tab.sort_values("TUNE", ascending=False)
