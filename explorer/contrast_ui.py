@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rise_core.samples import Sample
+from rise_core.units import one_line
 
 from .plain import md
 
@@ -56,10 +57,6 @@ def versus_sample(query: Sample | None) -> Sample | None:
 def caption(versus: Sample) -> None:
     """The line over the table saying the scores are a contrast, and with what."""
     st.caption(f"Contrast: each score is the example's score for this answer minus its score for the other answer "
-               f"({md(_short(versus.completion))}); positive: it drives this answer rather than the other one. "
+               f"({md(one_line(versus.completion, 80))}); positive: it drives this answer rather than the other one. "
                "The weights were chosen for this answer and applied to both.")
 
-
-def _short(text: str | None, n: int = 80) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"

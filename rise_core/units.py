@@ -1,4 +1,4 @@
-"""Human-readable sizes and durations, for the command line and the explorer alike."""
+"""Human-readable sizes, durations and one-line texts, for the command line and the explorer alike."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ def format_seconds(seconds: float | None) -> str:
         return f"{minutes} min {sec:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def one_line(text: object, width: int) -> str:
+    """`text` on one line (every run of whitespace one space), cut to `width` characters with "…"; '' for None or
+    NaN."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"

@@ -22,7 +22,7 @@ from rise_core.explain import TokenAttribution
 from rise_core.metrics import spearman
 from rise_core.ranking import Ranking
 from rise_core.store import sample_from_row
-from rise_core.units import format_bytes, format_seconds
+from rise_core.units import format_bytes, format_seconds, one_line
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the explorer package lives beside app.py, where `streamlit run` finds it
@@ -107,6 +107,8 @@ def test_sizes_and_names():
     assert estimate_index_bytes(cfg, 100, 50) == INDEX_BASE_BYTES + 100 * (2 * 8 * (16 + 28) + 50 + 96)
     assert format_bytes(512) == "512 B" and format_bytes(2048) == "2.0 KB" and format_bytes(3 * 1024**3) == "3.0 GB"
     assert format_seconds(42) == "42 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "?"
+    assert one_line("a\n b\t\tc", 10) == "a b c" and one_line("abcdef", 4) == "abc…" and one_line(None, 5) == ""
+    assert one_line(float("nan"), 5) == "" and one_line(12345, 3) == "12…"
     assert index_file_name("/tmp/my model", "howdy") == "howdy__my-model.duckdb"
     assert index_file_name("HuggingFaceTB/SmolLM2-135M", "a b/c") == "a-b-c__SmolLM2-135M.duckdb"
 

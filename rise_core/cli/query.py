@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pandas as pd
 
 from ..errors import InputDataError
 from ..generation import GenerationSettings
+from ..units import one_line
 from .options import (
     add_field_options,
     add_model_options,
@@ -214,13 +214,6 @@ def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
     return index, lm
 
 
-def _short(text: Any, width: int) -> str:
-    if text is None or (isinstance(text, float) and math.isnan(text)):
-        return ""
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
-
-
 def _hit_text(row: pd.Series) -> str:
     if isinstance(row.get("text"), str):
         return row["text"]
@@ -260,10 +253,10 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
     for _, row in df.iterrows():
         cells = ([f"{int(row['query']):>5}"] if has_query else []) + [f"{int(row['rank']):>5}"] + (
             [f"{row['mark']:<4}"] if has_mark else []) + [
-            f"{_short(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}", *(f"{row[c]:>8.4f}" for c in numbers)]
+            f"{one_line(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}", *(f"{row[c]:>8.4f}" for c in numbers)]
         if has_label:
-            cells.append(f"{_short(row['label'], 8):>8}")
-        print("  ".join(cells) + "  " + _short(_hit_text(row), width))
+            cells.append(f"{one_line(row['label'], 8):>8}")
+        print("  ".join(cells) + "  " + one_line(_hit_text(row), width))
         if explanations and row["id"] in explanations:
             ex_attr, q_attr, *versus = explanations[row["id"]]
             for channel in channels:

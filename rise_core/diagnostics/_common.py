@@ -21,6 +21,7 @@ from ..engine import Readout, readout_factors, rendering_for
 from ..errors import InputDataError
 from ..models import LoadedModel
 from ..samples import EncodedSample, Sample, encode_sample
+from ..units import one_line
 
 TINY = 1e-300
 
@@ -70,8 +71,7 @@ def batches(n: int, size: int) -> list[slice]:
 
 def sample_label(sample: Sample, width: int = 80) -> str:
     """One-line display text of a sample."""
-    text = " ".join(sample.full_text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return one_line(sample.full_text, width)
 
 
 @dataclass
