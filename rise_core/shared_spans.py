@@ -43,13 +43,12 @@ if TYPE_CHECKING:
 _WORD = re.compile(r"\w")
 COLUMNS = ["span", "where", "in_top", "top_k", "pool_rows", "pool_fraction", "score_share", "statistic", "p_value",
            "p_adjusted", "n_words", "top_ranks", "summary"]
-_BITS, _OVER, _fields = BITS, OVER, row_fields
 
 
 def _pack(ids: Sequence[int]) -> int:
     code = 0
     for v in ids:
-        code = (code << _BITS) | v
+        code = (code << BITS) | v
     return code
 
 
@@ -262,7 +261,7 @@ def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
     shares: list[tuple[np.ndarray, float] | None] = []
     for i, row in enumerate(hits.itertuples(index=False)):
         get = row._asdict().get
-        full, regions = _layout(_fields(get("text"), get("prompt"), get("completion")))
+        full, regions = _layout(row_fields(get("text"), get("prompt"), get("completion")))
         found = [(m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(full)]
         where = [next((f for f, a, b in regions if a <= s < b), "") for _, s, _ in found]
         ids = [pool.vocab.get(w, 0) for w, _, _ in found]
@@ -273,7 +272,7 @@ def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
         for n in range(1, max_n + 1):
             for j in range(len(found) - n + 1):
                 vs, f = ids[j:j + n], where[j]
-                if 0 in vs or _OVER in vs or any(w != f for w in where[j + 1:j + n]):
+                if 0 in vs or OVER in vs or any(w != f for w in where[j + 1:j + n]):
                     continue
                 if not any(_WORD.match(w) for w, _, _ in found[j:j + n]):
                     continue
