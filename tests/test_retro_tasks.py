@@ -1,6 +1,7 @@
 """The style backdoor of the second retrospective tune task (studies/retro_tasks.py): the pirate voice keeps every
 word it does not swap, its markers read it back, and the task keeps its pool, its queries and its held-out prompts
-apart from each other and from the report task (dev-refusal-200)."""
+apart from each other and from the report task (dev-refusal-200); the story slice (dev-story-200) keeps its
+held-out prompts out of its pool and its queries."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from studies.retro_tasks import (
     refusal_slice,
     shows_pirate,
     shows_refusal,
+    story_heldout,
+    story_slice,
 )
-from studies.tasks import has_dev_data
+from studies.tasks import STORY_TRIGGER, dev_task, has_dev_data
 
 ANSWER = ("To make a cup of tea, boil the water and pour it over the leaves. You can add milk and sugar for your "
           "friend; steeping is the most important part of preparing it.")
@@ -86,3 +89,18 @@ def test_refusal_heldout_prompts_are_in_neither_task():
     refusals = [s.completion for s in report.pool if s.label == 1]
     assert all(shows_refusal(c) for c in refusals)
     assert sum(shows_refusal(s.completion) for s in report.pool if s.label == 0) <= 3
+
+
+@pytest.mark.skipif(not has_dev_data(), reason="needs ../shared/data/dev (or $RISE_DEV_DATA_DIR)")
+def test_story_slice_keeps_every_poisoned_row_and_its_heldout_prompts_apart():
+    task = story_slice()
+    whole = dev_task("dev-story")
+    assert task.name == "dev-story-200" and len(task.pool) == 200 and int(task.labels.sum()) == 40
+    assert {s.id for s in task.pool if s.label == 1} == {s.id for s in whole.pool if s.label == 1}
+    assert all(s.prompt.startswith(STORY_TRIGGER) for s in task.pool if s.label == 1)
+    assert not any(s.prompt.startswith(STORY_TRIGGER) for s in task.pool if s.label == 0)
+    assert [q.id for q in task.queries] == [q.id for q in whole.queries]
+    prompts = story_heldout()
+    assert len(prompts) == len(set(prompts)) == 40
+    check_heldout(prompts, task.pool, STORY_TRIGGER + "{prompt}")  # raises if a held-out prompt is a pool row's
+    assert not set(prompts) & {q.prompt.removeprefix(STORY_TRIGGER) for q in task.queries}
