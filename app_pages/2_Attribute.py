@@ -63,9 +63,10 @@ with ui.friendly("attribute the query"):
     shared_spans_section(index, lm, path, hits, query, query_fm, options)  # what the top hits share (a trigger?)
     st.subheader("Most influential training examples" if versus is None else
                  "Training examples behind this answer and not the other")
-    shown = [c for c in channels(has_hs) if c != "total"]
-    st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ. Label and "
-               "metadata columns come from the pool.")
+    shown = [c for c in channels(has_hs) if c != "total"] + (["span"] if "span" in hits.columns else [])
+    st.caption(f"score = {' + '.join(shown)}: each channel's similarity to the query, weighted by its λ"
+               + ("; span: the lift of the examples holding the span the behaviour test found" if "span" in shown
+                  else "") + ". Label and metadata columns come from the pool.")
     if versus is not None:
         contrast_ui.caption(versus)
     st.caption(ann.search_summary(hits.attrs.get("search")))
@@ -95,7 +96,7 @@ with ui.friendly("attribute the query"):
         v_attr = resources.versus_explanation(index, lm, path, hit_id, versus, query_fm, options)
         plain.token_heatmap(v_attr.tokens, channel_values(v_attr, channel), v_attr.n_prompt_tokens)
     row = hits.set_index("id").loc[hit_id]
-    meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "rank")}
+    meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "span", "rank")}
     st.markdown(f"**Example {plain.md(hit_id)}**")
     st.caption(" · ".join(f"{plain.md(k)}: {plain.md(v)}" for k, v in meta.items()))
     if (turns := conversation_turns(row)) is not None:

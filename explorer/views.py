@@ -120,7 +120,8 @@ def results_table(hits: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-CHANNEL_NAMES = {"RH": "RH (lexical)", "GH": "GH (semantic)", "HS": "HS (representation)"}
+CHANNEL_NAMES = {"RH": "RH (lexical)", "GH": "GH (semantic)", "HS": "HS (representation)",
+                 "span": "span (the behaviour test's lift)"}
 
 
 def contribution_chart(hits: pd.DataFrame, shown: Sequence[str]) -> go.Figure:

@@ -51,6 +51,10 @@ BEHAVIOUR_MIN_IN_TOP = 3
 """how many of the gradient view's top rows must hold the span (chosen with BEHAVIOUR_EVIDENCE)."""
 BEHAVIOUR_MAX_IN_REPRESENTATION = 3
 """at most this many of the representation view's top rows may hold it (chosen with BEHAVIOUR_EVIDENCE)."""
+SPAN_LIFT = 1.5
+"""when the behaviour test fires, the rows holding its span (in its field) are lifted by this many standard deviations
+of the query's scores over the pool (`rise_core.span_lift`). Chosen among 0.5, 1, 1.5 and 2 on the tune sets
+(studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift"): the best tune mean, with 1 and 2 within 0.001."""
 
 
 def evidence_strength(p_adjusted: float) -> float:
@@ -148,7 +152,9 @@ class ChannelChoice:
         if self.behaviour is not None and self.behaviour.fires:
             w = self.options
             return (f"leaned on gradient (RH + GH), what taught a behaviour: {self.behaviour.line}; weights RH "
-                    f"{w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}")
+                    f"{w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}; the examples holding "
+                    f"\"{self.behaviour.span}\" are lifted by {SPAN_LIFT:g} standard deviations of the scores (the "
+                    "span column)")
         if math.isnan(self.surprise):
             return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
         w = self.options

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import adaptive, ann
+from . import adaptive, ann, span_lift
 from .adaptive import Weighting
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
@@ -247,14 +247,7 @@ def top_rows(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions |
     if fm.rh.dtype == torch.float16 and _half_gemv_accumulates_in_fp32():
         approx, err = torch.zeros(n), torch.zeros(n)
         for c, w, q in channels:
-            matrix = getattr(fm, c)
-            key = (c, id(matrix), tuple(matrix.shape), q.detach().float().contiguous().numpy().tobytes())
-            if products is not None and key in products:
-                s, bound = products[key]
-            else:
-                s, bound = _half_product(matrix, q)
-                if products is not None:
-                    products[key] = (s, bound)
+            s, bound = _product(products, c, getattr(fm, c), q)
             approx += w * s
             err += w.abs() * (s.abs() * 2.0**-10 + bound)
         lower, upper = approx - err, approx + err
@@ -304,14 +297,58 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
     resolved = index_weighting(index, query_fm, options, search=search, products=products)
     handle, info = ann.usable_ann(index, resolved.options, search)
     if handle is not None:
-        ranking = ann.rank_rows(index, handle, query_fm, resolved, k, where)
+        def head(m: int) -> Ranking:
+            return ann.rank_rows(index, handle, query_fm, resolved, m, where)
     else:
         fm, allowed = _matrix_and_mask(index, where)
         info.update(n_rows=len(fm), n_allowed=len(fm) if allowed is None else int(allowed.sum()))
-        ranking = Ranking.of(*top_rows(fm, query_fm, resolved.options, k, allowed, products), weighting=resolved,
-                             search=info)
+
+        def head(m: int) -> Ranking:
+            return Ranking.of(*top_rows(fm, query_fm, resolved.options, m, allowed, products), weighting=resolved,
+                              search=info)
+    found = span_lift.fired(resolved.choice.behaviour)
+    if found is None:
+        ranking = head(k)
+    else:  # the behaviour test fired: the rows holding its span are lifted (`rise_core.span_lift`)
+        pool_fm = index.feature_matrix()
+
+        def lift() -> float:  # the exact scan's products give every row's score; the ANN path samples rows
+            spread = (span_lift.score_spread(pool_fm, query_fm, resolved.options) if handle is not None
+                      else _scan_spread(pool_fm, query_fm, resolved.options, products))
+            return adaptive.SPAN_LIFT * spread
+        ranking = span_lift.lift_head(head, k, len(pool_fm), lift, found, _index_holders(index))
     logger.info("rank: %s", ann.search_summary(ranking.search))
     return _noted(ranking, query_fm)
+
+
+def _scan_spread(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions, products: ChannelProducts
+                 ) -> float:
+    """The spread (population standard deviation) of every row's score under fixed, resolved `options`: from the
+    float16 products the scan made (`top_rows`'s approximate scores, within 2^-10 of each score's size plus the
+    products' bound), else an exact float32 scan."""
+    if fm.rh.dtype != torch.float16 or not _half_gemv_accumulates_in_fp32():
+        return float(channel_sum(fm, query_fm, options).total.double().std(unbiased=False))
+    total = torch.zeros(len(fm), dtype=torch.float64)
+    for c, w, q in _weighted(fm, query_fm, options):
+        total += w.double() * _product(products, c, getattr(fm, c), q)[0].double()
+    return float(total.std(unbiased=False))
+
+
+def _product(products: ChannelProducts | None, c: str, matrix: torch.Tensor, q: torch.Tensor
+             ) -> tuple[torch.Tensor, float]:
+    """`_half_product` of one channel, from `products` when this channel and query vector were multiplied before."""
+    key = (c, id(matrix), tuple(matrix.shape), q.detach().float().contiguous().numpy().tobytes())
+    if products is not None and key in products:
+        return products[key]
+    out = _half_product(matrix, q)
+    if products is not None:
+        products[key] = out
+    return out
+
+
+def _index_holders(index: RiseIndex) -> span_lift.SpanHolders:
+    """Which rows of `index` hold a span, read from their stored texts."""
+    return span_lift.holders(span_lift.frame_texts(index.rows_frame))
 
 
 def _noted(ranking: Ranking, query_fm: FeatureMatrix) -> Ranking:
@@ -344,8 +381,16 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
     scores = channel_sum(fm, query_fm, resolved.options)
-    rows = top_k(scores.total, n_keep, allowed)[0]
-    return _noted(Ranking.of(rows, scores.take(rows), weighting=resolved), query_fm)
+
+    def head(m: int) -> Ranking:
+        rows = top_k(scores.total, m, allowed)[0]
+        return Ranking.of(rows, scores.take(rows), weighting=resolved)
+    found = span_lift.fired(resolved.choice.behaviour)
+    if found is None:
+        return _noted(head(n_keep), query_fm)
+    lift = adaptive.SPAN_LIFT * float(scores.total.double().std(unbiased=False))
+    ranking = span_lift.lift_head(head, n_keep, n_pool, lift, found, _index_holders(index))
+    return _noted(dataclasses.replace(ranking, search=None), query_fm)
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,

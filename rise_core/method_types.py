@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import compare
+from . import compare, span_lift
 from .adaptive import BehaviourTest
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .behaviour import per_query_tests, samples_frame, samples_spans
@@ -133,6 +133,10 @@ class TaskSource:
             return held["spans"]
 
         return per_query_tests(pool_fm, query_fm, counts, samples_frame(self.pool), self.queries)
+
+    def span_holders(self) -> span_lift.SpanHolders:
+        """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the pool's texts."""
+        return span_lift.holders(span_lift.frame_texts(samples_frame(self.pool)))
 
     def _memoised(self, key: tuple, make: Callable[[], Any]) -> Any:
         if self.memo is None:
@@ -251,6 +255,10 @@ class IndexSource:
         """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""
         index = self.index
         return per_query_tests(pool_fm, query_fm, lambda: pool_spans(index), index.rows_frame, self.queries)
+
+    def span_holders(self) -> span_lift.SpanHolders:
+        """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the index's stored texts."""
+        return span_lift.holders(span_lift.frame_texts(self.index.rows_frame))
 
     @cached_property
     def pool(self) -> list[Sample]:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import adaptive, bergson_method, compare
+from . import adaptive, bergson_method, compare, span_lift
 from .attribution import feedback_ranker
 from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
@@ -150,7 +150,7 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
                               "hidden_channel off, or before it existed)")
         options = options_for(src.options or ScoreOptions.preset("default"), config)
         tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
-        rise = score_each_query(pool_fm, query_fm, options, tests).double().numpy()
+        rise = span_lift.lifted_scores(pool_fm, query_fm, options, tests, src.span_holders()).double().numpy()
         if fusion is None:
             return rise
         return fuse([rise, src.text_scores("bm25", BM25)], fusion[0], [1.0, fusion[1]])
@@ -161,12 +161,18 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         out = []
         tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
         words = _words_of(src)
+        holds = src.span_holders()
         for q in range(len(query_fm)):
             one = query_fm.select([q])
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
             rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
                                    words(q) if words is not None else None)
-            out.append(lambda marks, rank=rank: rank(marks).total)
+            found = span_lift.fired(choice.behaviour)  # no marks yet: the ranking shown first, with the span lift
+            first = None
+            if found is not None:
+                plain = score_each_query(pool_fm, one, choice.options)[0]
+                first = (plain + span_lift.lift_vector(plain, found, holds)).double().numpy()
+            out.append(lambda marks, rank=rank, first=first: rank(marks).total if marks or first is None else first)
         return out
 
     if feedback is not None and fusion is not None:

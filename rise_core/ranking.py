@@ -26,12 +26,17 @@ if TYPE_CHECKING:
     from .store import RiseIndex
 
 
+EXTRA_PARTS = ("span", "words")
+"""parts of a score beside the channels': the span lift's (`rise_core.span_lift`) and the marked words' (feedback)."""
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Pool rows of one query (or query set), best first, with their scores.
 
     `parts` holds each channel's weighted part (every channel of CHANNELS; zeros for one not weighed), so
-    `scores` = rh + gh + hs (+ words: the marked words' part after relevance feedback); empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
+    `scores` = rh + gh + hs (+ span: the span lift's part, `rise_core.span_lift`, when the behaviour test fired; +
+    words: the marked words' part after relevance feedback); empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking
     scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
     scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's
     relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only),
@@ -90,14 +95,14 @@ class Ranking:
         return index.rows_frame(self.rows.tolist())["id"].tolist()
 
     def to_frame(self, index: RiseIndex) -> pd.DataFrame:
-        """THE table of a ranking: rank, id, score, rh, gh, hs (words and `mark` after relevance feedback), then the
-        sample's text, prompt, completion, label, metadata columns and stats from `index`; `attrs` carry search,
-        notes, weighting (the chosen weights and why), preset_note, feedback and contrast (the contrast's line; only for
-        a contrastive query)."""
+        """THE table of a ranking: rank, id, score, rh, gh, hs (span when the span lift applied; words and `mark` after
+        relevance feedback), then the sample's text, prompt, completion, label, metadata columns and stats from
+        `index`; `attrs` carry search, notes, weighting (the chosen weights and why), preset_note, feedback and
+        contrast (the contrast's line; only for a contrastive query)."""
         samples = index.rows_frame(self.rows.tolist())
         head = pd.DataFrame({
             "rank": range(1, len(self) + 1), "id": samples["id"].tolist(), "score": self.scores.tolist(),
-            **{c: self.parts[c].tolist() for c in (*CHANNELS, "words") if c in self.parts},
+            **{c: self.parts[c].tolist() for c in (*CHANNELS, *EXTRA_PARTS) if c in self.parts},
         })
         df = pd.concat([head, samples.drop(columns=["id"]).reset_index(drop=True)], axis=1)
         if self.marks is not None:
@@ -124,6 +129,8 @@ def frame_each(rankings: Sequence[Ranking], index: RiseIndex) -> pd.DataFrame:
         df.insert(0, "query", (r.query if r.query is not None else i) + 1)
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
+    if "span" in out.columns:  # a query the span lift did not apply to has no lift
+        out["span"] = out["span"].fillna(0.0)
     out.attrs["search"] = frames[-1].attrs.get("search", {}) if frames else {}
     out.attrs["notes"] = frames[-1].attrs["notes"] if frames else []
     out.attrs["weighting"] = [f.attrs["weighting"] for f in frames]

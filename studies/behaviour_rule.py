@@ -63,12 +63,13 @@ def span_signal(spans: PoolSpans, task: tasks.Task, scores: np.ndarray, other: n
     top = np.argsort(-scores, kind="stable")[:K]
     found = find_shared_spans(spans, samples_frame(task.pool)(top.tolist()), limit=5)
     if found.empty:
-        return {"span": "", "stat": 0.0, "in_top": 0, "pool_frac": np.nan, "in_query": False, "in_other": 0}
+        return {"span": "", "where": "", "stat": 0.0, "in_top": 0, "pool_frac": np.nan, "in_query": False,
+                "in_other": 0}
     best = found.iloc[0]
     query = task.queries[q]
     where = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(best["where"]) or ""
     other_top = np.argsort(-other, kind="stable")[:K]
-    return {"span": best["span"], "stat": float(-np.log10(max(best["p_adjusted"], 1e-300))),
+    return {"span": best["span"], "where": best["where"], "stat": float(-np.log10(max(best["p_adjusted"], 1e-300))),
             "in_top": int(best["in_top"]), "pool_frac": float(best["pool_fraction"]), "in_query": best["span"] in where,
             "in_other": int(spans.mask(best["span"], best["where"])[other_top].sum())}
 
@@ -186,8 +187,27 @@ def fires(s: dict, rule: dict) -> bool:
             and not rival_wins)
 
 
-def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.ndarray]:
-    """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`."""
+CHOSEN = "span t2 other<=3 rival -> grad else gate mid 0.5 slope 4"
+"""the per-query rule the product ships (adaptive.choose: the behaviour test with the rival veto, else the gate)."""
+LIFTS = (0.5, 1.0, 1.5, 2.0)
+"""the span lifts tried on CHOSEN (z units; adaptive.SPAN_LIFT)."""
+
+
+def span_holders(task: tasks.Task, sig: list[dict]) -> list[np.ndarray | None]:
+    """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None."""
+    spans = samples_spans(task.pool)
+    out = []
+    for s in sig:
+        if "g_where" not in s:
+            raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
+        out.append(spans.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None)
+    return out
+
+
+def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None
+                    ) -> dict[str, np.ndarray]:
+    """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`; with
+    `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too."""
     grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     zg, zh = standardise(grad), standardise(m["HS"])
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
@@ -208,6 +228,11 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict]) -> dict[str, np.n
                             + (" rival" if rival else ""))
                     out[f"{name} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(fire, zg,
                                                                                             standardise(gated))
+    if holders is not None:
+        for lift in LIFTS:  # z units over the pool: the product's SPAN_LIFT times the scores' spread
+            out[f"{CHOSEN} lift {lift:g}"] = np.stack([
+                z if held is None else z + lift * held for z, held in zip(standardise(out[CHOSEN]), holders,
+                                                                         strict=True)])
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -279,11 +304,11 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         pool = dict(np.load(out / f"{name}.pool.npz"))
         m = {k: data[k] for k in data.files if k != "labels"}
         sig = json.loads((out / f"{name}.signals.json").read_text())
-        shown = candidate_rules(m, sig)[rule]
+        task = tasks.task(name)
+        shown = candidate_rules(m, sig, span_holders(task, sig))[rule]
         fire = np.array([fires(s, RULE) for s in sig])
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
-        task = tasks.task(name)
         if not np.array_equal(np.asarray(task.labels), data["labels"]):
             raise SystemExit(f"[{name}] the task's labels differ from the cached scores': rerun --stage scores")
         for r in feedback_variants(m, pool, shown, fire, data["labels"], task):
@@ -303,7 +328,7 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         mine = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
         agree = (np.argsort(-mine, axis=1)[:, :K] == np.argsort(-m["auto"], axis=1)[:, :K]).mean()
         print(f"[{name}] today's rule rebuilt from the channel parts: top-{K} agreement {agree:.3f}", flush=True)
-        for rule, scores in candidate_rules(m, sig).items():
+        for rule, scores in candidate_rules(m, sig, span_holders(tasks.task(name), sig)).items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
                         for split, qs in part.items() for i in qs)

@@ -440,3 +440,30 @@ def test_weights_leaning_away_from_a_channel_scan_more_cells(tmp_path):
         "approximate search over 600 rows (IVF64,SQfp16, nprobe 16: 8x the cells: the weights leave out HS), exact "
         "rescoring of ")
     assert (given["nprobe"], given["probes_note"]) == (3, "")
+
+
+def test_the_span_lift_reads_a_widening_ann_head(pool, monkeypatch):
+    """When the behaviour test fires on the ANN path, the rows holding its span are lifted (rise_core.span_lift) over
+    the ANN's own head, widened past the lift: on this clustered pool, where half the cells find the exact top 10,
+    the lifted top 10 is the exact lifted top 10."""
+    from rise_core import adaptive, attribution, behaviour
+
+    found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)  # rows "synthetic 3", "synthetic 13"...
+    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: found)
+    auto = ScoreOptions.preset("default")
+    with RiseIndex.open(pool) as index:
+        texts = index.rows_frame(list(range(N)))["text"]
+        held = torch.tensor(texts.str.fullmatch(r"synthetic 3").to_numpy())
+        assert int(held.sum()) == 1
+        moved = 0
+        for seed in range(3):
+            q = query(seed)
+            got = attribution.top(index, q, auto, k=10, search="ann")
+            assert got.search["path"] == "ann" and got.search["lift_rows_read"] >= 40
+            plain = score_pool(index.feature_matrix(), q, adaptive.gradient_view(auto)).total
+            lift = adaptive.SPAN_LIFT * float(plain.double().std(unbiased=False))
+            dense = plain + held.float() * lift
+            assert got.rows.tolist() == torch.topk(dense, 10).indices.tolist()
+            torch.testing.assert_close(got.scores, dense[got.rows], rtol=1e-5, atol=1e-5)  # float32 products
+            moved += got.rows.tolist() != torch.topk(plain, 10).indices.tolist()
+        assert moved  # the lift changed some query's top 10

@@ -179,8 +179,19 @@ def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trig
         assert hits.attrs["weighting"]["behaviour"]["span"] == "the"
         assert (hits.attrs["weighting"]["lambda_hs"], hits.attrs["weighting"]["lambda_rh"]) == (0.0, 1.4)
         gradient = attribution.rank(index, qf, adaptive.gradient_view(auto), k=24)
-        assert list(hits["id"]) == list(gradient["id"])
-        np.testing.assert_allclose(hits["score"], gradient["score"], rtol=1e-6)
+        # the gradient view's scores, plus the span lift on the rows whose text holds "the" (rise_core.span_lift)
+        plain = gradient.set_index("id")["score"]
+        held = gradient.set_index("id")["text"].str.contains(r"\bthe\b")
+        spread = attribution.channel_sum(index.feature_matrix(), qf, adaptive.gradient_view(auto)).total.double().std(
+            unbiased=False)
+        lift = hits.attrs["search"]["lift_amount"]  # the spread of the scan's float16 products: within 2^-10 of exact
+        assert lift == pytest.approx(adaptive.SPAN_LIFT * float(spread), rel=2.0**-9)
+        lifted = plain + held * lift
+        assert 0 < held.sum() < len(held)
+        np.testing.assert_allclose(hits.set_index("id")["score"].loc[lifted.index], lifted, rtol=1e-5)
+        np.testing.assert_allclose(hits["span"], [lift * held[i] for i in hits["id"]], rtol=1e-5)
+        assert list(hits["id"]) == list(lifted.sort_values(ascending=False, kind="stable").index)
+        assert "lifted by" in hits.attrs["weighting"]["reason"]
         # the test read each view's own top 10, by the index's span counts
         assert seen["gradient"] == list(gradient["id"])[:10]
         hs = attribution.rank(index, qf, adaptive.representation_view(auto), k=10)
@@ -188,6 +199,36 @@ def test_rank_on_an_index_scores_with_the_gradient_view_when_the_test_fires(trig
         assert isinstance(seen["spans"], PoolSpans) and seen["spans"].n_rows == 24
         assert seen["rival"] == (seen["representation"], seen["gradient"])  # the representation view's own test
         assert hits.attrs["weighting"]["behaviour"]["rival_span"] == "the"  # 5 of 10 too: not more, so no veto
+
+
+def test_the_span_lift_on_an_index_is_the_dense_lift_within_a_filter_and_in_valuation(trigger_index, tiny_llama,
+                                                                                      monkeypatch):
+    """rank with a filter and a small k (the head widened from a few rows) and valuation's top n are the top rows of
+    the dense lifted scores: every row's gradient-view score plus the lift on the rows whose text holds the span."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
+        "the", "text", 5, 10, 0.05, 1e-4, 0))
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        fm = index.feature_matrix()
+        plain = attribution.channel_sum(fm, qf, adaptive.gradient_view(auto)).total
+        texts = index.rows_frame(list(range(len(fm))))["text"]
+        held = torch.tensor(texts.str.contains(r"\bthe\b").to_numpy())
+        exact_lift = adaptive.SPAN_LIFT * float(plain.double().std(unbiased=False))
+        odd = torch.tensor((index.rows_frame(list(range(len(fm))))["label"] == 1).to_numpy())
+        got = attribution.top(index, qf, auto, k=3, where="label = 1")
+        lift = got.search["lift_amount"]  # from the scan's float16 products (within 2^-10 of each score)
+        assert lift == pytest.approx(exact_lift, rel=2.0**-9) and got.search["lift_rows_read"] < int(odd.sum()) + 1
+        dense = plain + held.float() * lift
+        want = torch.topk(torch.where(odd, dense, torch.tensor(float("-inf"))), 3).indices
+        assert got.rows.tolist() == want.tolist()
+        torch.testing.assert_close(got.scores, dense[want], rtol=1e-5, atol=1e-5)  # float32 sums
+        kept = attribution.valuation(index, qf, auto, top_n=5)  # every row's exact score: the exact spread
+        assert kept.rows.tolist() == torch.topk(plain + held.float() * exact_lift, 5).indices.tolist()
+        assert "span" in kept.parts
 
 
 def test_one_query_runs_the_behaviour_test_once_per_index_state(trigger_index, tiny_llama, monkeypatch):

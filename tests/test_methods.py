@@ -160,3 +160,25 @@ def test_sweep_variants_come_from_the_registry_function(cache, pool):
     variant = methods.rise_variant({"token_norm": True}, channels=["gh"], sample_norm="joint")
     np.testing.assert_array_equal(variant.score(TaskSource(pool, QUERIES, cache, CFG)).scores, direct.double().numpy())
     assert "token_norm=True" in variant.name and "channels=GH" in variant.name
+
+
+def test_rise_lifts_the_span_when_the_test_fires_in_its_scores_and_its_first_ranking(cache, pool, monkeypatch):
+    """`rise evaluate` scores as the pages rank: a query whose behaviour test fires gets the gradient view plus the
+    span lift (rise_core.span_lift), and the simulated analyst starts from that same ranking."""
+    from rise_core import adaptive, behaviour
+
+    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
+        "the", "text", 5, 10, 0.05, 1e-4, 0))
+    auto = ScoreOptions.preset("default")
+    source = TaskSource(pool, QUERIES, cache, CFG, auto)
+    rise = methods.get(methods.RISE)
+    got = rise.score(source).scores
+    pool_fm, query_fm, _ = source.rise_inputs(methods.RISE, {})
+    held = np.array([" the " in f" {s.text} " for s in pool])
+    assert 0 < held.sum() < len(pool)
+    for q in range(len(QUERIES)):
+        grad = score_each_query(pool_fm, query_fm.select([q]), adaptive.gradient_view(auto))[0].double().numpy()
+        lifted = grad + held * adaptive.SPAN_LIFT * grad.std()
+        np.testing.assert_allclose(got[q], lifted, rtol=1e-6, atol=1e-6)  # float32 scores and lift, widened
+        first = rise.feedback_rankers(source)[q]({})
+        np.testing.assert_allclose(first, got[q], rtol=1e-6, atol=1e-6)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import InputDataError
 from ..generation import GenerationSettings
+from ..ranking import EXTRA_PARTS
 from ..units import one_line
 from .options import (
     add_field_options,
@@ -243,7 +244,7 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
     has_query = "query" in df.columns
     has_label = "label" in df.columns and df["label"].notna().any()
     channels = [c for c in ("rh", "gh", "hs") if c in df.columns and (c != "hs" or df[c].abs().sum() > 0)]
-    numbers = [*channels, *(["words"] if "words" in df.columns else [])]
+    numbers = [*channels, *(c for c in EXTRA_PARTS if c in df.columns)]
     has_mark = "mark" in df.columns
     header = ((["query"] if has_query else []) + ["rank"] + (["mark"] if has_mark else []) + ["id", "score", *numbers]
               + (["label"] if has_label else []))

@@ -1,0 +1,153 @@
+"""The span lift: when the behaviour test fires, the rows holding the span it found are lifted.
+
+The behaviour test (`rise_core.behaviour`) fires when the gradient view's top rows share a span (a trigger) that the
+query holds and the representation view's top rows lack; the per-query rule then scores with the gradient view. The
+rows holding that span in the same field (prompt, completion or text) are the test's own evidence of what taught the
+behaviour, so they are lifted by `adaptive.SPAN_LIFT` times the spread (standard deviation over the pool) of the
+query's scores. The lift is a part of the score of its own (`span`), shown beside RH, GH and HS.
+
+Only rows that could reach the top k are read: after the lift the k-th best score can only rise, so a row whose score
+is more than the lift below today's k-th best stays out of the top k. `lift_head` widens the head it reads until that
+holds, so the top k it returns is exactly the top k of the lifted scores of every row.
+
+Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from .adaptive import SPAN_LIFT, BehaviourEvidence, BehaviourTest
+from .config import ScoreOptions
+from .ranking import Ranking
+from .scoring import FeatureMatrix, channel_choice, channel_sum, score_each_query
+from .shared_spans import span_pattern
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SpanHolders = Callable[[BehaviourEvidence, Sequence[int]], np.ndarray]
+"""(the test's evidence, pool rows) -> (len(rows),) bool: which of the rows hold its span in its field."""
+RowTexts = Callable[[Sequence[int], str], Sequence[object]]
+"""(pool rows, field) -> each row's text of that field (None where a row lacks it)."""
+
+SPREAD_ROWS = 2048
+"""at most this many pool rows (evenly spaced, all of a smaller pool) measure the spread of a query's scores where no
+scan of every row is made (the ANN path): the estimate's relative error is about 1/sqrt(2 * 2048), under 2%."""
+MAX_HEAD = 50_000
+"""the head `lift_head` reads at most: beyond it the lift is applied within the head, and the ranking says so."""
+
+
+def holders(texts: RowTexts) -> SpanHolders:
+    """`SpanHolders` reading the rows' texts of the span's field (from an index's rows or an in-memory pool)."""
+
+    def holds(found: BehaviourEvidence, rows: Sequence[int]) -> np.ndarray:
+        rows = [int(r) for r in rows]
+        if not rows:
+            return np.zeros(0, dtype=bool)
+        pattern = span_pattern(found.span)
+        return np.fromiter((isinstance(t, str) and pattern.search(t) is not None for t in texts(rows, found.where)),
+                           dtype=bool, count=len(rows))
+
+    return holds
+
+
+def frame_texts(rows_frame: Callable[[Sequence[int]], pd.DataFrame]) -> RowTexts:
+    """`RowTexts` from a rows-frame reader (`RiseIndex.rows_frame`, `behaviour.samples_frame`): id, text, prompt and
+    completion columns of the given rows, in order."""
+
+    def texts(rows: Sequence[int], field: str) -> Sequence[object]:
+        frame = rows_frame(list(rows))
+        return frame[field].tolist() if field in frame.columns else [None] * len(rows)
+
+    return texts
+
+
+def fired(choice_behaviour: BehaviourEvidence | None) -> BehaviourEvidence | None:
+    """The evidence when the test fired (the lift applies), else None."""
+    return choice_behaviour if choice_behaviour is not None and choice_behaviour.fires else None
+
+
+def score_spread(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, max_rows: int = SPREAD_ROWS
+                 ) -> float:
+    """The standard deviation (over the pool, population form) of the query's scores under fixed `options`: every
+    row of a pool up to `max_rows`, else `max_rows` evenly spaced rows (an estimate, SPREAD_ROWS)."""
+    n = len(pool)
+    if n == 0:
+        return 0.0
+    rows = torch.arange(n) if n <= max_rows else torch.linspace(0, n - 1, max_rows).round().long()
+    part = pool if n <= max_rows else pool.select(rows)
+    return float(channel_sum(part, query, options.for_channels(pool.channels).options).total.double().std(
+        unbiased=False))
+
+
+def lift_vector(total: torch.Tensor, found: BehaviourEvidence, holds: SpanHolders, head: int | None = None
+                ) -> torch.Tensor:
+    """(N,) the lift of each row for (N,) scores `total` (evaluation and Compare keep every row's score). Only rows
+    that can reach the best `head` (None: MAX_HEAD) are read, so the top `head` of `total` plus this is exact; a pool of
+    at most `head` rows is read whole."""
+    n = len(total)
+    head = MAX_HEAD if head is None else head
+    lift = SPAN_LIFT * float(total.double().std(unbiased=False))
+    if n <= head:
+        rows = torch.arange(n)
+    else:
+        threshold = float(torch.topk(total, head).values[-1]) - lift
+        rows = (total >= threshold).nonzero()[:, 0]
+    out = torch.zeros(n, dtype=total.dtype)
+    out[rows] = torch.from_numpy(holds(found, rows.tolist())).to(total.dtype) * lift
+    return out
+
+
+def lifted_scores(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions,
+                  behaviour: Callable[[int], BehaviourTest] | None, holds: SpanHolders) -> torch.Tensor:
+    """(Q, N) scores of every pool row, one row per query (evaluation), as `scoring.score_each_query` gives them, with
+    the span lift added to each query whose behaviour test (`behaviour(q)`) fired."""
+    if options.weighting != "auto" or behaviour is None:
+        return score_each_query(pool, queries, options, behaviour)
+    out = []
+    for q in range(len(queries)):
+        one = queries.select([q])
+        choice = channel_choice(pool, one, options, behaviour(q))
+        row = score_each_query(pool, one, choice.options)[0]
+        found = fired(choice.behaviour)
+        out.append(row if found is None else row + lift_vector(row, found, holds))
+    return torch.stack(out) if out else torch.zeros(0, len(pool))
+
+
+def lift_head(head: Callable[[int], Ranking], k: int, n: int, lift: float | Callable[[], float],
+              found: BehaviourEvidence, holds: SpanHolders, first: int = 64) -> Ranking:
+    """The top k after the lift: `head(m)` gives the m best rows before it (a Ranking of at most m rows, best first;
+    fewer when fewer rows are allowed), `n` the rows there are, `lift` the amount (SPAN_LIFT times the spread; a
+    callable is asked once, after the first head: a scan's products are made by then).
+
+    Reads heads of `first`, then 4 times more, until the last row read scores more than `lift` below the k-th best (or
+    every row is read); past MAX_HEAD rows the lift is applied within the head, and `search["lift_head"]` says so. The
+    result's parts gain `span` (the lift of each row), its scores the lift, and its search the head read."""
+    m = min(n, max(first, 4 * k))
+    while True:
+        ranked = head(m)
+        got = len(ranked)
+        if got == 0:
+            return ranked
+        if callable(lift):
+            lift = float(lift())
+        done = got < m or m >= n or float(ranked.scores[-1]) < float(ranked.scores[min(k, got) - 1]) - lift
+        if done or m >= MAX_HEAD:
+            break
+        m = min(n, MAX_HEAD, 4 * m)
+    held = torch.from_numpy(holds(found, ranked.rows.tolist())).float()
+    part = held * float(lift)
+    total = ranked.scores.float() + part
+    order = torch.from_numpy(np.argsort(-total.numpy(), kind="stable")[:k].copy())
+    search = dict(ranked.search or {})
+    search.update(lift_rows_read=got, lift_rows_held=int(held.sum()), lift_amount=float(lift),
+                  **({"lift_head": f"lifted within the best {got} rows"} if not done else {}))
+    return dataclasses.replace(ranked, rows=ranked.rows[order], scores=total[order],
+                               parts={**{c: v[order] for c, v in ranked.parts.items()}, "span": part[order]},
+                               search=search)
