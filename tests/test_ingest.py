@@ -127,6 +127,13 @@ def test_csv_with_header_only(tmp_path):
         read_pool(path)
 
 
+def test_csv_header_the_csv_module_cannot_split_is_a_clear_error():
+    """A lone carriage return inside an unquoted header cell (found by the fuzzer: b"\\xc2\\x80\\r\\x00") is refused
+    as a CSV the reader cannot split, not a crash of the csv module."""
+    with pytest.raises(InputDataError, match="not a readable CSV file"):
+        read_table(b"\xc2\x80\r\x00", "csv")
+
+
 def test_missing_field_lists_columns(tmp_path):
     path = _jsonl(tmp_path, [{"body": "the cat", "id": 1}])
     with pytest.raises(InputDataError, match=r"missing field 'text'.*\['body', 'id'\].*--text-field"):

@@ -111,7 +111,11 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
         return _read_parquet(data, name)
     text = decode_utf8(data, name)
     if fmt == "csv":
-        check_columns(next(csv.reader(io.StringIO(text)), []), name)
+        try:
+            header = next(csv.reader(io.StringIO(text)), [])
+        except csv.Error as exc:  # e.g. a lone carriage return inside an unquoted header cell
+            raise InputDataError(f"{name}: not a readable CSV file: {exc}") from exc
+        check_columns(header, name)
         try:
             df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
         except (pd.errors.ParserError, csv.Error, ValueError) as exc:
