@@ -8,6 +8,8 @@ the per-query rule's (`weighting='auto'`), the baselines' and, for each query, t
 (`rise_core.shared_spans.find_shared_spans`) on the top 10 of the gradient view (1.4 RH + GH) and of the
 representation view (HS). Part 2 (`--stage rules`) scores candidate rules on them: the tune sets choose, the report
 sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per query, each set weighted equally.
+Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, the rows holding the fired test's span
+(in its field) lifted by that many standard deviations (`rise_core.span_lift`).
 """
 
 from __future__ import annotations
