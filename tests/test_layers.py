@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("ranking",),
     ("ann",),
     ("shared_spans",),
-    ("attribution", "behaviour"),
+    ("attribution", "behaviour", "span_lift"),
     ("baselines", "fusion", "readout_cache", "metrics", "agreement"),
     ("evaluation", "bench", "compare", "method_types", "methods", "feedback_eval", "bergson_method"),
     ("diagnostics",),
