@@ -51,6 +51,11 @@ BEHAVIOUR_MIN_IN_TOP = 3
 """how many of the gradient view's top rows must hold the span (chosen with BEHAVIOUR_EVIDENCE)."""
 BEHAVIOUR_MAX_IN_REPRESENTATION = 3
 """at most this many of the representation view's top rows may hold it (chosen with BEHAVIOUR_EVIDENCE)."""
+BEHAVIOUR_SPANS = 2
+"""how many distinct spans of the gradient view the test tries, most telling first, when the best does not fire (a
+span inside one tried, or holding it, is not distinct; the first that fires is the finding). Chosen with the span
+lift on the tune sets among 1, 2, 3 and 5 distinct spans and the 3 or 10 most telling spans: every one above 1 ties
+(0.916 against 0.910) and 2 reads the fewest (studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift")."""
 SPAN_LIFT = 1.5
 """when the behaviour test fires, the rows holding its span (in its field) are lifted by this many standard deviations
 of the query's scores over the pool (`rise_core.span_lift`). Chosen among 0.5, 1, 1.5 and 2 on the tune sets

@@ -5,9 +5,11 @@ whose training pushed the model towards this answer, the representation view (HS
 backdoor's rows share a span that the pool mostly lacks (its trigger, its frame) and the gradient view's top rows show
 it, while the representation view's top rows are topical neighbours without it. The test reads both views' top
 `adaptive.BEHAVIOUR_K` rows, runs the trigger test (`shared_spans.find_shared_spans`) on the gradient view's, and
-counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. When
-it fires the per-query rule scores with the gradient view (`adaptive.choose`). No labels, no model run: the features
-and the pool's span counts.
+counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. When the
+best span does not fire (both views hold it: a genre's words), the next most telling distinct ones are tried, up to
+`adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. When it fires the per-query rule scores with the
+gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`). No labels, no model
+run: the features and the pool's span counts.
 
 Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss cannot see").
 """
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .adaptive import BEHAVIOUR_K, BehaviourEvidence, BehaviourTest, representation_view
+from .adaptive import BEHAVIOUR_K, BEHAVIOUR_SPANS, BehaviourEvidence, BehaviourTest, representation_view
 from .config import ScoreOptions
 from .scoring import FeatureMatrix, channel_sum, top_k
 from .shared_spans import PoolSpans, find_shared_spans, span_pattern
@@ -46,20 +48,31 @@ def evidence(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits:
     """The behaviour test on the two views' top rows (frames with id, text / prompt / completion columns): the best
     span the gradient hits share (None when they share none) and how many representation hits hold it; `query`, when
     given, says whether the query holds it too."""
-    found = find_shared_spans(spans, gradient_hits, limit=1)
-    if found.empty:
-        return None
-    best = found.iloc[0]
-    pattern = span_pattern(best["span"])
-    field = best["where"]
-    held = sum(1 for text in _field(representation_hits, field) if isinstance(text, str) and pattern.search(text))
-    in_query = True
-    if query is not None:
-        text = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(field)
-        in_query = bool(text) and pattern.search(text) is not None
-    return BehaviourEvidence(span=str(best["span"]), where=str(field), in_top=int(best["in_top"]),
-                             top_k=len(gradient_hits), pool_fraction=float(best["pool_fraction"]),
-                             p_adjusted=float(best["p_adjusted"]), in_representation=int(held), in_query=in_query)
+    found = candidates(spans, gradient_hits, representation_hits, query, 1)
+    return found[0] if found else None
+
+
+SPANS_READ = 20
+"""how many of the gradient view's most telling spans are read to find BEHAVIOUR_SPANS distinct ones."""
+
+
+def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
+               query: Sample | None = None, limit: int = SPANS_READ) -> list[BehaviourEvidence]:
+    """`evidence` for each of the `limit` most telling spans the gradient hits share, most telling first."""
+    out = []
+    for _, best in find_shared_spans(spans, gradient_hits, limit=limit).iterrows():
+        pattern = span_pattern(best["span"])
+        field = best["where"]
+        held = sum(1 for text in _field(representation_hits, field) if isinstance(text, str) and pattern.search(text))
+        in_query = True
+        if query is not None:
+            text = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(field)
+            in_query = bool(text) and pattern.search(text) is not None
+        out.append(BehaviourEvidence(span=str(best["span"]), where=str(field), in_top=int(best["in_top"]),
+                                     top_k=len(gradient_hits), pool_fraction=float(best["pool_fraction"]),
+                                     p_adjusted=float(best["p_adjusted"]), in_representation=int(held),
+                                     in_query=in_query))
+    return out
 
 
 def _field(frame: pd.DataFrame, field: str) -> list:
@@ -93,10 +106,27 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
         if found is None:
             return None
         rival = evidence(counts, rep_hits, grad_hits, query_sample)  # the representation view's own shared span
-        if rival is None:
-            return found
-        return dataclasses.replace(found, rival_span=rival.span, rival_in_top=rival.in_top,
-                                   rival_p_adjusted=rival.p_adjusted, rival_in_query=rival.in_query)
+
+        def against_rival(e: BehaviourEvidence) -> BehaviourEvidence:
+            return e if rival is None else dataclasses.replace(
+                e, rival_span=rival.span, rival_in_top=rival.in_top, rival_p_adjusted=rival.p_adjusted,
+                rival_in_query=rival.in_query)
+
+        best = against_rival(found)
+        if best.fires:
+            return best
+        # the most telling span may be one both views share (a genre's words): the next distinct ones may be the
+        # trigger (a span inside one tried, or holding it, is the same finding and is skipped)
+        tried = [best.span]
+        for other in candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ):
+            if len(tried) >= BEHAVIOUR_SPANS:
+                break
+            if any(other.span in t or t in other.span for t in tried):
+                continue
+            tried.append(other.span)
+            if (candidate := against_rival(other)).fires:
+                return candidate
+        return best
 
     return run
 

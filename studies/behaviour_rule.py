@@ -195,21 +195,51 @@ LIFTS = (0.5, 1.0, 1.5, 2.0)
 """the span lifts tried on CHOSEN (z units; adaptive.SPAN_LIFT)."""
 
 
-def span_holders(task: tasks.Task, sig: list[dict]) -> list[np.ndarray | None]:
-    """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None."""
-    spans = samples_spans(task.pool)
+SPANS = (2, 3, 5)
+"""the numbers of distinct spans tried (adaptive.BEHAVIOUR_SPANS) with the chosen lift."""
+
+
+def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1
+                 ) -> list[np.ndarray | None]:
+    """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None.
+    With `spans` > 1 (and the channel scores `m`), as `behaviour.behaviour_test_for` runs it: when the best span does
+    not fire, the next distinct spans of the gradient view's top K (up to `spans` in all) are tried in order."""
+    pool = samples_spans(task.pool)
+    frame = samples_frame(task.pool)
     out = []
-    for s in sig:
+    for q, s in enumerate(sig):
         if "g_where" not in s:
             raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
-        out.append(spans.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None)
+        if fires(s, RULE) or spans == 1 or m is None:
+            out.append(pool.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None)
+            continue
+        grad = GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q]
+        gtop, htop = np.argsort(-grad, kind="stable")[:K], np.argsort(-m["HS"][q], kind="stable")[:K]
+        query = task.queries[q]
+        tried, pick = [s["g_span"]] if s["g_span"] else [], None
+        for _, b in find_shared_spans(pool, frame(gtop.tolist()), limit=20).iterrows():
+            if len(tried) >= spans:
+                break
+            if any(b["span"] in t or t in b["span"] for t in tried):
+                continue
+            tried.append(b["span"])
+            mask = pool.mask(b["span"], b["where"])
+            where = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(b["where"]) or ""
+            signal = {"g_stat": float(-np.log10(max(b["p_adjusted"], 1e-300))), "g_in_top": int(b["in_top"]),
+                      "g_in_query": b["span"] in where, "g_in_other": int(mask[htop].sum()),
+                      **{k: v for k, v in s.items() if k.startswith("h_")}}
+            if fires(signal, RULE):
+                pick = mask
+                break
+        out.append(pick)
     return out
 
 
-def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None
-                    ) -> dict[str, np.ndarray]:
+def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None,
+                    more_spans: dict[int, list[np.ndarray | None]] | None = None) -> dict[str, np.ndarray]:
     """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`; with
-    `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too."""
+    `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too, and with `more_spans` ({spans: holders}),
+    CHOSEN trying that many distinct spans, at lift 1.5."""
     grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     zg, zh = standardise(grad), standardise(m["HS"])
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
@@ -230,11 +260,12 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.
                             + (" rival" if rival else ""))
                     out[f"{name} -> grad else gate mid {mid:g} slope {slope:g}"] = np.where(fire, zg,
                                                                                             standardise(gated))
-    if holders is not None:
-        for lift in LIFTS:  # z units over the pool: the product's SPAN_LIFT times the scores' spread
-            out[f"{CHOSEN} lift {lift:g}"] = np.stack([
-                z if held is None else z + lift * held for z, held in zip(standardise(out[CHOSEN]), holders,
-                                                                         strict=True)])
+    gate = standardise(out["gate mid 0.5 slope 4"])
+    lifted = {f"{CHOSEN} lift {lift:g}": (holders, lift) for lift in LIFTS} if holders is not None else {}
+    lifted.update({f"{CHOSEN} spans {n} lift 1.5": (held, 1.5) for n, held in (more_spans or {}).items()})
+    for name, (held_rows, lift) in lifted.items():  # lift: z units over the pool (SPAN_LIFT times the spread)
+        out[name] = np.stack([gate[q] if held is None else zg[q] + lift * held
+                              for q, held in enumerate(held_rows)])
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -307,7 +338,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         m = {k: data[k] for k in data.files if k != "labels"}
         sig = json.loads((out / f"{name}.signals.json").read_text())
         task = tasks.task(name)
-        shown = candidate_rules(m, sig, span_holders(task, sig))[rule]
+        shown = candidate_rules(m, sig, span_holders(task, sig), {n: span_holders(task, sig, m, n) for n in SPANS})[rule]
         fire = np.array([fires(s, RULE) for s in sig])
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
@@ -330,7 +361,9 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         mine = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
         agree = (np.argsort(-mine, axis=1)[:, :K] == np.argsort(-m["auto"], axis=1)[:, :K]).mean()
         print(f"[{name}] today's rule rebuilt from the channel parts: top-{K} agreement {agree:.3f}", flush=True)
-        for rule, scores in candidate_rules(m, sig, span_holders(tasks.task(name), sig)).items():
+        task = tasks.task(name)
+        more = {n: span_holders(task, sig, m, n) for n in SPANS}
+        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more).items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
                         for split, qs in part.items() for i in qs)
