@@ -1,4 +1,5 @@
-"""Shared helpers for the index, ingest and CLI tests: a small labelled pool and a tiny model saved to disk."""
+"""Shared helpers for the index, ingest, scoring and CLI tests: a small labelled pool, a tiny model saved to disk, and
+random pool features."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import torch
 from conftest import CORPUS, build_tiny_model, build_tokenizer
+
+from rise_core.scoring import FeatureMatrix
 
 EXTRA = ["cat", "dog", "money", "bank", "doctor", "dragon", "moon", "tax", "fever", "story"]
 TOPICS = ["cats", "finance", "medicine", "story"]
@@ -34,3 +38,19 @@ def save_tiny_model(directory: Path, arch: str = "llama") -> Path:
     model.save_pretrained(directory)
     tok.save_pretrained(directory)
     return directory
+
+
+def random_features(n: int, seed: int, loss: torch.Tensor | None | str = "default") -> FeatureMatrix:
+    """n rows of seeded random unit features (RH 12, GH 8, HS 6 values) with norms in [0.5, 1.5); `loss` per row
+    ("default": 2.0 for every row)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def unit(d: int) -> torch.Tensor:
+        x = torch.randn(n, d, generator=g)
+        return x / x.norm(dim=1, keepdim=True)
+
+    rh, gh = unit(12), unit(8)
+    rh_norm, gh_norm = torch.rand(n, generator=g) + 0.5, torch.rand(n, generator=g) + 0.5
+    hs, hs_norm = unit(6), torch.rand(n, generator=g) + 0.5
+    return FeatureMatrix(rh=rh, gh=gh, rh_norm=rh_norm, gh_norm=gh_norm, hs=hs, hs_norm=hs_norm,
+                         loss=torch.full((n,), 2.0) if isinstance(loss, str) else loss)

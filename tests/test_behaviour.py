@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from index_helpers import random_features
 
 from rise_core import adaptive, behaviour
 from rise_core.config import ScoreOptions
@@ -143,15 +144,7 @@ def test_resolve_runs_the_test_only_for_per_query_weights_with_hs():
 
 
 def _fm(n: int, seed: int) -> FeatureMatrix:
-    g = torch.Generator().manual_seed(seed)
-
-    def unit(d: int) -> torch.Tensor:
-        x = torch.randn(n, d, generator=g)
-        return x / x.norm(dim=1, keepdim=True)
-
-    return FeatureMatrix(rh=unit(12), gh=unit(8), rh_norm=torch.rand(n, generator=g) + 0.5,
-                         gh_norm=torch.rand(n, generator=g) + 0.5, hs=unit(6), hs_norm=torch.rand(n, generator=g) + 0.5,
-                         loss=torch.full((n,), 2.0))
+    return random_features(n, seed)
 
 
 def test_each_query_its_own_test_in_the_score_matrix():

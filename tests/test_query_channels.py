@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from index_helpers import random_features
 
 from rise_core import adaptive
 from rise_core.config import ScoreOptions, preset_scoring
@@ -28,11 +29,7 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
 
 
 def _fm(n: int, seed: int, loss: torch.Tensor | None) -> FeatureMatrix:
-    g = torch.Generator().manual_seed(seed)
-    return FeatureMatrix(rh=_unit(torch.randn(n, 12, generator=g)), gh=_unit(torch.randn(n, 8, generator=g)),
-                         rh_norm=torch.rand(n, generator=g) + 0.5, gh_norm=torch.rand(n, generator=g) + 0.5,
-                         hs=_unit(torch.randn(n, 6, generator=g)), hs_norm=torch.rand(n, generator=g) + 0.5,
-                         loss=loss)
+    return random_features(n, seed, loss)
 
 
 def test_gate_is_the_logistic_of_the_surprise():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from index_helpers import random_features
 
 from rise_core import adaptive, span_lift
 from rise_core.config import ScoreOptions
@@ -82,15 +83,7 @@ def test_lift_head_of_no_allowed_row_is_empty():
 
 
 def _fm(n: int, seed: int) -> FeatureMatrix:
-    g = torch.Generator().manual_seed(seed)
-
-    def unit(d: int) -> torch.Tensor:
-        x = torch.randn(n, d, generator=g)
-        return x / x.norm(dim=1, keepdim=True)
-
-    return FeatureMatrix(rh=unit(12), gh=unit(8), rh_norm=torch.rand(n, generator=g) + 0.5,
-                         gh_norm=torch.rand(n, generator=g) + 0.5, hs=unit(6), hs_norm=torch.rand(n, generator=g) + 0.5,
-                         loss=torch.full((n,), 2.0))
+    return random_features(n, seed)
 
 
 def test_the_spread_is_the_pools_or_that_of_evenly_spaced_rows():
