@@ -7,9 +7,9 @@ it, while the representation view's top rows are topical neighbours without it. 
 `adaptive.BEHAVIOUR_K` rows, runs the trigger test (`shared_spans.find_shared_spans`) on the gradient view's, and
 counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. When the
 best span does not fire (both views hold it: a genre's words), the next most telling distinct ones are tried, up to
-`adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. When it fires the per-query rule scores with the
-gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`). No labels, no model
-run: the features and the pool's span counts.
+`adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. When it fires the per-query rule
+scores with the gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`). No
+labels, no model run: the features and the pool's span counts.
 
 Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss cannot see").
 """

@@ -338,7 +338,8 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         m = {k: data[k] for k in data.files if k != "labels"}
         sig = json.loads((out / f"{name}.signals.json").read_text())
         task = tasks.task(name)
-        shown = candidate_rules(m, sig, span_holders(task, sig), {n: span_holders(task, sig, m, n) for n in SPANS})[rule]
+        more = {n: span_holders(task, sig, m, n) for n in SPANS}
+        shown = candidate_rules(m, sig, span_holders(task, sig), more)[rule]
         fire = np.array([fires(s, RULE) for s in sig])
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
