@@ -166,6 +166,31 @@ def test_attribute_looking_for_takes_one_view_or_lets_the_rule_decide(app_env):
     assert_clean(at)
 
 
+def test_attribute_shows_the_span_lift_when_the_behaviour_test_fires(app_env, monkeypatch):
+    """With channels chosen per query and the test firing (its finding replaced: the tiny pool shares no trigger), the
+    table gains the span column, the score is RH + GH + HS + span, the rows holding the span are the lifted ones, and
+    the captions say so."""
+    from rise_core import adaptive, attribution, behaviour
+
+    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
+        "dragon", "completion", 5, 10, 0.05, 1e-4, 0))
+    attribution.BEHAVIOUR_MEMO.clear()
+    at = new_app("app_pages/2_Attribute.py")
+    at.checkbox(key="weighting_auto").check().run()
+    at = type_query(at)
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    table = results(at)
+    assert "span" in table.columns and table["HS"].abs().max() == 0  # the gradient view, lifted
+    assert (table["score"] - table["RH"] - table["GH"] - table["HS"] - table["span"]).abs().max() < 1e-4
+    lifted = table["span"] > 0
+    assert lifted.any() and (table.loc[lifted, "text"].str.contains(r"\bdragon\b")).all()
+    assert not table.loc[~lifted, "text"].str.contains(r"\bdragon\b").any()
+    captions = " ".join(c.value for c in at.caption)
+    assert "span: the lift of the examples holding the span" in captions and "lifted by 1.5" in captions
+    attribution.BEHAVIOUR_MEMO.clear()
+
+
 def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
     from rise_core.config import PRESET_SCORING, ScoreOptions
 
