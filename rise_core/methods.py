@@ -49,7 +49,7 @@ from .method_types import (
 from .models import LoadedModel
 from .readout_cache import channel_options
 from .samples import Sample
-from .scoring import FeatureMatrix, channel_choice, score_each_query
+from .scoring import FeatureMatrix, channel_choice
 from .store import RiseIndex
 
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
@@ -167,11 +167,9 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
             rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
                                    words(q) if words is not None else None)
-            found = span_lift.fired(choice.behaviour)  # no marks yet: the ranking shown first, with the span lift
-            first = None
-            if found is not None:
-                plain = score_each_query(pool_fm, one, choice.options)[0]
-                first = (plain + span_lift.lift_vector(plain, found, holds)).double().numpy()
+            # no marks yet: the ranking shown first, with the span lift when the test fired
+            first = (span_lift.lifted_row(pool_fm, one, choice, holds).double().numpy()
+                     if span_lift.fired(choice.behaviour) is not None else None)
             out.append(lambda marks, rank=rank, first=first: rank(marks).total if marks or first is None else first)
         return out
 

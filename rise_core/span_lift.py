@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .adaptive import SPAN_LIFT, BehaviourEvidence, BehaviourTest
+from .adaptive import SPAN_LIFT, BehaviourEvidence, BehaviourTest, ChannelChoice
 from .config import ScoreOptions
 from .ranking import Ranking
 from .scoring import FeatureMatrix, channel_choice, channel_sum, score_each_query
@@ -113,11 +113,16 @@ def lifted_scores(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOpt
     out = []
     for q in range(len(queries)):
         one = queries.select([q])
-        choice = channel_choice(pool, one, options, behaviour(q))
-        row = score_each_query(pool, one, choice.options)[0]
-        found = fired(choice.behaviour)
-        out.append(row if found is None else row + lift_vector(row, found, holds))
+        out.append(lifted_row(pool, one, channel_choice(pool, one, options, behaviour(q)), holds))
     return torch.stack(out) if out else torch.zeros(0, len(pool))
+
+
+def lifted_row(pool: FeatureMatrix, query: FeatureMatrix, choice: ChannelChoice, holds: SpanHolders) -> torch.Tensor:
+    """(N,) scores of every pool row for one query under its `choice` (`scoring.channel_choice`), with the span lift
+    when the choice's behaviour test fired."""
+    row = score_each_query(pool, query, choice.options)[0]
+    found = fired(choice.behaviour)
+    return row if found is None else row + lift_vector(row, found, holds)
 
 
 def lift_head(head: Callable[[int], Ranking], k: int, n: int, lift: float | Callable[[], float],
