@@ -86,10 +86,14 @@ def check_model_spec(spec: str, configured: str, index_dir: Path, data_dir: Path
     the embedded default, the model the app was started with (`configured`, RISE_MODEL), a hub id that is not a
     local path, or a directory under `model_roots`; an adapter must be a directory under `model_roots` (or the
     configured model). An adapter directory named alone loads the base its manifest names, which is checked too."""
+    try:
+        parse_model_spec(spec)  # as typed, for every spec: control characters are refused, not stripped
+    except ModelLoadError as exc:
+        raise InputDataError(str(exc)) from None
     text = spec.strip()
     if text in (DEFAULT_MODEL_ID, configured):
         return text
-    checked_model_spec(spec, configured, index_dir, data_dir)  # as typed: control characters are refused, not stripped
+    checked_model_spec(spec, configured, index_dir, data_dir)
     return text
 
 

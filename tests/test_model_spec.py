@@ -172,6 +172,17 @@ def _pieces(place: dict) -> list[str]:
             str(place["plain"]), str(place["evil"]), str(place["outside"]), place["configured"]]
 
 
+def test_the_configured_or_default_model_with_a_control_character_is_refused_as_any_spec_is(place):
+    """Found by the fuzzer below: the configured model's path plus a newline passed the shortcut for the configured
+    model (compared after stripping) while the same newline after any other spec is refused."""
+    with pytest.MonkeyPatch.context() as mp:
+        _environment(mp, place)
+        for spec in (place["configured"] + "\n", DEFAULT_MODEL_ID + "\n", "\x00" + DEFAULT_MODEL_ID):
+            with pytest.raises(InputDataError, match="control character"):
+                check(spec, place)
+        assert check(f"  {place['configured']} ", place) == place["configured"]  # spaces are still stripped
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 @example(data=None)
