@@ -89,9 +89,11 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
 
 
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
-                       query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True) -> BehaviourTest:
+                       query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
+                       distinct: int | None = None) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
-    options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs."""
+    options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
+    `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`; the study varies it)."""
 
     def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
         if not has_hs:
@@ -119,7 +121,7 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
         # trigger (a span inside one tried, or holding it, is the same finding and is skipped)
         tried = [best.span]
         for other in candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ):
-            if len(tried) >= BEHAVIOUR_SPANS:
+            if len(tried) >= (BEHAVIOUR_SPANS if distinct is None else distinct):
                 break
             if any(other.span in t or t in other.span for t in tried):
                 continue

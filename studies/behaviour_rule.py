@@ -26,7 +26,7 @@ import torch
 
 from rise_core import adaptive
 from rise_core.baselines import BM25Scorer
-from rise_core.behaviour import samples_frame, samples_spans
+from rise_core.behaviour import behaviour_test_for, samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
@@ -202,36 +202,24 @@ SPANS = (2, 3, 5)
 def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1
                  ) -> list[np.ndarray | None]:
     """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None.
-    With `spans` > 1 (and the channel scores `m`), as `behaviour.behaviour_test_for` runs it: when the best span does
-    not fire, the next distinct spans of the gradient view's top K (up to `spans` in all) are tried in order."""
+    With `spans` > 1 (and the channel scores `m`), the product's own test (`behaviour.behaviour_test_for`, trying
+    that many distinct spans) on the two views' top K of `m`."""
     pool = samples_spans(task.pool)
-    frame = samples_frame(task.pool)
+    if spans == 1 or m is None:
+        for s in sig:
+            if "g_where" not in s:
+                raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
+        return [pool.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None for s in sig]
+    grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
+    gradient = adaptive.gradient_view(ScoreOptions.preset("default"))
     out = []
-    for q, s in enumerate(sig):
-        if "g_where" not in s:
-            raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
-        if fires(s, RULE) or spans == 1 or m is None:
-            out.append(pool.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None)
-            continue
-        grad = GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q]
-        gtop, htop = np.argsort(-grad, kind="stable")[:K], np.argsort(-m["HS"][q], kind="stable")[:K]
-        query = task.queries[q]
-        tried, pick = [s["g_span"]] if s["g_span"] else [], None
-        for _, b in find_shared_spans(pool, frame(gtop.tolist()), limit=20).iterrows():
-            if len(tried) >= spans:
-                break
-            if any(b["span"] in t or t in b["span"] for t in tried):
-                continue
-            tried.append(b["span"])
-            mask = pool.mask(b["span"], b["where"])
-            where = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(b["where"]) or ""
-            signal = {"g_stat": float(-np.log10(max(b["p_adjusted"], 1e-300))), "g_in_top": int(b["in_top"]),
-                      "g_in_query": b["span"] in where, "g_in_other": int(mask[htop].sum()),
-                      **{k: v for k, v in s.items() if k.startswith("h_")}}
-            if fires(signal, RULE):
-                pick = mask
-                break
-        out.append(pick)
+    for q in range(len(sig)):
+        def view_rows(options: ScoreOptions, k: int, q: int = q) -> np.ndarray:
+            return np.argsort(-(grad[q] if options.lambda_hs == 0 else m["HS"][q]), kind="stable")[:k]
+
+        found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
+                                   distinct=spans)(gradient)
+        out.append(pool.mask(found.span, found.where) if found is not None and found.fires else None)
     return out
 
 
