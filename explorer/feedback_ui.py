@@ -16,7 +16,7 @@ import streamlit as st
 
 from rise_core import attribution
 from rise_core.env_limits import EnvLimits, env_field
-from rise_core.feedback import chosen_view
+from rise_core.feedback import chosen_view, lift_lines
 
 from . import resources
 
@@ -139,7 +139,9 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
                            for c, w in fb["weights"].items()))
     if fb.get("words"):
         st.text(words_line(fb["words"]))
+    for line in lift_lines(fb, len(index)):
+        st.text(line)
     shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
-    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "words", "completion", "text")
+    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "completion", "text")
                if c in ranked]
     st.dataframe(ranked[columns], hide_index=True, key="feedback_table")

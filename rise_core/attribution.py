@@ -36,12 +36,13 @@ from .feedback import (
     FeedbackResult,
     MarkedWords,
     Marks,
+    SpanLift,
     TermScorer,
     apply_feedback,
     unit_row_scores,
 )
 from .models import LoadedModel
-from .ranking import Ranking, frame_each
+from .ranking import EXTRA_PARTS, Ranking, frame_each
 from .samples import Sample, encode_sample
 from .scoring import (
     ContrastFeatures,
@@ -451,13 +452,15 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
                     config: FeedbackConfig | None = None, start: ScoreOptions | None = None,
-                    words: MarkedWords | None = None) -> Callable[[Marks], FeedbackResult]:
+                    words: MarkedWords | None = None, span: SpanLift | None = None
+                    ) -> Callable[[Marks], FeedbackResult]:
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
     weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`. `start`
     (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`), e.g. every
     channel's where the per-query rule chose one view. `words`: the marked words' reader (`marked_words`; None:
-    channels only)."""
+    channels only). `span`: the behaviour test's span lift, kept after marks unless they reject it
+    (`span_lift.kept_after_marks`; None: none)."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
     shown = dict(weighted_channels(options, q))
@@ -468,7 +471,7 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
         spread = float(raw[c].std())
         base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
-    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words)
+    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words, span)
 
 
 def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer) -> MarkedWords:
@@ -505,17 +508,20 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
     start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
-    result = feedback_ranker(fm, query_fm, resolved.options, config, start, words)(row_marks)
+    span = span_lift.kept_after_marks(resolved.choice.behaviour, _index_holders(index))
+    result = feedback_ranker(fm, query_fm, resolved.options, config, start, words, span)(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]
     n_relevant = sum(row_marks.values())
     ranking = Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
                          feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
-                                   "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant})
-    if "words" in parts:  # the marked words' part joins the channels' (the total is their sum)
-        ranking = dataclasses.replace(ranking, scores=total[rows],
-                                      parts={**ranking.parts, "words": parts["words"][rows]})
+                                   "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant,
+                                   "span": result.span, "span_rejected": result.span_rejected,
+                                   "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows})
+    extra = {c: parts[c][rows] for c in EXTRA_PARTS if c in parts}
+    if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)
+        ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, **extra})
     return _noted(ranking, query_fm)
 
 

@@ -14,6 +14,11 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   pool by BM25 and added in z units at `words` times the channels' spread. A trigger word ("Lumen") held by the query
   and every yes-mark but by no clean row marked no leads it; a story's genre words, held by the no-marks too, fall
   out. The channels cannot say this: a poisoned row and a clean row with the same story look alike to all three.
+- Two lifts, like the behaviour test's span lift (`rise_core.span_lift`), in spreads of the total (its standard
+  deviation over the pool): the test's span lift stays after marks (`SpanLift`) unless the marks reject it (more rows
+  holding the span marked no than yes); and the marked word (`lifted_word`): the rarest of the query's words that
+  every yes-mark holds and no no-mark does, held by more rows than the yes-marks and by at most `MAX_WORD_SHARE` of
+  the pool, lifts the rows holding it by `word_lift`.
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
 shown ranking. With marks, the weights start from `adaptive.feedback_start`: the gradient view where the behaviour
@@ -38,6 +43,11 @@ import numpy as np
 import torch
 
 from .errors import InputDataError
+
+MAX_WORD_SHARE = 0.1
+"""the marked word lifts only a word held by at most this share of the pool (a trigger is rare; a genre's or a
+topic's words are not). In an exploration at word lift 1.5, shares 0.05, 0.1 and 0.2 gave the same tune figures
+(docs/EVALUATION.md, "Feedback: the lifts after marks")."""
 
 Marks = Mapping[int, bool]
 """pool row -> True (relevant: "yes, this is it") or False (irrelevant: "not this")."""
@@ -67,9 +77,14 @@ class FeedbackConfig:
     words: float = 0.25
     """weight of the marked words' BM25 scores (z units, times the channels' spread); 0: channels only. Applies
     where the caller gives `MarkedWords` (RISE's feedback on an index or a task)."""
+    word_lift: float = 1.0
+    """the lift of the rows holding the marked word (`lifted_word`), in spreads of the total; 0: none. Chosen with
+    the span lift kept after marks, among 0, 1 and 1.5: the best tune mean at 1, 3 and 5 marks (0.919, 0.965, 0.978
+    against 0.905, 0.963, 0.975 with neither) (`studies/behaviour_rule.py`; docs/EVALUATION.md, "Feedback: the
+    lifts after marks")."""
 
     def __post_init__(self) -> None:
-        for name in ("beta", "tau", "gamma", "words"):
+        for name in ("beta", "tau", "gamma", "words", "word_lift"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
@@ -149,6 +164,41 @@ def word_weights(query: Collection[str], relevant: Sequence[set[str]], irrelevan
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def lifted_word(words: MarkedWords, weights: Mapping[str, float], n_relevant: int, n_pool: int
+                ) -> tuple[str, np.ndarray] | None:
+    """The marked word and the (N,) bool rows holding it: among the words of `weights` (`word_weights`) at 1, held by
+    every yes-mark and by no no-mark, the one held by the fewest rows (ties alphabetical) of those held by more rows
+    than the `n_relevant` yes-marks and by at most MAX_WORD_SHARE of the `n_pool` rows; None when there is none."""
+    best = None
+    for word in sorted(w for w, v in weights.items() if v >= 1.0):
+        held = np.asarray(words.score({word: 1.0})) > 0
+        count = int(held.sum())
+        if n_relevant < count <= MAX_WORD_SHARE * n_pool and (best is None or count < best[2]):
+            best = (word, held, count)
+    return None if best is None else best[:2]
+
+
+@dataclass(frozen=True)
+class SpanLift:
+    """The behaviour test's span lift carried into feedback (`span_lift.kept_after_marks`): `held(rows)` says which of
+    the rows hold the span; `lift(total)` is every row's lift for the (N,) scores `total`."""
+
+    span: str
+    held: Callable[[list[int]], np.ndarray]
+    lift: Callable[[np.ndarray], np.ndarray]
+
+
+def span_rejected(span: SpanLift, marks: Marks) -> bool:
+    """Whether the marks reject the test's span: more of the marked rows holding it are marked no than yes."""
+    rows = sorted(int(r) for r in marks)
+    if not rows:
+        return False
+    held = np.asarray(span.held(rows), dtype=bool)
+    yes = sum(1 for r, h in zip(rows, held, strict=True) if h and marks[r])
+    no = sum(1 for r, h in zip(rows, held, strict=True) if h and not marks[r])
+    return no > yes
+
+
 def evidence(query_z: np.ndarray, marks: Marks) -> float:
     """How far a channel already ranks the relevant marks above the irrelevant ones, in its z units."""
     relevant, irrelevant = split_marks(marks, len(query_z))
@@ -167,14 +217,23 @@ class FeedbackResult:
     evidence: dict[str, float] = field(default_factory=dict)
     words: dict[str, float] = field(default_factory=dict)
     """the marked words and their weights (`word_weights`); their part is parts["words"] when any scored."""
+    span: str | None = None
+    """the behaviour test's span when its lift applies (parts["span"]), else None."""
+    span_rejected: str | None = None
+    """the test's span when the marks rejected its lift (`span_rejected`), else None."""
+    lifted_word: str | None = None
+    """the marked word whose rows are lifted (`lifted_word`; part of parts["words"]), else None."""
+    lifted_rows: int = 0
+    """how many rows hold the marked word."""
 
 
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
                    base_weights: Mapping[str, float], config: FeedbackConfig | None = None,
-                   words: MarkedWords | None = None) -> FeedbackResult:
+                   words: MarkedWords | None = None, span: SpanLift | None = None) -> FeedbackResult:
     """Combine channels after feedback. `channel_scores[c]`: the query's raw (N,) scores in channel c; `row_scores[c]`:
     the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c);
-    `words`: the marked words' reader (None: channels only)."""
+    `words`: the marked words' reader (None: channels only); `span`: the behaviour test's span lift where it fired
+    (kept unless the marks reject it). The lifts are parts of their own: "span", and the marked word's in "words"."""
     config = config or FeedbackConfig()
     parts, weights, ev = {}, {}, {}
     for c, raw in channel_scores.items():
@@ -189,16 +248,50 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         raise InputDataError("no channel has a nonzero weight to rank with")
     total = np.sum(list(parts.values()), axis=0)
     chosen: dict[str, float] = {}
-    if words is not None and config.words and marks:
-        relevant, irrelevant = split_marks(marks, len(total))
+    relevant, irrelevant = split_marks(marks, len(total))
+    if words is not None and relevant and (config.words or config.word_lift):
         held = words.row_words(relevant + irrelevant)
         chosen = word_weights(words.query, held[:len(relevant)], held[len(relevant):])
-        lexical = np.asarray(words.score(chosen), dtype=np.float64) if chosen else np.zeros(0)
+        lexical = np.asarray(words.score(chosen), dtype=np.float64) if chosen and config.words else np.zeros(0)
         spread = float(total.std())
-        if chosen and lexical.std() > 0 and spread > 0:
+        if chosen and config.words and lexical.std() > 0 and spread > 0:
             parts["words"] = config.words * spread * standardise(lexical)
             total = total + parts["words"]
-    return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen)
+    kept, rejected = None, None
+    if span is not None:
+        if span_rejected(span, marks):
+            rejected = span.span
+        else:
+            kept = span.span
+            parts["span"] = np.asarray(span.lift(total), dtype=np.float64)
+            total = total + parts["span"]
+    marked = lifted_word(words, chosen, len(relevant), len(total)) if words is not None and config.word_lift else None
+    if marked is not None and float(total.std()) > 0:
+        lift = config.word_lift * float(total.std()) * marked[1]
+        parts["words"] = parts.get("words", np.zeros(len(total))) + lift
+        total = total + lift
+    else:
+        marked = None
+    return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
+                          span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
+                          lifted_rows=0 if marked is None else int(marked[1].sum()))
+
+
+def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
+    """The lifts after marks (a ranking's `feedback`) as plain lines (pool text: the page shows them with st.text): the behaviour test's span, kept or rejected by the
+    marks, and the marked word whose rows were lifted."""
+    out = []
+    if feedback.get("span"):
+        out.append(f"The behaviour test's span stays lifted (the span column): {feedback['span']!r}")
+    if feedback.get("span_rejected"):
+        out.append(f"Your marks rejected the behaviour test's span (more rows holding it marked no than yes); its "
+                   f"lift is off: {feedback['span_rejected']!r}")
+    if feedback.get("lifted_word"):
+        rows = int(feedback.get("lifted_rows", 0))
+        out.append(f"Every yes-mark holds this word of the query and no no-mark does; the {rows:,} rows holding it "
+                   f"({rows / max(n_pool, 1):.1%} of the pool) are lifted (in the words column): "
+                   f"{feedback['lifted_word']!r}")
+    return out
 
 
 def chosen_view(weights: Mapping[str, float]) -> str:

@@ -166,7 +166,8 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             one = query_fm.select([q])
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
             rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
-                                   words(q) if words is not None else None)
+                                   words(q) if words is not None else None,
+                                   span_lift.kept_after_marks(choice.behaviour, holds))
             # no marks yet: the ranking shown first, with the span lift when the test fired
             first = (span_lift.lifted_row(pool_fm, one, choice, holds).double().numpy()
                      if span_lift.fired(choice.behaviour) is not None else None)

@@ -24,6 +24,7 @@ import torch
 
 from .adaptive import SPAN_LIFT, BehaviourEvidence, BehaviourTest, ChannelChoice
 from .config import ScoreOptions
+from .feedback import SpanLift
 from .ranking import Ranking
 from .scoring import FeatureMatrix, channel_choice, channel_sum, score_each_query
 from .shared_spans import span_pattern
@@ -123,6 +124,17 @@ def lifted_row(pool: FeatureMatrix, query: FeatureMatrix, choice: ChannelChoice,
     row = score_each_query(pool, query, choice.options)[0]
     found = fired(choice.behaviour)
     return row if found is None else row + lift_vector(row, found, holds)
+
+
+def kept_after_marks(choice_behaviour: BehaviourEvidence | None, holds: SpanHolders) -> SpanLift | None:
+    """The span lift relevance feedback keeps after marks (`feedback.SpanLift`; unless the marks reject it) when the
+    choice's behaviour test fired, else None."""
+    found = fired(choice_behaviour)
+    if found is None:
+        return None
+    return SpanLift(span=found.span, held=lambda rows: holds(found, rows),
+                    lift=lambda total: lift_vector(torch.from_numpy(np.asarray(total, dtype=np.float64)), found,
+                                                   holds).numpy())
 
 
 def lift_head(head: Callable[[int], Ranking], k: int, n: int, lift: float | Callable[[], float],

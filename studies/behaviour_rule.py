@@ -31,6 +31,7 @@ from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
     MarkedWords,
+    SpanLift,
     apply_feedback,
     simulate_analyst,
     standardise,
@@ -198,6 +199,9 @@ LIFTS = (0.5, 1.0, 1.5, 2.0)
 SPANS = (2, 3, 5)
 """the numbers of distinct spans tried (adaptive.BEHAVIOUR_SPANS) with the chosen lift."""
 
+WORD_LIFTS = (0.0, 1.0, 1.5)
+"""the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
+
 
 def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1
                  ) -> list[np.ndarray | None]:
@@ -283,10 +287,14 @@ def interleave(first: np.ndarray, second: np.ndarray, rest: np.ndarray, depth: i
 
 
 def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], shown: np.ndarray, fire: np.ndarray,
-                      labels: np.ndarray, task: tasks.Task, marks: tuple[int, ...] = (1, 3, 5)) -> list[dict]:
+                      labels: np.ndarray, task: tasks.Task, marks: tuple[int, ...] = (1, 3, 5),
+                      held: list[np.ndarray | None] | None = None) -> list[dict]:
     """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query: the marks
     start from the view the test chose (else the fixed weights), beta 1, tau 1, and the grid of gamma (the irrelevant
-    marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts)."""
+    marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts), with no
+    lift after marks; then, at gamma 0.75 and words 0.25, the lifts after marks: the test's span lift kept (`held`:
+    per query, the rows holding its span, None where it did not fire) unless the marks reject it, and the marked
+    word's lift (`FeedbackConfig.word_lift`)."""
     rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
                for c in ("RH", "GH", "HS")}
     lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
@@ -300,11 +308,21 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
         start = "grad" if fire[q] else "fixed"
         base = {c: lam * float(raw[c].std()) for c, lam in lambdas[start].items()}
 
-        def ranker(cfg: FeedbackConfig, first: np.ndarray = shown[q], raw=raw, base=base, words=words):
-            return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg, words).total
+        rows = held[q] if held is not None else None
+        span = None if rows is None else SpanLift(
+            span="(cached)", held=lambda r, rows=rows: rows[r],
+            lift=lambda total, rows=rows: adaptive.SPAN_LIFT * float(np.std(total)) * rows)
 
-        variants = {f"gamma {g:g} words {w:g}": ranker(FeedbackConfig(beta=1.0, tau=1.0, gamma=g, words=w))
+        def ranker(cfg: FeedbackConfig, first: np.ndarray = shown[q], raw=raw, base=base, words=words, kept=None):
+            return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg, words,
+                                                                        kept).total
+
+        variants = {f"gamma {g:g} words {w:g}": ranker(FeedbackConfig(beta=1.0, tau=1.0, gamma=g, words=w,
+                                                                      word_lift=0.0))
                     for g in (1.0, 0.75, 0.5) for w in (0.0, 0.25, 0.5)}
+        for lift in WORD_LIFTS:  # the lifts after marks (the served default: span kept, word lift 1)
+            variants[f"gamma 0.75 words 0.25 span kept word lift {lift:g}"] = ranker(
+                FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.25, word_lift=lift), kept=span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])
@@ -328,12 +346,13 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         task = tasks.task(name)
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
         shown = candidate_rules(m, sig, span_holders(task, sig), more)[rule]
-        fire = np.array([fires(s, RULE) for s in sig])
+        held = more[adaptive.BEHAVIOUR_SPANS]  # the served test's finding per query (None: it did not fire)
+        fire = np.array([h is not None for h in held])
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
         if not np.array_equal(np.asarray(task.labels), data["labels"]):
             raise SystemExit(f"[{name}] the task's labels differ from the cached scores': rerun --stage scores")
-        for r in feedback_variants(m, pool, shown, fire, data["labels"], task):
+        for r in feedback_variants(m, pool, shown, fire, data["labels"], task, held=held):
             rows.append({"task": name, "split": split_of[r["query"]], **r})
         print(f"[{name}] feedback done", flush=True)
     return pd.DataFrame(rows)

@@ -188,6 +188,16 @@ def test_attribute_shows_the_span_lift_when_the_behaviour_test_fires(app_env, mo
     assert not table.loc[~lifted, "text"].str.contains(r"\bdragon\b").any()
     captions = " ".join(c.value for c in at.caption)
     assert "span: the lift of the examples holding the span" in captions and "lifted by 1.5" in captions
+    # a yes-mark on a lifted row: the ranking after marks keeps the lift, in its span column, and says so
+    (key,) = at.session_state["feedback_marks"].keys()
+    at.session_state["feedback_marks"][key][str(table.loc[lifted, "id"].iloc[0])] = True
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
+    assert "span" in reranked.columns and (reranked["span"] > 0).any()
+    assert any(t.value.startswith("The behaviour test's span stays lifted") and "'dragon'" in t.value
+               for t in at.text)
     attribution.BEHAVIOUR_MEMO.clear()
 
 

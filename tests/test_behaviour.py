@@ -429,3 +429,35 @@ def test_span_counts_shared_by_handles_read_texts_after_the_first_handle_closed(
     word = texts[0].split()[0]
     expected = [word in t.split() for t in texts]
     assert spans.mask(word, "text").tolist() == expected
+
+
+def test_marks_on_an_index_keep_the_span_lift(trigger_index, tiny_llama, monkeypatch):
+    """On a built index where the test fires ("the", held by some rows): after a yes-mark the span part stays, dense:
+    the feedback total before the lift plus SPAN_LIFT times its spread on the rows holding the span; a no on more
+    holders than yes turns it off."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
+                                                                                           1e-4, 0))
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        n = len(index)
+        texts = index.rows_frame(list(range(n)))
+        held = texts["text"].str.contains(r"\bthe\b").to_numpy()
+        assert 0 < held.sum() < n
+        holder, other = int(np.flatnonzero(held)[0]), int(np.flatnonzero(~held)[0])
+        ids = texts["id"].tolist()
+        marks = {ids[holder]: True, ids[other]: False}
+        kept = attribution.top_with_feedback(index, qf, marks, auto, k=n)
+        assert kept.feedback["span"] == "the" and "span" in kept.parts
+        total = kept.scores - kept.parts["span"]
+        lift = adaptive.SPAN_LIFT * float(total.double().std(unbiased=False))  # every row is in the ranking (k = n)
+        want = torch.tensor(held[kept.rows.numpy()], dtype=torch.float32) * lift
+        torch.testing.assert_close(kept.parts["span"], want, rtol=1e-5, atol=1e-5)  # float32 parts of float64 sums
+        parts = sum(kept.parts[c] for c in ("rh", "gh", "hs", "span") if c in kept.parts)
+        torch.testing.assert_close(kept.scores, parts, rtol=1e-5, atol=1e-5)
+        holders = [ids[i] for i in np.flatnonzero(held)[:2]]
+        rejected = attribution.top_with_feedback(index, qf, {h: False for h in holders}, auto, k=n)
+        assert rejected.feedback["span_rejected"] == "the" and "span" not in rejected.parts

@@ -346,9 +346,37 @@ def test_query_with_marks_ranks_again(env, capsys, tmp_path):
     assert hits[ids[-1]]["mark"] == "yes" and hits[ids[0]]["mark"] == "no"
     assert hits[ids[-1]]["rank"] < 24  # the confirmed hit moved up
     for h in hits.values():  # the parts are float32 (1e-5 in JSON)
-        assert h["score"] == pytest.approx(sum(h.get(c) or 0.0 for c in ("rh", "gh", "hs", "words")), abs=1e-4)
+        assert h["score"] == pytest.approx(sum(h.get(c) or 0.0 for c in ("rh", "gh", "hs", "span", "words")),
+                                           abs=1e-4)
     code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "-k", "3")
     assert code == 0 and out.splitlines()[0].split()[:3] == ["rank", "mark", "id"]
+
+
+def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path, monkeypatch):
+    """Where the behaviour test fired (its finding replaced: the tiny pool shares no trigger), `--marks` keeps the span
+    lift after a yes on a row holding it: the span column stays, the score is the sum of its parts, stderr says so."""
+    from rise_core import adaptive, attribution, behaviour
+
+    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
+                                                                                           1e-4, 0))
+    attribution.BEHAVIOUR_MEMO.clear()
+    text = "the cat sat on the mat ."
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--format", "json", "-k", "24",
+                        "--weighting", "auto")
+    assert code == 0
+    hits = json.loads(out)
+    holder = next(h["id"] for h in hits if (h.get("span") or 0) > 0)
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps({holder: True}))
+    code, out, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "--format", "json",
+                          "-k", "24", "--weighting", "auto")
+    assert code == 0 and "The behaviour test's span stays lifted (the span column): 'the'" in err
+    after = json.loads(out)
+    assert any((h.get("span") or 0) > 0 for h in after)
+    for h in after:
+        assert h["score"] == pytest.approx(sum(h.get(c) or 0.0 for c in ("rh", "gh", "hs", "span", "words")),
+                                           abs=1e-4)
+    attribution.BEHAVIOUR_MEMO.clear()
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -398,7 +398,7 @@ def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], o
     the marks chose, on stderr."""
     from ..attribution import marked_words, rank_with_feedback
     from ..compare import fit_bm25
-    from ..feedback import chosen_view
+    from ..feedback import chosen_view, lift_lines
 
     words = marked_words(index, query, fit_bm25(index)) if any(marks.values()) else None
     df = rank_with_feedback(index, qfm, marks, options, k=args.k, where=args.where, words=words)
@@ -408,6 +408,8 @@ def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], o
     if fb.get("words"):
         print("marked words: " + ", ".join(f"{w} ({v:.2f})" for w, v in list(fb["words"].items())[:12]),
               file=sys.stderr)
+    for line in lift_lines(fb, len(index)):
+        print(line, file=sys.stderr)
     return df
 
 
