@@ -57,9 +57,10 @@ span inside one tried, or holding it, is not distinct; the first that fires is t
 lift on the tune sets among 1, 2, 3 and 5 distinct spans and the 3 or 10 most telling spans: every one above 1 ties
 (0.916 against 0.910) and 2 reads the fewest (studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift")."""
 SPAN_LIFT = 1.5
-"""when the behaviour test fires, the rows holding its span (in its field) are lifted by this many standard deviations
-of the query's scores over the pool (`rise_core.span_lift`). Chosen among 0.5, 1, 1.5 and 2 on the tune sets
-(studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift"): the best tune mean, with 1 and 2 within 0.001."""
+"""when the behaviour test fires (or both views share its span: `BehaviourEvidence.lifts`), the rows holding its span
+(in its field) are lifted by this many standard deviations of the query's scores over the pool (`rise_core.span_lift`).
+Chosen among 0.5, 1, 1.5 and 2 on the tune sets (studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift"): the
+best tune mean, with 1 and 2 within 0.001."""
 
 
 def evidence_strength(p_adjusted: float) -> float:
@@ -106,10 +107,31 @@ class BehaviourEvidence:
         return evidence_strength(self.p_adjusted)
 
     @property
+    def telling(self) -> bool:
+        """Whether the span passes the test's bar: telling (corrected p-value), held by at least BEHAVIOUR_MIN_IN_TOP
+        of the gradient view's top rows and by the query."""
+        return self.strength >= BEHAVIOUR_EVIDENCE and self.in_top >= BEHAVIOUR_MIN_IN_TOP and self.in_query
+
+    @property
     def fires(self) -> bool:
-        return (self.strength >= BEHAVIOUR_EVIDENCE and self.in_top >= BEHAVIOUR_MIN_IN_TOP
-                and self.in_representation <= BEHAVIOUR_MAX_IN_REPRESENTATION and self.in_query
-                and not self.rival_wins)
+        """Whether the test fires: a telling span that the representation view's top rows lack (at most
+        BEHAVIOUR_MAX_IN_REPRESENTATION of them hold it) and whose rival does not win. The query is then scored by
+        the gradient view."""
+        return self.telling and self.in_representation <= BEHAVIOUR_MAX_IN_REPRESENTATION and not self.rival_wins
+
+    @property
+    def shared(self) -> bool:
+        """Whether both views' top rows share the telling span (more than BEHAVIOUR_MAX_IN_REPRESENTATION of the
+        representation view's hold it): the test does not fire, since the views agree and the loss gate keeps its
+        mix, but the span is what the query and the rows nearest it in both views hold, so its rows are lifted too
+        (chosen on the tune sets: studies/behaviour_rule.py; docs/EVALUATION.md, "The shared span")."""
+        return self.telling and self.in_representation > BEHAVIOUR_MAX_IN_REPRESENTATION
+
+    @property
+    def lifts(self) -> bool:
+        """Whether the rows holding the span are lifted (`rise_core.span_lift`): the test fired, or both views share
+        the span."""
+        return self.fires or self.shared
 
     @property
     def line(self) -> str:
@@ -120,7 +142,7 @@ class BehaviourEvidence:
                 f"view's top {self.top_k} hold it {self.in_representation} times{rival}")
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "fires": self.fires}
+        return {**dataclasses.asdict(self), "fires": self.fires, "shared": self.shared}
 
 
 BehaviourTest = Callable[[ScoreOptions], "BehaviourEvidence | None"]
@@ -164,8 +186,13 @@ class ChannelChoice:
             return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
         w = self.options
         feel = "surprises the model more than" if self.surprise > MIDPOINT else "reads like"
-        vetoed = (f" (the behaviour test did not fire: {self.behaviour.line})"
-                  if self.behaviour is not None and self.behaviour.rival_wins else "")
+        found = self.behaviour
+        if found is not None and found.shared:
+            vetoed = (f" (the behaviour test did not fire, both views share the span: {found.line}; the examples "
+                      f"holding \"{found.span}\" are lifted by {SPAN_LIFT:g} standard deviations of the scores, the "
+                      "span column)")
+        else:
+            vetoed = f" (the behaviour test did not fire: {found.line})" if found is not None and found.rival_wins else ""
         return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
                 f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
                 f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}{vetoed}")

@@ -307,10 +307,10 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
         def head(m: int) -> Ranking:
             return Ranking.of(*top_rows(fm, query_fm, resolved.options, m, allowed, products), weighting=resolved,
                               search=info)
-    found = span_lift.fired(resolved.choice.behaviour)
+    found = span_lift.lifting(resolved.choice.behaviour)
     if found is None:
         ranking = head(k)
-    else:  # the behaviour test fired: the rows holding its span are lifted (`rise_core.span_lift`)
+    else:  # the test fired, or both views share its span: the rows holding it are lifted (`rise_core.span_lift`)
         pool_fm = index.feature_matrix()
 
         def lift() -> float:  # the exact scan's products give every row's score; the ANN path samples rows
@@ -386,7 +386,7 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     def head(m: int) -> Ranking:
         rows = top_k(scores.total, m, allowed)[0]
         return Ranking.of(rows, scores.take(rows), weighting=resolved)
-    found = span_lift.fired(resolved.choice.behaviour)
+    found = span_lift.lifting(resolved.choice.behaviour)
     if found is None:
         return _noted(head(n_keep), query_fm)
     lift = adaptive.SPAN_LIFT * float(scores.total.double().std(unbiased=False))

@@ -168,9 +168,9 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
                                    words(q) if words is not None else None,
                                    span_lift.kept_after_marks(choice.behaviour, holds))
-            # no marks yet: the ranking shown first, with the span lift when the test fired
+            # no marks yet: the ranking shown first, with the span lift where the test lifts (fired, or shared)
             first = (span_lift.lifted_row(pool_fm, one, choice, holds).double().numpy()
-                     if span_lift.fired(choice.behaviour) is not None else None)
+                     if span_lift.lifting(choice.behaviour) is not None else None)
             out.append(lambda marks, rank=rank, first=first: rank(marks).total if marks or first is None else first)
         return out
 

@@ -1,16 +1,18 @@
-"""The span lift: when the behaviour test fires, the rows holding the span it found are lifted.
+"""The span lift: when the behaviour test fires, or both views share its span, the rows holding the span are lifted.
 
 The behaviour test (`rise_core.behaviour`) fires when the gradient view's top rows share a span (a trigger) that the
 query holds and the representation view's top rows lack; the per-query rule then scores with the gradient view. The
 rows holding that span in the same field (prompt, completion or text) are the test's own evidence of what taught the
 behaviour, so they are lifted by `adaptive.SPAN_LIFT` times the spread (standard deviation over the pool) of the
-query's scores. The lift is a part of the score of its own (`span`), shown beside RH, GH and HS.
+query's scores. When both views' top rows hold the telling span (`adaptive.BehaviourEvidence.shared`), the loss gate
+keeps its mix and the span's rows are lifted all the same. The lift is a part of the score of its own (`span`), shown
+beside RH, GH and HS.
 
 Only rows that could reach the top k are read: after the lift the k-th best score can only rise, so a row whose score
 is more than the lift below today's k-th best stays out of the top k. `lift_head` widens the head it reads until that
 holds, so the top k it returns is exactly the top k of the lifted scores of every row.
 
-Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift").
+Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift" and "The shared span").
 """
 
 from __future__ import annotations
@@ -69,9 +71,10 @@ def frame_texts(rows_frame: Callable[[Sequence[int]], pd.DataFrame]) -> RowTexts
     return texts
 
 
-def fired(choice_behaviour: BehaviourEvidence | None) -> BehaviourEvidence | None:
-    """The evidence when the test fired (the lift applies), else None."""
-    return choice_behaviour if choice_behaviour is not None and choice_behaviour.fires else None
+def lifting(choice_behaviour: BehaviourEvidence | None) -> BehaviourEvidence | None:
+    """The evidence when its span's rows are lifted (the test fired, or both views share the span:
+    `BehaviourEvidence.lifts`), else None."""
+    return choice_behaviour if choice_behaviour is not None and choice_behaviour.lifts else None
 
 
 def score_spread(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, max_rows: int = SPREAD_ROWS
@@ -122,14 +125,14 @@ def lifted_row(pool: FeatureMatrix, query: FeatureMatrix, choice: ChannelChoice,
     """(N,) scores of every pool row for one query under its `choice` (`scoring.channel_choice`), with the span lift
     when the choice's behaviour test fired."""
     row = score_each_query(pool, query, choice.options)[0]
-    found = fired(choice.behaviour)
+    found = lifting(choice.behaviour)
     return row if found is None else row + lift_vector(row, found, holds)
 
 
 def kept_after_marks(choice_behaviour: BehaviourEvidence | None, holds: SpanHolders) -> SpanLift | None:
-    """The span lift relevance feedback keeps after marks (`feedback.SpanLift`; unless the marks reject it) when the
-    choice's behaviour test fired, else None."""
-    found = fired(choice_behaviour)
+    """The span lift relevance feedback keeps after marks (`feedback.SpanLift`; unless the marks reject it) where the
+    choice's behaviour test lifts (it fired, or both views share its span), else None."""
+    found = lifting(choice_behaviour)
     if found is None:
         return None
     return SpanLift(span=found.span, held=lambda rows: holds(found, rows),

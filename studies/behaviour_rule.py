@@ -199,15 +199,19 @@ LIFTS = (0.5, 1.0, 1.5, 2.0)
 SPANS = (2, 3, 5)
 """the numbers of distinct spans tried (adaptive.BEHAVIOUR_SPANS) with the chosen lift."""
 
+SHARED = f"{CHOSEN} spans 2 lift 1.5 shared"
+"""CHOSEN with the second span and the span lift, lifting a span both views share as well (`BehaviourEvidence.shared`)."""
+
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
 
 
-def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1
-                 ) -> list[np.ndarray | None]:
+def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1,
+                 shared: bool = False) -> list[np.ndarray | None]:
     """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None.
     With `spans` > 1 (and the channel scores `m`), the product's own test (`behaviour.behaviour_test_for`, trying
-    that many distinct spans) on the two views' top K of `m`."""
+    that many distinct spans) on the two views' top K of `m`; with `shared` too, where it lifts (fired, or both views
+    share the span: `BehaviourEvidence.lifts`)."""
     pool = samples_spans(task.pool)
     if spans == 1 or m is None:
         for s in sig:
@@ -223,15 +227,18 @@ def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | N
 
         found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
                                    distinct=spans)(gradient)
-        out.append(pool.mask(found.span, found.where) if found is not None and found.fires else None)
+        lifts = found is not None and (found.lifts if shared else found.fires)
+        out.append(pool.mask(found.span, found.where) if lifts else None)
     return out
 
 
 def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None,
-                    more_spans: dict[int, list[np.ndarray | None]] | None = None) -> dict[str, np.ndarray]:
+                    more_spans: dict[int, list[np.ndarray | None]] | None = None,
+                    shared: tuple[np.ndarray, list[np.ndarray | None]] | None = None) -> dict[str, np.ndarray]:
     """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`; with
-    `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too, and with `more_spans` ({spans: holders}),
-    CHOSEN trying that many distinct spans, at lift 1.5."""
+    `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too, with `more_spans` ({spans: holders}),
+    CHOSEN trying that many distinct spans, at lift 1.5, and with `shared` ((fired per query, holders where the
+    span lifts), at BEHAVIOUR_SPANS), the shared span lifted too (SHARED)."""
     grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     zg, zh = standardise(grad), standardise(m["HS"])
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
@@ -258,6 +265,10 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.
     for name, (held_rows, lift) in lifted.items():  # lift: z units over the pool (SPAN_LIFT times the spread)
         out[name] = np.stack([gate[q] if held is None else zg[q] + lift * held
                               for q, held in enumerate(held_rows)])
+    if shared is not None:  # fired: the gradient view, lifted; a span both views share: the gate, lifted
+        fired, held_rows = shared
+        out[SHARED] = np.stack([(zg[q] if fired[q] else gate[q]) + (0.0 if held is None else 1.5 * held)
+                                for q, held in enumerate(held_rows)])
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -345,9 +356,11 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         sig = json.loads((out / f"{name}.signals.json").read_text())
         task = tasks.task(name)
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
-        shown = candidate_rules(m, sig, span_holders(task, sig), more)[rule]
-        held = more[adaptive.BEHAVIOUR_SPANS]  # the served test's finding per query (None: it did not fire)
-        fire = np.array([h is not None for h in held])
+        fired = more[adaptive.BEHAVIOUR_SPANS]  # the served test's finding per query (None: it did not fire)
+        fire = np.array([h is not None for h in fired])
+        lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
+        shown = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted))[rule]
+        held = lifted if rule == SHARED else fired  # the span lift kept after marks: where the shown ranking lifts
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
         if not np.array_equal(np.asarray(task.labels), data["labels"]):
@@ -371,7 +384,9 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         print(f"[{name}] today's rule rebuilt from the channel parts: top-{K} agreement {agree:.3f}", flush=True)
         task = tasks.task(name)
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
-        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more).items():
+        fire = np.array([h is not None for h in more[adaptive.BEHAVIOUR_SPANS]])
+        lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
+        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted)).items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
                         for split, qs in part.items() for i in qs)

@@ -137,7 +137,8 @@ def test_attribute_typed_query_ranks_with_both_channels_and_rescores_without_the
     table = results(at)
     assert {"rank", "id", "score", "RH", "GH", "label", "topic", "text"} <= set(table.columns)
     assert len(table) == 10 and list(table["rank"]) == list(range(1, 11))
-    assert (table["score"] - table["RH"] - table["GH"] - table["HS"]).abs().max() < 1e-4
+    span = table["span"] if "span" in table.columns else 0.0  # a span both views share lifts its rows
+    assert (table["score"] - table["RH"] - table["GH"] - table["HS"] - span).abs().max() < 1e-4
     assert at.get("plotly_chart"), "the RH / GH / HS bar chart"
     assert calls == [1]
 
@@ -211,9 +212,12 @@ def test_attribute_hs_weight_and_scoring_shortcuts(app_env):
     assert_clean(at)
     table = results(at)
     assert table["HS"].abs().max() > 0
-    assert (table["score"] - table["RH"] - table["GH"] - table["HS"]).abs().max() < 1e-4
+    span = table["span"] if "span" in table.columns else 0.0  # a span both views share lifts its rows
+    assert (table["score"] - table["RH"] - table["GH"] - table["HS"] - span).abs().max() < 1e-4
     bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
-    assert [b["name"] for b in bars] == ["RH (lexical)", "GH (semantic)", "HS (representation)"]
+    names = [b["name"] for b in bars]
+    assert names[:3] == ["RH (lexical)", "GH (semantic)", "HS (representation)"]
+    assert names[3:] == (["span (the behaviour test's lift)"] if "span" in table.columns else [])
     assert "HS" in at.radio(key="explain_channel").options
 
     assert at.selectbox(key="scoring_preset").value == "default"  # the sliders hold the default weights

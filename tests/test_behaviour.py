@@ -461,3 +461,55 @@ def test_marks_on_an_index_keep_the_span_lift(trigger_index, tiny_llama, monkeyp
         holders = [ids[i] for i in np.flatnonzero(held)[:2]]
         rejected = attribution.top_with_feedback(index, qf, {h: False for h in holders}, auto, k=n)
         assert rejected.feedback["span_rejected"] == "the" and "span" not in rejected.parts
+
+
+def test_a_span_both_views_share_is_lifted_but_does_not_fire():
+    """`shared`: a telling span held by the query and by more than BEHAVIOUR_MAX_IN_REPRESENTATION of the
+    representation view's top rows; the test does not fire (the gate keeps its mix) but the span lifts, and the
+    reason line says so. A weak span, or one the query lacks, neither fires nor lifts."""
+    base = adaptive.BehaviourEvidence("Lumen", "prompt", 6, 10, 0.04, 1e-4, 6)
+    assert (base.fires, base.shared, base.lifts) == (False, True, True)
+    few = dataclasses.replace(base, in_representation=adaptive.BEHAVIOUR_MAX_IN_REPRESENTATION)
+    assert (few.fires, few.shared, few.lifts) == (True, False, True)
+    for weak in (dataclasses.replace(base, p_adjusted=0.5), dataclasses.replace(base, in_query=False),
+                 dataclasses.replace(base, in_top=adaptive.BEHAVIOUR_MIN_IN_TOP - 1)):
+        assert not (weak.fires or weak.shared or weak.lifts)
+    auto = ScoreOptions.preset("default")
+    choice = adaptive.choose(auto, 3.0, 3.0, behaviour=base)  # no surprise: the gate leans on HS
+    assert choice.options.lambda_hs > 0.5 and choice.behaviour is base
+    assert "both views share the span" in choice.reason and 'holding "Lumen" are lifted' in choice.reason
+    assert adaptive.feedback_start(auto, choice).lambda_hs == 1.0  # the marks start from every channel, as before
+    assert base.as_dict()["shared"] is True and base.as_dict()["fires"] is False
+
+
+def test_a_shared_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
+    """On a built index, a span both views share: the ranking is the loss gate's scores (HS weighted) plus the span
+    lift on the rows holding it, dense."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
+                                                                                           1e-4, 6))
+    attribution.BEHAVIOUR_MEMO.clear()
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        n = len(index)
+        hits = attribution.rank(index, qf, auto, k=n)
+        weighting = hits.attrs["weighting"]
+        assert weighting["behaviour"]["shared"] and not weighting["behaviour"]["fires"]
+        assert weighting["lambda_hs"] > 0  # the gate's mix, not the gradient view
+        gate = dataclasses.replace(auto, weighting="fixed", lambda_rh=weighting["lambda_rh"],
+                                   lambda_gh=weighting["lambda_gh"], lambda_hs=weighting["lambda_hs"])
+        plain = attribution.channel_sum(index.feature_matrix(), qf, gate).total.double()
+        texts = index.rows_frame(list(range(n)))
+        held = texts["text"].str.contains(r"\bthe\b").to_numpy()
+        assert 0 < held.sum() < n
+        lift = hits.attrs["search"]["lift_amount"]
+        assert lift == pytest.approx(adaptive.SPAN_LIFT * float(plain.std(unbiased=False)), rel=2.0**-9)
+        dense = plain.numpy() + held * lift
+        by_id = dict(zip(texts["id"], dense, strict=True))
+        np.testing.assert_allclose(hits["score"], [by_id[i] for i in hits["id"]], rtol=1e-5, atol=1e-5)
+        assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
+        assert (hits["span"] > 0).sum() == held.sum()
+    attribution.BEHAVIOUR_MEMO.clear()

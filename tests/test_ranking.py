@@ -36,7 +36,13 @@ def _expected(fm, query_fm, options, k, allowed=None):
 
 @pytest.mark.parametrize("options", [None, PRESET_SCORING["default"], PRESET_SCORING["paper"],
                                      ScoreOptions(lambda_rh=0.3, sample_norm="none")], ids=repr)
-def test_every_path_returns_the_channel_sum_of_the_resolved_weights(backdoor_index, tiny_llama, options):
+def test_every_path_returns_the_channel_sum_of_the_resolved_weights(backdoor_index, tiny_llama, options, monkeypatch):
+    """The channel sum of every path; the behaviour test is held off (its span lift, a part of its own, is checked
+    against dense lifted scores in test_behaviour.py)."""
+    from rise_core import behaviour
+
+    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: None)
+    attribution.BEHAVIOUR_MEMO.clear()
     with RiseIndex.open(backdoor_index) as index:
         qfm = attribution.query_features(index, tiny_llama, QUERIES)
         fm = index.feature_matrix()
