@@ -192,7 +192,8 @@ class ChannelChoice:
                       f"holding \"{found.span}\" are lifted by {SPAN_LIFT:g} standard deviations of the scores, the "
                       "span column)")
         else:
-            vetoed = f" (the behaviour test did not fire: {found.line})" if found is not None and found.rival_wins else ""
+            vetoed = (f" (the behaviour test did not fire: {found.line})"
+                      if found is not None and found.rival_wins else "")
         return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
                 f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
                 f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}{vetoed}")

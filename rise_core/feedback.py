@@ -232,8 +232,9 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
                    words: MarkedWords | None = None, span: SpanLift | None = None) -> FeedbackResult:
     """Combine channels after feedback. `channel_scores[c]`: the query's raw (N,) scores in channel c; `row_scores[c]`:
     the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c);
-    `words`: the marked words' reader (None: channels only); `span`: the behaviour test's span lift where it fired
-    (kept unless the marks reject it). The lifts are parts of their own: "span", and the marked word's in "words"."""
+    `words`: the marked words' reader (None: channels only); `span`: the behaviour test's span lift where it lifts
+    (it fired, or both views share the span; kept unless the marks reject it). The lifts are parts of their own:
+    "span", and the marked word's in "words"."""
     config = config or FeedbackConfig()
     parts, weights, ev = {}, {}, {}
     for c, raw in channel_scores.items():
@@ -278,8 +279,8 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
-    """The lifts after marks (a ranking's `feedback`) as plain lines (pool text: the page shows them with st.text): the behaviour test's span, kept or rejected by the
-    marks, and the marked word whose rows were lifted."""
+    """The lifts after marks (a ranking's `feedback`) as plain lines: the behaviour test's span, kept or rejected by
+    the marks, and the marked word whose rows were lifted (pool text: the page shows them with st.text)."""
     out = []
     if feedback.get("span"):
         out.append(f"The behaviour test's span stays lifted (the span column): {feedback['span']!r}")

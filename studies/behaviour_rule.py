@@ -200,7 +200,8 @@ SPANS = (2, 3, 5)
 """the numbers of distinct spans tried (adaptive.BEHAVIOUR_SPANS) with the chosen lift."""
 
 SHARED = f"{CHOSEN} spans 2 lift 1.5 shared"
-"""CHOSEN with the second span and the span lift, lifting a span both views share as well (`BehaviourEvidence.shared`)."""
+"""CHOSEN with the second span and the span lift, lifting a span both views share as well
+(`BehaviourEvidence.shared`): the served default."""
 
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
