@@ -111,7 +111,7 @@ def lift_vector(total: torch.Tensor, found: BehaviourEvidence, holds: SpanHolder
 def lifted_scores(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOptions,
                   behaviour: Callable[[int], BehaviourTest] | None, holds: SpanHolders) -> torch.Tensor:
     """(Q, N) scores of every pool row, one row per query (evaluation), as `scoring.score_each_query` gives them, with
-    the span lift added to each query whose behaviour test (`behaviour(q)`) fired."""
+    the span lift added to each query whose behaviour test (`behaviour(q)`) lifts."""
     if options.weighting != "auto" or behaviour is None:
         return score_each_query(pool, queries, options, behaviour)
     out = []
@@ -123,7 +123,7 @@ def lifted_scores(pool: FeatureMatrix, queries: FeatureMatrix, options: ScoreOpt
 
 def lifted_row(pool: FeatureMatrix, query: FeatureMatrix, choice: ChannelChoice, holds: SpanHolders) -> torch.Tensor:
     """(N,) scores of every pool row for one query under its `choice` (`scoring.channel_choice`), with the span lift
-    when the choice's behaviour test fired."""
+    where the choice's behaviour test lifts (it fired, or both views share its span)."""
     row = score_each_query(pool, query, choice.options)[0]
     found = lifting(choice.behaviour)
     return row if found is None else row + lift_vector(row, found, holds)
