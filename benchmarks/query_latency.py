@@ -12,7 +12,9 @@ forward pass:
     for a new query and for the same query again (the test's result remembered, as for its explanations and marks),
   - the default when the behaviour test fires, with its span lift (`rise_core.span_lift`: the spread from the scan's
     products, the head widened past the lift, the head rows' texts read from DuckDB); synthetic rows share no span, so
-    the test's finding is replaced by one naming a word every synthetic text holds (the widest lift),
+    the test's finding is replaced by one naming a word every synthetic completion holds (the widest lift), and by one
+    naming a word every synthetic prompt holds (a trigger's field: `adaptive.PROMPT_SPAN_LIFT`, the head widened
+    furthest),
 and the floor: the time to read the feature matrix's bytes from memory once (a vectorised sum over them).
 Prints each latency and its ratio to the floor, measured in the same run (interleaved, `benchmarks.harness`).
 
@@ -75,8 +77,8 @@ def write_index(path: Path, n: int, config: RiseConfig, shared: float, chunk: in
     for s in range(0, n, chunk):
         m = min(chunk, n - s)
         feats = _synthetic(m, d_rh, d_gh, gen, shared, config.hidden_channel)
-        samples = [Sample(text=f"synthetic sample {i}", id=f"s{i}", label=i % 2, meta={"topic": TOPICS[i % 4]})
-                   for i in range(s, s + m)]
+        samples = [Sample(prompt=f"synthetic prompt {i}", completion=f"sample {i}", id=f"s{i}", label=i % 2,
+                          meta={"topic": TOPICS[i % 4]}) for i in range(s, s + m)]
         index.add_samples(samples, FeatureMatrix.from_features(feats, dtype=torch.float16), feats.n_counted.tolist(),
                           feats.mean_support.tolist(), feats.loss.tolist(), [65] * m, [False] * m)
     index.set_status("complete")
@@ -100,15 +102,15 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
     auto = ScoreOptions.preset("default")
     rank(index, query, auto, k)  # the span counts, once (persisted beside the index: a restart reads them)
     rh_words, gh_words = fm.rh.view(torch.int64), fm.gh.view(torch.int64)
-    found = adaptive.BehaviourEvidence("sample", "text", 10, 10, 1.0, 1e-9, 0)  # every synthetic text holds it
-    read: list[int] = []
+    read: dict[str, int] = {}
 
-    def fired() -> None:
+    def fired(where: str) -> None:  # every synthetic row holds the span: "sample" in its completion, "synthetic" in
+        found = adaptive.BehaviourEvidence("synthetic" if where == "prompt" else "sample", where, 10, 10, 1.0, 1e-9, 0)
         BEHAVIOUR_MEMO.clear()
-        with mock.patch.object(behaviour, "evidence", lambda *args, **kw: found):
+        with mock.patch.object(behaviour, "candidates", lambda *args, **kw: [found]):
             ranked = top(index, query, auto, k)
         assert ranked.weighting is not None and "span" in ranked.parts  # the test fired: the lift applied
-        read.append(ranked.search["lift_rows_read"])
+        read[where] = ranked.search["lift_rows_read"]
     times = harness.timed({"floor": lambda: (rh_words.sum(), gh_words.sum()),
                            "scoring": lambda: top_rows(fm, query, options, k),
                            "rank": lambda: rank(index, query, options, k),
@@ -119,7 +121,8 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
                            # same query again (its explanations and feedback: the test remembered)
                            "rank_default": lambda: (BEHAVIOUR_MEMO.clear(), rank(index, query, auto, k)),
                            "rank_default_again": lambda: rank(index, query, auto, k),
-                           "rank_default_fired": fired}, repeats)
+                           "rank_default_fired": lambda: fired("completion"),
+                           "rank_default_fired_prompt": lambda: fired("prompt")}, repeats)
     over_floor = harness.ratios(times, "floor", digits=2)
     dense_s = harness.median_seconds(lambda: score_pool(fm, query, options), max(3, repeats // 4))
 
@@ -135,7 +138,8 @@ def measure(n: int, config: RiseConfig, directory: Path, repeats: int, k: int, s
         "write_s": round(write_s, 2), "load_s": round(load_s, 3),
         **{f"{name}_ms": round(t * 1e3, 2) for name, t in times.items()},
         "scoring_over_floor": over_floor["scoring"], "rank_over_floor": over_floor["rank"],
-        "score_pool_fp32_ms": round(dense_s * 1e3, 2), "lift_rows_read": read[-1],
+        "score_pool_fp32_ms": round(dense_s * 1e3, 2), "lift_rows_read": read["completion"],
+        "lift_rows_read_prompt": read["prompt"],
     }
 
 
@@ -174,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"({res['rank_default_again_ms'] / res['rank_ms']:.2f}x rank)")
             print(f"  the default, the test fired (lift)   {res['rank_default_fired_ms']:8.2f} ms  "
                   f"({res['rank_default_fired_ms'] / res['rank_ms']:.2f}x rank; {res['lift_rows_read']} rows read)")
+            print(f"  the same, a span of the prompt       {res['rank_default_fired_prompt_ms']:8.2f} ms  "
+                  f"({res['rank_default_fired_prompt_ms'] / res['rank_ms']:.2f}x rank; "
+                  f"{res['lift_rows_read_prompt']} rows read)")
             print(f"  scoring.score_pool (fp16, chunked)   {res['score_pool_fp32_ms']:8.2f} ms", flush=True)
     return 0
 

@@ -61,6 +61,12 @@ SPAN_LIFT = 1.5
 (in its field) are lifted by this many standard deviations of the query's scores over the pool (`rise_core.span_lift`).
 Chosen among 0.5, 1, 1.5 and 2 on the tune sets (studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift"): the
 best tune mean, with 1 and 2 within 0.001."""
+PROMPT_SPAN_LIFT = 10.0
+"""the lift (standard deviations of the query's scores) for a span of the prompt, where a backdoor's trigger sits: its
+rows come before the rows that are only near the query (on dev-story each query's own story is a clean row of the pool,
+which the gradient view ranks first; the trigger's rows rank after it under SPAN_LIFT). Chosen among 1.5, 2, 3, 5, 10,
+20 and unbounded on the tune sets: 10, 20 and unbounded tie at the best tune mean (0.931 against 0.929 at 5 and 0.921
+at 1.5) and 10 is the least (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
 
 
 def evidence_strength(p_adjusted: float) -> float:
@@ -128,6 +134,12 @@ class BehaviourEvidence:
         return self.telling and self.in_representation > BEHAVIOUR_MAX_IN_REPRESENTATION
 
     @property
+    def lift_spreads(self) -> float:
+        """How many standard deviations of the query's scores the rows holding the span are lifted by where it lifts:
+        PROMPT_SPAN_LIFT for a span of the prompt (a trigger's place), else SPAN_LIFT."""
+        return PROMPT_SPAN_LIFT if self.where == "prompt" else SPAN_LIFT
+
+    @property
     def lifts(self) -> bool:
         """Whether the rows holding the span are lifted (`rise_core.span_lift`): the test fired, or both views share
         the span."""
@@ -180,8 +192,8 @@ class ChannelChoice:
             w = self.options
             return (f"leaned on gradient (RH + GH), what taught a behaviour: {self.behaviour.line}; weights RH "
                     f"{w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}; the examples holding "
-                    f"\"{self.behaviour.span}\" are lifted by {SPAN_LIFT:g} standard deviations of the scores (the "
-                    "span column)")
+                    f"\"{self.behaviour.span}\" are lifted by {self.behaviour.lift_spreads:g} standard deviations of "
+                    "the scores (the span column)")
         if math.isnan(self.surprise):
             return "fixed weights: the query's or the pool's loss is unknown, so the per-query rule could not run"
         w = self.options
@@ -189,8 +201,8 @@ class ChannelChoice:
         found = self.behaviour
         if found is not None and found.shared:
             vetoed = (f" (the behaviour test did not fire, both views share the span: {found.line}; the examples "
-                      f"holding \"{found.span}\" are lifted by {SPAN_LIFT:g} standard deviations of the scores, the "
-                      "span column)")
+                      f"holding \"{found.span}\" are lifted by {found.lift_spreads:g} standard deviations of the "
+                      "scores, the span column)")
         else:
             vetoed = (f" (the behaviour test did not fire: {found.line})"
                       if found is not None and found.rival_wins else "")

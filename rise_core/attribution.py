@@ -316,7 +316,7 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
         def lift() -> float:  # the exact scan's products give every row's score; the ANN path samples rows
             spread = (span_lift.score_spread(pool_fm, query_fm, resolved.options) if handle is not None
                       else _scan_spread(pool_fm, query_fm, resolved.options, products))
-            return adaptive.SPAN_LIFT * spread
+            return found.lift_spreads * spread
         ranking = span_lift.lift_head(head, k, len(pool_fm), lift, found, _index_holders(index))
     logger.info("rank: %s", ann.search_summary(ranking.search))
     return _noted(ranking, query_fm)
@@ -389,7 +389,7 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     found = span_lift.lifting(resolved.choice.behaviour)
     if found is None:
         return _noted(head(n_keep), query_fm)
-    lift = adaptive.SPAN_LIFT * float(scores.total.double().std(unbiased=False))
+    lift = found.lift_spreads * float(scores.total.double().std(unbiased=False))
     ranking = span_lift.lift_head(head, n_keep, n_pool, lift, found, _index_holders(index))
     return _noted(dataclasses.replace(ranking, search=None), query_fm)
 

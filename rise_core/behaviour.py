@@ -5,11 +5,12 @@ whose training pushed the model towards this answer, the representation view (HS
 backdoor's rows share a span that the pool mostly lacks (its trigger, its frame) and the gradient view's top rows show
 it, while the representation view's top rows are topical neighbours without it. The test reads both views' top
 `adaptive.BEHAVIOUR_K` rows, runs the trigger test (`shared_spans.find_shared_spans`) on the gradient view's, and
-counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. When the
-best span does not fire (both views hold it: a genre's words), the next most telling distinct ones are tried, up to
+counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. The
+telling spans of the prompt (where a trigger sits) are tried first (`prompt_first`), then the rest, most telling first.
+When the first does not fire (both views hold it: a genre's words), the next distinct ones are tried, up to
 `adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. When it fires the per-query rule
-scores with the gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`). No
-labels, no model run: the features and the pool's span counts.
+scores with the gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`; a span
+of the prompt by `adaptive.PROMPT_SPAN_LIFT`). No labels, no model run: the features and the pool's span counts.
 
 Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "Backdoors the loss cannot see").
 """
@@ -43,36 +44,54 @@ def top_rows(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, k
     return top_k(channel_sum(pool, query, options.for_channels(pool.channels).options).total, k)[0].numpy()
 
 
+Order = Callable[[Sequence[BehaviourEvidence]], list[BehaviourEvidence]]
+"""the order the test tries the shared spans in (`prompt_first`; the study also tries `list`: most telling first)."""
+
+
 def evidence(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
-             query: Sample | None = None) -> BehaviourEvidence | None:
-    """The behaviour test on the two views' top rows (frames with id, text / prompt / completion columns): the best
-    span the gradient hits share (None when they share none) and how many representation hits hold it; `query`, when
-    given, says whether the query holds it too."""
-    found = candidates(spans, gradient_hits, representation_hits, query, 1)
+             query: Sample | None = None, order: Order | None = None) -> BehaviourEvidence | None:
+    """The behaviour test on the two views' top rows (frames with id, text / prompt / completion columns): the first
+    span the gradient hits share, in the test's `order` (None: `prompt_first`; None when they share none), and how many
+    representation hits hold it; `query`, when given, says whether the query holds it too."""
+    found = candidates(spans, gradient_hits, representation_hits, query, 1, order)
     return found[0] if found else None
 
 
 SPANS_READ = 20
-"""how many of the gradient view's most telling spans are read to find BEHAVIOUR_SPANS distinct ones."""
+"""how many spans, in the test's order, are read to find BEHAVIOUR_SPANS distinct ones."""
 
 
 def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
-               query: Sample | None = None, limit: int = SPANS_READ) -> list[BehaviourEvidence]:
-    """`evidence` for each of the `limit` most telling spans the gradient hits share, most telling first."""
-    out = []
-    for _, best in find_shared_spans(spans, gradient_hits, limit=limit).iterrows():
-        pattern = span_pattern(best["span"])
-        field = best["where"]
-        held = sum(1 for text in _field(representation_hits, field) if isinstance(text, str) and pattern.search(text))
+               query: Sample | None = None, limit: int = SPANS_READ, order: Order | None = None
+               ) -> list[BehaviourEvidence]:
+    """`evidence` for the first `limit` spans the gradient hits share, in the test's `order` (None: `prompt_first`).
+    Every shared span is ordered (a trigger can be less telling than twenty of a genre's words), and only the first
+    `limit` are looked for in the representation hits."""
+    found = []
+    for _, row in find_shared_spans(spans, gradient_hits, limit=None).iterrows():
+        field = str(row["where"])
         in_query = True
         if query is not None:
             text = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(field)
-            in_query = bool(text) and pattern.search(text) is not None
-        out.append(BehaviourEvidence(span=str(best["span"]), where=str(field), in_top=int(best["in_top"]),
-                                     top_k=len(gradient_hits), pool_fraction=float(best["pool_fraction"]),
-                                     p_adjusted=float(best["p_adjusted"]), in_representation=int(held),
-                                     in_query=in_query))
+            in_query = bool(text) and span_pattern(row["span"]).search(text) is not None
+        found.append(BehaviourEvidence(span=str(row["span"]), where=field, in_top=int(row["in_top"]),
+                                       top_k=len(gradient_hits), pool_fraction=float(row["pool_fraction"]),
+                                       p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query))
+    out = []
+    for e in (order or prompt_first)(found)[:limit]:
+        pattern = span_pattern(e.span)
+        held = sum(1 for text in _field(representation_hits, e.where) if isinstance(text, str) and pattern.search(text))
+        out.append(dataclasses.replace(e, in_representation=int(held)))
     return out
+
+
+def prompt_first(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:
+    """The candidates with the telling spans of the prompt (held by the query too) first, each group most telling
+    first: a backdoor's trigger sits in the prompt, while its payload's words are shared with the clean rows of the
+    same genre and often more telling (on dev-story, "curious" over "Lumen"). Chosen on the tune sets
+    (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
+    first = [e for e in found if e.where == "prompt" and e.telling]
+    return first + [e for e in found if not (e.where == "prompt" and e.telling)]
 
 
 def _field(frame: pd.DataFrame, field: str) -> list:
@@ -90,10 +109,11 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
 
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
-                       distinct: int | None = None) -> BehaviourTest:
+                       distinct: int | None = None, order: Order | None = None) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
-    `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`; the study varies it)."""
+    `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
+    candidates in (None: `prompt_first`); the study varies both."""
 
     def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
         if not has_hs:
@@ -104,23 +124,23 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
             return None
         counts = spans() if callable(spans) else spans
         grad_hits, rep_hits = rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows])
-        found = evidence(counts, grad_hits, rep_hits, query_sample)
-        if found is None:
+        found = candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ, order)
+        if not found:
             return None
-        rival = evidence(counts, rep_hits, grad_hits, query_sample)  # the representation view's own shared span
+        rival = evidence(counts, rep_hits, grad_hits, query_sample, order)  # the representation view's own span
 
         def against_rival(e: BehaviourEvidence) -> BehaviourEvidence:
             return e if rival is None else dataclasses.replace(
                 e, rival_span=rival.span, rival_in_top=rival.in_top, rival_p_adjusted=rival.p_adjusted,
                 rival_in_query=rival.in_query)
 
-        best = against_rival(found)
+        best = against_rival(found[0])
         if best.fires:
             return best
         # the most telling span may be one both views share (a genre's words): the next distinct ones may be the
         # trigger (a span inside one tried, or holding it, is the same finding and is skipped)
         tried = [best.span]
-        for other in candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ):
+        for other in found[1:]:
             if len(tried) >= (BEHAVIOUR_SPANS if distinct is None else distinct):
                 break
             if any(other.span in t or t in other.span for t in tried):

@@ -4,15 +4,19 @@ The behaviour test (`rise_core.behaviour`) fires when the gradient view's top ro
 query holds and the representation view's top rows lack; the per-query rule then scores with the gradient view. The
 rows holding that span in the same field (prompt, completion or text) are the test's own evidence of what taught the
 behaviour, so they are lifted by `adaptive.SPAN_LIFT` times the spread (standard deviation over the pool) of the
-query's scores. When both views' top rows hold the telling span (`adaptive.BehaviourEvidence.shared`), the loss gate
-keeps its mix and the span's rows are lifted all the same. The lift is a part of the score of its own (`span`), shown
-beside RH, GH and HS.
+query's scores; a span of the prompt, where a trigger sits, by `adaptive.PROMPT_SPAN_LIFT` times it
+(`BehaviourEvidence.lift_spreads`). When both views' top rows hold the telling span
+(`adaptive.BehaviourEvidence.shared`), the loss gate keeps its mix and the span's rows are lifted all the same. The lift
+is a part of the score of its own (`span`), shown beside RH, GH and HS.
 
-Only rows that could reach the top k are read: after the lift the k-th best score can only rise, so a row whose score
-is more than the lift below today's k-th best stays out of the top k. `lift_head` widens the head it reads until that
-holds, so the top k it returns is exactly the top k of the lifted scores of every row.
+Only rows that could reach the top k are read: a row outside the head read so far scores at most the head's last
+score, so at most that plus the lift after it, and once that is below the k-th best lifted score of the rows read, no
+such row can enter the top k. `lift_head` widens the head it reads until that holds, so the top k it returns is
+exactly the top k of the lifted scores of every row; when the top k hold the span, a head a little past them is
+enough, whatever the lift.
 
-Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift" and "The shared span").
+Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift", "The shared span" and "The trigger's
+field").
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .adaptive import SPAN_LIFT, BehaviourEvidence, BehaviourTest, ChannelChoice
+from .adaptive import BehaviourEvidence, BehaviourTest, ChannelChoice
 from .config import ScoreOptions
 from .feedback import SpanLift
 from .ranking import Ranking
@@ -97,7 +101,7 @@ def lift_vector(total: torch.Tensor, found: BehaviourEvidence, holds: SpanHolder
     at most `head` rows is read whole."""
     n = len(total)
     head = MAX_HEAD if head is None else head
-    lift = SPAN_LIFT * float(total.double().std(unbiased=False))
+    lift = found.lift_spreads * float(total.double().std(unbiased=False))
     if n <= head:
         rows = torch.arange(n)
     else:
@@ -143,13 +147,17 @@ def kept_after_marks(choice_behaviour: BehaviourEvidence | None, holds: SpanHold
 def lift_head(head: Callable[[int], Ranking], k: int, n: int, lift: float | Callable[[], float],
               found: BehaviourEvidence, holds: SpanHolders, first: int = 64) -> Ranking:
     """The top k after the lift: `head(m)` gives the m best rows before it (a Ranking of at most m rows, best first;
-    fewer when fewer rows are allowed), `n` the rows there are, `lift` the amount (SPAN_LIFT times the spread; a
-    callable is asked once, after the first head: a scan's products are made by then).
+    fewer when fewer rows are allowed), `n` the rows there are, `lift` the amount (`found.lift_spreads` times the
+    spread; a callable is asked once, after the first head: a scan's products are made by then).
 
-    Reads heads of `first`, then 4 times more, until the last row read scores more than `lift` below the k-th best (or
-    every row is read); past MAX_HEAD rows the lift is applied within the head, and `search["lift_head"]` says so. The
-    result's parts gain `span` (the lift of each row), its scores the lift, and its search the head read."""
+    Reads heads of `first`, then 4 times more, until no row outside the head can enter the top k: every such row
+    scores at most the head's last score, so at most that plus the lift after it, and the head is wide enough once
+    that is below the k-th best lifted score of the rows read (or every row is read). The rows read are checked for
+    the span as they come (each once). Past MAX_HEAD rows the lift is applied within the head, and
+    `search["lift_head"]` says so. The result's parts gain `span` (the lift of each row), its scores the lift, and its
+    search the head read."""
     m = min(n, max(first, 4 * k))
+    seen: dict[int, bool] = {}
     while True:
         ranked = head(m)
         got = len(ranked)
@@ -157,13 +165,18 @@ def lift_head(head: Callable[[int], Ranking], k: int, n: int, lift: float | Call
             return ranked
         if callable(lift):
             lift = float(lift())
-        done = got < m or m >= n or float(ranked.scores[-1]) < float(ranked.scores[min(k, got) - 1]) - lift
+        rows = ranked.rows.tolist()
+        new = [r for r in rows if r not in seen]
+        if new:
+            seen.update(zip(new, holds(found, new).tolist(), strict=True))
+        held = torch.tensor([seen[r] for r in rows], dtype=torch.float32)
+        total = ranked.scores.float() + held * float(lift)
+        kth = float(torch.topk(total, min(k, got)).values[-1])
+        done = got < m or m >= n or float(ranked.scores[-1]) + float(lift) < kth
         if done or m >= MAX_HEAD:
             break
         m = min(n, MAX_HEAD, 4 * m)
-    held = torch.from_numpy(holds(found, ranked.rows.tolist())).float()
     part = held * float(lift)
-    total = ranked.scores.float() + part
     order = torch.from_numpy(np.argsort(-total.numpy(), kind="stable")[:k].copy())
     search = dict(ranked.search or {})
     search.update(lift_rows_read=got, lift_rows_held=int(held.sum()), lift_amount=float(lift),

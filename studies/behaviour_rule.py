@@ -9,7 +9,8 @@ the per-query rule's (`weighting='auto'`), the baselines' and, for each query, t
 representation view (HS). Part 2 (`--stage rules`) scores candidate rules on them: the tune sets choose, the report
 sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per query, each set weighted equally.
 Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, the rows holding the fired test's span
-(in its field) lifted by that many standard deviations (`rise_core.span_lift`).
+(in its field) lifted by that many standard deviations (`rise_core.span_lift`); SHARED, the span both views share
+lifted too; TRIGGER, the served default: the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT.
 """
 
 from __future__ import annotations
@@ -201,7 +202,19 @@ SPANS = (2, 3, 5)
 
 SHARED = f"{CHOSEN} spans 2 lift 1.5 shared"
 """CHOSEN with the second span and the span lift, lifting a span both views share as well
-(`BehaviourEvidence.shared`): the served default."""
+(`BehaviourEvidence.shared`), its candidates tried most telling first."""
+
+PROMPT_LIFTS = (1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 1e6)
+"""the lifts of a span of the prompt tried on SHARED with the prompt's telling spans tried first
+(adaptive.PROMPT_SPAN_LIFT; 1e6: its rows before every other row)."""
+TRIGGER = f"{SHARED} prompt first lift {adaptive.PROMPT_SPAN_LIFT:g}"
+"""SHARED with the telling spans of the prompt tried first (`behaviour.prompt_first`) and lifted by
+adaptive.PROMPT_SPAN_LIFT: the served default."""
+
+
+def most_telling(found: list) -> list:
+    """The candidates in the test's order before `behaviour.prompt_first`: most telling first."""
+    return list(found)
 
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
@@ -211,14 +224,45 @@ def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | N
                  shared: bool = False) -> list[np.ndarray | None]:
     """Per query: the pool rows holding the span of a behaviour test that fired (in the span's field), else None.
     With `spans` > 1 (and the channel scores `m`), the product's own test (`behaviour.behaviour_test_for`, trying
-    that many distinct spans) on the two views' top K of `m`; with `shared` too, where it lifts (fired, or both views
-    share the span: `BehaviourEvidence.lifts`)."""
+    that many distinct spans, most telling first) on the two views' top K of `m`; with `shared` too, where it lifts
+    (fired, or both views share the span: `BehaviourEvidence.lifts`)."""
+    return [held for _, held in _found(task, sig, m, spans, shared, most_telling)]
+
+
+Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
+"""per query: the behaviour test's finding and the rows holding its span where it lifts, else None."""
+
+
+def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
+    """The served test per query (`behaviour.behaviour_test_for`: the prompt's telling spans first, BEHAVIOUR_SPANS
+    distinct spans), with the rows holding its span where it lifts."""
+    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None)
+
+
+def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """Whether the test fired per query, and where it lifts, each pool row's lift in standard deviations (its span's
+    `lift_spreads`, or `prompt_lift` for a span of the prompt), else None."""
+    fired, lifts = [], []
+    for found, held in findings:
+        fired.append(found is not None and found.fires)
+        if found is None or held is None:
+            lifts.append(None)
+            continue
+        spreads = prompt_lift if found.where == "prompt" and prompt_lift is not None else found.lift_spreads
+        lifts.append(held * spreads)
+    return np.array(fired, dtype=bool), lifts
+
+
+def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, spans: int, shared: bool, order
+           ) -> Findings:
+    """Per query: the behaviour test's finding and the rows holding its span where it lifts (fired; with `shared`,
+    or both views share it), else (finding, None)."""
     pool = samples_spans(task.pool)
     if spans == 1 or m is None:
         for s in sig:
             if "g_where" not in s:
                 raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
-        return [pool.mask(s["g_span"], s["g_where"]) if fires(s, RULE) else None for s in sig]
+        return [(None, pool.mask(s["g_span"], s["g_where"])) if fires(s, RULE) else (None, None) for s in sig]
     grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     gradient = adaptive.gradient_view(ScoreOptions.preset("default"))
     out = []
@@ -227,19 +271,21 @@ def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | N
             return np.argsort(-(grad[q] if options.lambda_hs == 0 else m["HS"][q]), kind="stable")[:k]
 
         found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
-                                   distinct=spans)(gradient)
+                                   distinct=spans, order=order)(gradient)
         lifts = found is not None and (found.lifts if shared else found.fires)
-        out.append(pool.mask(found.span, found.where) if lifts else None)
+        out.append((found, pool.mask(found.span, found.where) if lifts else None))
     return out
 
 
 def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None,
                     more_spans: dict[int, list[np.ndarray | None]] | None = None,
-                    shared: tuple[np.ndarray, list[np.ndarray | None]] | None = None) -> dict[str, np.ndarray]:
+                    shared: tuple[np.ndarray, list[np.ndarray | None]] | None = None,
+                    findings: Findings | None = None) -> dict[str, np.ndarray]:
     """Every candidate rule's (Q, N) scores from one task's channel scores `m` and per-query span signals `sig`; with
     `holders` (`span_holders`), CHOSEN with each span lift of LIFTS too, with `more_spans` ({spans: holders}),
-    CHOSEN trying that many distinct spans, at lift 1.5, and with `shared` ((fired per query, holders where the
-    span lifts), at BEHAVIOUR_SPANS), the shared span lifted too (SHARED)."""
+    CHOSEN trying that many distinct spans, at lift 1.5, with `shared` ((fired per query, holders where the
+    span lifts), at BEHAVIOUR_SPANS), the shared span lifted too (SHARED), and with `findings` (`served_findings`), the
+    prompt's spans first at each lift of PROMPT_LIFTS (TRIGGER at adaptive.PROMPT_SPAN_LIFT)."""
     grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     zg, zh = standardise(grad), standardise(m["HS"])
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
@@ -270,6 +316,10 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.
         fired, held_rows = shared
         out[SHARED] = np.stack([(zg[q] if fired[q] else gate[q]) + (0.0 if held is None else 1.5 * held)
                                 for q, held in enumerate(held_rows)])
+    for lift in PROMPT_LIFTS if findings is not None else ():  # fired: the gradient view; else the gate; lifted
+        fired, lifts = trigger_lifts(findings, lift)
+        out[f"{SHARED} prompt first lift {lift:g}"] = np.stack(
+            [(zg[q] if fired[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -305,8 +355,8 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
     start from the view the test chose (else the fixed weights), beta 1, tau 1, and the grid of gamma (the irrelevant
     marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts), with no
     lift after marks; then, at gamma 0.75 and words 0.25, the lifts after marks: the test's span lift kept (`held`:
-    per query, the rows holding its span, None where it did not fire) unless the marks reject it, and the marked
-    word's lift (`FeedbackConfig.word_lift`)."""
+    per query, each pool row's lift in standard deviations, 0 where a row lacks the span, None where the shown ranking
+    lifts none) unless the marks reject it, and the marked word's lift (`FeedbackConfig.word_lift`)."""
     rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
                for c in ("RH", "GH", "HS")}
     lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
@@ -322,8 +372,8 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
 
         rows = held[q] if held is not None else None
         span = None if rows is None else SpanLift(
-            span="(cached)", held=lambda r, rows=rows: rows[r],
-            lift=lambda total, rows=rows: adaptive.SPAN_LIFT * float(np.std(total)) * rows)
+            span="(cached)", held=lambda r, rows=rows: rows[r] > 0,
+            lift=lambda total, rows=rows: float(np.std(total)) * rows)
 
         def ranker(cfg: FeedbackConfig, first: np.ndarray = shown[q], raw=raw, base=base, words=words, kept=None):
             return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg, words,
@@ -360,8 +410,13 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         fired = more[adaptive.BEHAVIOUR_SPANS]  # the served test's finding per query (None: it did not fire)
         fire = np.array([h is not None for h in fired])
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
-        shown = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted))[rule]
-        held = lifted if rule == SHARED else fired  # the span lift kept after marks: where the shown ranking lifts
+        findings = served_findings(task, sig, m)
+        shown = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)[rule]
+        # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
+        if rule == TRIGGER:
+            fire, held = trigger_lifts(findings)
+        else:
+            held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
         part = tasks.splits(name, len(sig))
         split_of = {int(i): split for split, qs in part.items() for i in qs}
         if not np.array_equal(np.asarray(task.labels), data["labels"]):
@@ -387,7 +442,9 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
         fire = np.array([h is not None for h in more[adaptive.BEHAVIOUR_SPANS]])
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
-        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted)).items():
+        findings = served_findings(task, sig, m)
+        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted),
+                                            findings).items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
                         for split, qs in part.items() for i in qs)

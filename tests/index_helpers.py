@@ -54,3 +54,16 @@ def random_features(n: int, seed: int, loss: torch.Tensor | None | str = "defaul
     hs, hs_norm = unit(6), torch.rand(n, generator=g) + 0.5
     return FeatureMatrix(rh=rh, gh=gh, rh_norm=rh_norm, gh_norm=gh_norm, hs=hs, hs_norm=hs_norm,
                          loss=torch.full((n,), 2.0) if isinstance(loss, str) else loss)
+
+
+def patch_finding(monkeypatch: Any, finding: Any) -> None:
+    """Replace the spans the behaviour test finds (`behaviour.candidates`, for the gradient view and for the rival)
+    with `finding(spans, gradient_hits, representation_hits, query)`: None (nothing shared) or one
+    BehaviourEvidence, the test's only candidate."""
+    from rise_core import behaviour
+
+    def candidates(spans, gradient_hits, representation_hits, query=None, limit=behaviour.SPANS_READ, order=None):
+        found = finding(spans, gradient_hits, representation_hits, query)
+        return [] if found is None else [found]
+
+    monkeypatch.setattr(behaviour, "candidates", candidates)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from index_helpers import patch_finding
 
 from rise_core import ann, attribution
 from rise_core.attribution import rank, rank_each
@@ -446,10 +447,10 @@ def test_the_span_lift_reads_a_widening_ann_head(pool, monkeypatch):
     """When the behaviour test fires on the ANN path, the rows holding its span are lifted (rise_core.span_lift) over
     the ANN's own head, widened past the lift: on this clustered pool, where half the cells find the exact top 10,
     the lifted top 10 is the exact lifted top 10."""
-    from rise_core import adaptive, attribution, behaviour
+    from rise_core import adaptive, attribution
 
     found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)  # rows "synthetic 3", "synthetic 13"...
-    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: found)
+    patch_finding(monkeypatch, lambda spans, g, r, query=None: found)
     auto = ScoreOptions.preset("default")
     with RiseIndex.open(pool) as index:
         texts = index.rows_frame(list(range(N)))["text"]

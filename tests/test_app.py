@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
+from index_helpers import patch_finding
 
 from rise_core.errors import (
     ConfigError,
@@ -171,9 +172,9 @@ def test_attribute_shows_the_span_lift_when_the_behaviour_test_fires(app_env, mo
     """With channels chosen per query and the test firing (its finding replaced: the tiny pool shares no trigger), the
     table gains the span column, the score is RH + GH + HS + span, the rows holding the span are the lifted ones, and
     the captions say so."""
-    from rise_core import adaptive, attribution, behaviour
+    from rise_core import adaptive, attribution
 
-    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
+    patch_finding(monkeypatch, lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
         "dragon", "completion", 5, 10, 0.05, 1e-4, 0))
     attribution.BEHAVIOUR_MEMO.clear()
     at = new_app("app_pages/2_Attribute.py")

@@ -80,8 +80,11 @@ def test_query_latency_runs_at_a_toy_size_and_reports_its_ratios(capsys):
                                "8,4,8"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["n_samples"] == 300 and res["dims"] == [8, 4, 8] and res["threads"] == 1
-    for key in ("floor_ms", "scoring_ms", "rank_ms", "rank_where_ms", "scoring_over_floor", "rank_over_floor"):
+    for key in ("floor_ms", "scoring_ms", "rank_ms", "rank_where_ms", "scoring_over_floor", "rank_over_floor",
+                "rank_default_fired_ms", "rank_default_fired_prompt_ms"):
         assert res[key] > 0, key
+    # the lift reads a head widened past it: every row of this toy pool for a span of the prompt (10 spreads)
+    assert 10 <= res["lift_rows_read"] <= res["lift_rows_read_prompt"] == 300
 
 
 def test_vocab_pass_runs_on_a_tiny_model_and_times_every_variant(tmp_path, capsys):

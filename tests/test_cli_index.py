@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import duckdb
 import pandas as pd
 import pytest
-from index_helpers import pool_rows, save_tiny_model, write_jsonl
+from index_helpers import patch_finding, pool_rows, save_tiny_model, write_jsonl
 
 from rise_core.cli import main
 from rise_core.store import RiseIndex
@@ -355,9 +355,9 @@ def test_query_with_marks_ranks_again(env, capsys, tmp_path):
 def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path, monkeypatch):
     """Where the behaviour test fired (its finding replaced: the tiny pool shares no trigger), `--marks` keeps the span
     lift after a yes on a row holding it: the span column stays, the score is the sum of its parts, stderr says so."""
-    from rise_core import adaptive, attribution, behaviour
+    from rise_core import adaptive, attribution
 
-    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
+    patch_finding(monkeypatch, lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
                                                                                            1e-4, 0))
     attribution.BEHAVIOUR_MEMO.clear()
     text = "the cat sat on the mat ."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from index_helpers import pool_rows
+from index_helpers import patch_finding, pool_rows
 
 from rise_core import methods
 from rise_core.attribution import query_features
@@ -165,9 +165,9 @@ def test_sweep_variants_come_from_the_registry_function(cache, pool):
 def test_rise_lifts_the_span_when_the_test_fires_in_its_scores_and_its_first_ranking(cache, pool, monkeypatch):
     """`rise evaluate` scores as the pages rank: a query whose behaviour test fires gets the gradient view plus the
     span lift (rise_core.span_lift), and the simulated analyst starts from that same ranking."""
-    from rise_core import adaptive, behaviour
+    from rise_core import adaptive
 
-    monkeypatch.setattr(behaviour, "evidence", lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
+    patch_finding(monkeypatch, lambda spans, g, r, query=None: adaptive.BehaviourEvidence(
         "the", "text", 5, 10, 0.05, 1e-4, 0))
     auto = ScoreOptions.preset("default")
     source = TaskSource(pool, QUERIES, cache, CFG, auto)

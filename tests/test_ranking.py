@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from index_helpers import pool_rows
+from index_helpers import patch_finding, pool_rows
 
 from rise_core import adaptive, attribution
 from rise_core.config import PRESET_SCORING, RiseConfig, ScoreOptions
@@ -39,9 +39,8 @@ def _expected(fm, query_fm, options, k, allowed=None):
 def test_every_path_returns_the_channel_sum_of_the_resolved_weights(backdoor_index, tiny_llama, options, monkeypatch):
     """The channel sum of every path; the behaviour test is held off (its span lift, a part of its own, is checked
     against dense lifted scores in test_behaviour.py)."""
-    from rise_core import behaviour
 
-    monkeypatch.setattr(behaviour, "evidence", lambda *a, **k: None)
+    patch_finding(monkeypatch, lambda *a, **k: None)
     attribution.BEHAVIOUR_MEMO.clear()
     with RiseIndex.open(backdoor_index) as index:
         qfm = attribution.query_features(index, tiny_llama, QUERIES)

@@ -14,7 +14,8 @@ from rise_core.config import ScoreOptions
 from rise_core.ranking import Ranking
 from rise_core.scoring import FeatureMatrix, Scores, channel_sum, score_each_query, top_k
 
-FOUND = adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1, 1e-5, 0)
+FOUND = adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1, 1e-5, 0)  # lifted by PROMPT_SPAN_LIFT
+IN_COMPLETION = adaptive.BehaviourEvidence("Zorblax", "completion", 6, 10, 0.1, 1e-5, 0)  # by SPAN_LIFT
 
 
 def _head_of(total: torch.Tensor, allowed: torch.Tensor | None = None, reads: list[int] | None = None):
@@ -34,11 +35,12 @@ def _holders(held: np.ndarray) -> span_lift.SpanHolders:
 
 
 @pytest.mark.parametrize("k", [1, 5, 37])
-@pytest.mark.parametrize("lift", [0.0, 0.3, 2.5])
-def test_lift_head_is_the_top_k_of_the_lifted_scores_of_every_row(k, lift):
+@pytest.mark.parametrize("lift", [0.0, 0.3, 2.5, 10.0])
+@pytest.mark.parametrize("share", [0.01, 0.1, 1.0])
+def test_lift_head_is_the_top_k_of_the_lifted_scores_of_every_row(k, lift, share):
     gen = torch.Generator().manual_seed(k)
     total = torch.randn(500, generator=gen)
-    held = (torch.rand(500, generator=gen) < 0.1).numpy()
+    held = (torch.rand(500, generator=gen) < share).numpy()
     reads: list[int] = []
     got = span_lift.lift_head(_head_of(total, reads=reads), k, 500, lift, FOUND, _holders(held), first=2)
     dense = total.numpy() + lift * held
@@ -50,6 +52,31 @@ def test_lift_head_is_the_top_k_of_the_lifted_scores_of_every_row(k, lift):
     assert got.parts["span"].tolist() == pytest.approx((lift * held[want]).tolist())
     assert got.search["path"] == "exact" and "lift_head" not in got.search  # the head reached past the lift
     assert reads == sorted(reads) and reads[0] == max(2, 4 * k)  # widened only as far as it had to
+
+
+def test_a_large_lift_on_rows_that_all_hold_the_span_reads_one_head_and_each_row_once():
+    """Ten spreads (a span of the prompt) reach below every row, yet when the best rows hold the span the k-th best
+    lifted score is theirs, and no row outside the first head can reach it: one head is read, each row checked once."""
+    gen = torch.Generator().manual_seed(11)
+    total = torch.randn(5000, generator=gen)
+    checked: list[int] = []
+    reads: list[int] = []
+
+    def holds(found, rows):
+        checked.extend(rows)
+        return np.ones(len(rows), dtype=bool)
+
+    lift = 10.0 * float(total.std())
+    got = span_lift.lift_head(_head_of(total, reads=reads), 10, 5000, lift, FOUND, holds)
+    assert got.rows.tolist() == torch.topk(total, 10).indices.tolist() and reads == [64]
+    assert sorted(checked) == sorted(set(checked)) and len(checked) == 64
+    # half the rows hold it, every other one: widening checks only the rows it had not read
+    held = np.arange(5000) % 2 == 0
+    checked.clear()
+    got = span_lift.lift_head(_head_of(total), 10, 5000, lift, FOUND,
+                              lambda found, rows: (checked.extend(rows), held[np.asarray(rows, dtype=np.int64)])[1])
+    assert len(checked) == len(set(checked))
+    assert got.rows.tolist() == np.argsort(-(total.numpy() + lift * held), kind="stable")[:10].tolist()
 
 
 def test_lift_head_keeps_to_the_allowed_rows():
@@ -104,7 +131,7 @@ def test_the_score_matrix_lifts_only_the_queries_whose_test_fired():
     got = span_lift.lifted_scores(pool, queries, auto, lambda q: (lambda _g: FOUND if q == 0 else None),
                                   _holders(held))
     grad = score_each_query(pool, queries.select([0]), adaptive.gradient_view(auto))[0]
-    lift = adaptive.SPAN_LIFT * float(grad.double().std(unbiased=False))
+    lift = adaptive.PROMPT_SPAN_LIFT * float(grad.double().std(unbiased=False))  # FOUND is a span of the prompt
     # the same float32 products as score_each_query's, plus the lift on the three rows
     torch.testing.assert_close(got[0], grad + torch.from_numpy(held).float() * lift, rtol=0, atol=1e-6)
     torch.testing.assert_close(got[1], score_each_query(pool, queries.select([1]), auto)[0], rtol=0, atol=1e-6)
@@ -118,11 +145,14 @@ def test_holders_read_the_spans_field_as_words():
     holds = span_lift.holders(lambda rows, field: [texts.get(field, [None] * 5)[r] for r in rows])
     # whole words, case kept: the span counts' tokenisation (shared_spans.span_pattern)
     assert holds(FOUND, range(5)).tolist() == [True, False, False, False, False]
-    completion = adaptive.BehaviourEvidence("Zorblax", "completion", 6, 10, 0.1, 1e-5, 0)
-    assert not holds(completion, range(5)).any()  # the field the span was found in, not another
+    assert not holds(IN_COMPLETION, range(5)).any()  # the field the span was found in, not another
 
 
-def test_the_lift_vector_reads_only_the_rows_that_can_reach_its_head():
+@pytest.mark.parametrize("found", [IN_COMPLETION, FOUND], ids=["completion", "prompt"])
+def test_the_lift_vector_reads_only_the_rows_that_can_reach_its_head(found):
+    """The lift is the span's own (SPAN_LIFT, or PROMPT_SPAN_LIFT for a span of the prompt) times the spread; only the
+    rows within it of the 20th best are read: a part of the pool under SPAN_LIFT, every row under PROMPT_SPAN_LIFT
+    (10 standard deviations reach below every one of these 1,000 normal scores)."""
     gen = torch.Generator().manual_seed(3)
     total = torch.randn(1000, generator=gen)
     held = (torch.rand(1000, generator=gen) < 0.2).numpy()
@@ -132,10 +162,13 @@ def test_the_lift_vector_reads_only_the_rows_that_can_reach_its_head():
         read.extend(rows)
         return held[np.asarray(list(rows), dtype=np.int64)]
 
-    got = span_lift.lift_vector(total, FOUND, holds, head=20)
-    lift = adaptive.SPAN_LIFT * float(total.double().std(unbiased=False))
+    got = span_lift.lift_vector(total, found, holds, head=20)
+    lift = found.lift_spreads * float(total.double().std(unbiased=False))
+    assert found.lift_spreads == (adaptive.PROMPT_SPAN_LIFT if found.where == "prompt" else adaptive.SPAN_LIFT)
     dense = total + torch.from_numpy(held).float() * lift
     assert torch.topk(total + got, 20).indices.tolist() == torch.topk(dense, 20).indices.tolist()
-    assert 20 <= len(read) < 1000  # the rows within the lift of the 20th best, not the pool
-    assert span_lift.lift_vector(total, FOUND, _holders(held)).tolist() == pytest.approx(
+    threshold = float(torch.topk(total, 20).values[-1]) - lift
+    assert len(read) == int((total >= threshold).sum())  # the rows within the lift of the 20th best
+    assert 20 <= len(read) < 1000 if found.where == "completion" else len(read) == 1000
+    assert span_lift.lift_vector(total, found, _holders(held)).tolist() == pytest.approx(
         (torch.from_numpy(held).float() * lift).tolist())  # a pool within MAX_HEAD: every row
