@@ -65,7 +65,7 @@ PROMPT_SPAN_LIFT = 10.0
 """the lift (standard deviations of the query's scores) for a span of the prompt, where a backdoor's trigger sits: its
 rows come before the rows that are only near the query (on dev-story each query's own story is a clean row of the pool,
 which the gradient view ranks first; the trigger's rows rank after it under SPAN_LIFT). Chosen among 1.5, 2, 3, 5, 10,
-20 and unbounded on the tune sets: 10, 20 and unbounded tie at the best tune mean (0.931 against 0.929 at 5 and 0.921
+20 and unbounded on the tune sets: 10, 20 and unbounded tie at the best tune mean (0.933 against 0.931 at 5 and 0.921
 at 1.5) and 10 is the least (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
 
 
