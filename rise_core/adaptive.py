@@ -67,6 +67,12 @@ rows come before the rows that are only near the query (on dev-story each query'
 which the gradient view ranks first; the trigger's rows rank after it under SPAN_LIFT). Chosen among 1.5, 2, 3, 5, 10,
 20 and unbounded on the tune sets: 10, 20 and unbounded tie at the best tune mean (0.933 against 0.931 at 5 and 0.921
 at 1.5) and 10 is the least (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
+PROMPT_SPAN_MAX_SHARE = 0.2
+"""a span of the prompt is taken for a trigger (tried first, lifted by PROMPT_SPAN_LIFT) only when at most this share of
+the pool's rows hold it: a trigger is rare (4% to 9% of the tune pools' rows), an instruction's common words are not
+("the", in a third of the Howdy! pool's prompts, fired on a retrospective Howdy! query without it). Among 0.1, 0.2,
+0.3 and no bound, the bounds tie on every tune set and beat no bound on retrospective Howdy!; 0.2 is the middle one,
+twice the Howdy! trigger's share (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
 
 
 def evidence_strength(p_adjusted: float) -> float:
@@ -134,10 +140,16 @@ class BehaviourEvidence:
         return self.telling and self.in_representation > BEHAVIOUR_MAX_IN_REPRESENTATION
 
     @property
+    def in_prompt(self) -> bool:
+        """Whether the span is one of the prompt held by at most PROMPT_SPAN_MAX_SHARE of the pool's rows: where a
+        backdoor's trigger sits, and as rare as one."""
+        return self.where == "prompt" and self.pool_fraction <= PROMPT_SPAN_MAX_SHARE
+
+    @property
     def lift_spreads(self) -> float:
         """How many standard deviations of the query's scores the rows holding the span are lifted by where it lifts:
-        PROMPT_SPAN_LIFT for a span of the prompt (a trigger's place), else SPAN_LIFT."""
-        return PROMPT_SPAN_LIFT if self.where == "prompt" else SPAN_LIFT
+        PROMPT_SPAN_LIFT for a rare span of the prompt (`in_prompt`: a trigger's place), else SPAN_LIFT."""
+        return PROMPT_SPAN_LIFT if self.in_prompt else SPAN_LIFT
 
     @property
     def lifts(self) -> bool:

@@ -86,12 +86,12 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
 
 
 def prompt_first(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:
-    """The candidates with the telling spans of the prompt (held by the query too) first, each group most telling
-    first: a backdoor's trigger sits in the prompt, while its payload's words are shared with the clean rows of the
-    same genre and often more telling (on dev-story, "curious" over "Lumen"). Chosen on the tune sets
-    (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
-    first = [e for e in found if e.where == "prompt" and e.telling]
-    return first + [e for e in found if not (e.where == "prompt" and e.telling)]
+    """The candidates with the telling rare spans of the prompt (`BehaviourEvidence.in_prompt`, held by the query too)
+    first, each group most telling first: a backdoor's trigger sits in the prompt, while its payload's words are shared
+    with the clean rows of the same genre and often more telling (on dev-story, "curious" over "Lumen"). Chosen on the
+    tune sets (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
+    first = [e for e in found if e.in_prompt and e.telling]
+    return first + [e for e in found if not (e.in_prompt and e.telling)]
 
 
 def _field(frame: pd.DataFrame, field: str) -> list:

@@ -19,7 +19,9 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -58,6 +60,7 @@ from studies.cache_readouts import cache_file
 from studies.query_channels import table as mean_table
 
 K = 10
+T = TypeVar("T")
 GRADIENT = {"RH": 1.4, "GH": 1.0}  # the fixed default's gradient side
 
 
@@ -210,6 +213,18 @@ PROMPT_LIFTS = (1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 1e6)
 TRIGGER = f"{SHARED} prompt first lift {adaptive.PROMPT_SPAN_LIFT:g}"
 """SHARED with the telling spans of the prompt tried first (`behaviour.prompt_first`) and lifted by
 adaptive.PROMPT_SPAN_LIFT: the served default."""
+PROMPT_SHARES = (0.1, 0.2, 0.3, 1.0)
+"""the bounds on a prompt span's pool share tried on TRIGGER (adaptive.PROMPT_SPAN_MAX_SHARE; 1: none)."""
+
+
+def with_prompt_share(share: float, run: Callable[[], T]) -> T:
+    """`run()` with adaptive.PROMPT_SPAN_MAX_SHARE set to `share` (the served test reads it), then restored."""
+    kept = adaptive.PROMPT_SPAN_MAX_SHARE
+    adaptive.PROMPT_SPAN_MAX_SHARE = share
+    try:
+        return run()
+    finally:
+        adaptive.PROMPT_SPAN_MAX_SHARE = kept
 
 
 def most_telling(found: list) -> list:
@@ -277,6 +292,13 @@ def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, s
     return out
 
 
+def gate_scores(m: dict[str, np.ndarray], mid: float = adaptive.MIDPOINT, slope: float = adaptive.SLOPE
+                ) -> np.ndarray:
+    """(Q, N) the loss gate's scores: g = sigmoid(slope (surprise - mid)) per query, 1.4 g RH + g GH + (1 - g) HS."""
+    g = 1.0 / (1.0 + np.exp(-slope * (m["query_loss"] - m["pool_loss"][0] - mid)))[:, None]
+    return 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
+
+
 def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.ndarray | None] | None = None,
                     more_spans: dict[int, list[np.ndarray | None]] | None = None,
                     shared: tuple[np.ndarray, list[np.ndarray | None]] | None = None,
@@ -291,11 +313,9 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.
     out = {"fixed": m["fixed"], "auto (today)": m["auto"], "gradient (RH+GH)": grad, "HS": m["HS"]}
     out.update({b: m[b] for b in BASELINES if b in m})
     za = standardise(m["auto"])
-    surprise = m["query_loss"] - m["pool_loss"][0]
     for mid in (0.5, 1.0, 1.5, 2.0, 3.0):
         for slope in (2.0, 4.0):
-            g = 1.0 / (1.0 + np.exp(-slope * (surprise - mid)))[:, None]
-            gated = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
+            gated = gate_scores(m, mid, slope)
             out[f"gate mid {mid:g} slope {slope:g}"] = gated
             for t, other_max, margin in ((2.0, 3, 0), (3.0, 3, 0), (2.0, 10, 0), (2.0, 10, 3), (2.0, 10, 4),
                                          (2.0, 10, 5), (2.0, 5, 3), (2.0, 4, 0), (2.0, 2, 0)):
@@ -443,8 +463,14 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         fire = np.array([h is not None for h in more[adaptive.BEHAVIOUR_SPANS]])
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
         findings = served_findings(task, sig, m)
-        for rule, scores in candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted),
-                                            findings).items():
+        rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)
+        grad, gate = standardise(GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]), standardise(gate_scores(m))
+        for share in PROMPT_SHARES:  # the prompt span's pool share bound, each at the served lift
+            fired_q, lifts = with_prompt_share(
+                share, lambda task=task, sig=sig, m=m: trigger_lifts(served_findings(task, sig, m)))
+            rules[f"{TRIGGER} share {share:g}"] = np.stack(
+                [(grad[q] if fired_q[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
+        for rule, scores in rules.items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
                         for split, qs in part.items() for i in qs)

@@ -106,9 +106,9 @@ def test_the_trigger_is_found_behind_more_telling_words_of_a_genre():
     assert served[0].p_adjusted > most_telling[0].p_adjusted  # less telling, and tried first
 
 
-def _candidate(span: str, where: str, in_top: int = 6, p_adjusted: float = 1e-6, in_query: bool = True
-               ) -> adaptive.BehaviourEvidence:
-    return adaptive.BehaviourEvidence(span=span, where=where, in_top=in_top, top_k=10, pool_fraction=0.04,
+def _candidate(span: str, where: str, in_top: int = 6, p_adjusted: float = 1e-6, in_query: bool = True,
+               pool_fraction: float = 0.04) -> adaptive.BehaviourEvidence:
+    return adaptive.BehaviourEvidence(span=span, where=where, in_top=in_top, top_k=10, pool_fraction=pool_fraction,
                                       p_adjusted=p_adjusted, in_representation=0, in_query=in_query)
 
 
@@ -117,8 +117,9 @@ def test_prompt_first_puts_the_telling_spans_of_the_prompt_first_and_keeps_each_
     trigger, other = _candidate("Lumen", "prompt", 6, 1e-4), _candidate("Write a", "prompt", 5, 1e-3)
     weak = _candidate("Tell", "prompt", 5, 0.05)  # not telling: the corrected p-value misses the bar
     unheld = _candidate("Rhyme", "prompt", 6, 1e-6, in_query=False)  # not held by the query
-    order = behaviour.prompt_first([genre, weak, trigger, word, unheld, other])
-    assert [e.span for e in order] == ["Lumen", "Write a", "curious", "Tell", "was a", "Rhyme"]
+    common = _candidate("the", "prompt", 10, 1e-5, pool_fraction=0.34)  # an instruction's word, not a trigger's
+    order = behaviour.prompt_first([genre, weak, common, trigger, word, unheld, other])
+    assert [e.span for e in order] == ["Lumen", "Write a", "curious", "Tell", "the", "was a", "Rhyme"]
     assert behaviour.prompt_first([]) == [] and behaviour.prompt_first([genre, word]) == [genre, word]
 
 
@@ -127,6 +128,11 @@ def test_a_span_of_the_prompt_is_lifted_by_the_prompt_span_lift():
     assert _candidate("curious", "completion").lift_spreads == adaptive.SPAN_LIFT
     assert _candidate("curious", "text").lift_spreads == adaptive.SPAN_LIFT
     assert adaptive.PROMPT_SPAN_LIFT > adaptive.SPAN_LIFT
+    # a span of the prompt that many rows hold is no trigger: the ordinary lift, and not tried first
+    bound = adaptive.PROMPT_SPAN_MAX_SHARE
+    assert _candidate("Lumen", "prompt", pool_fraction=bound).in_prompt
+    common = _candidate("the", "prompt", pool_fraction=min(1.0, bound + 0.01))
+    assert not common.in_prompt and common.lift_spreads == adaptive.SPAN_LIFT
     reason = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=_candidate("Lumen", "prompt")).reason
     assert f"lifted by {adaptive.PROMPT_SPAN_LIFT:g} standard deviations" in reason
 
