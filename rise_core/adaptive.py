@@ -80,6 +80,24 @@ def evidence_strength(p_adjusted: float) -> float:
     return -math.log10(max(p_adjusted, 1e-300))
 
 
+def _trigger_like(where: str, pool_fraction: float) -> bool:
+    return where == "prompt" and pool_fraction <= PROMPT_SPAN_MAX_SHARE
+
+
+def _lift_spreads(where: str, pool_fraction: float) -> float:
+    return PROMPT_SPAN_LIFT if _trigger_like(where, pool_fraction) else SPAN_LIFT
+
+
+@dataclass(frozen=True)
+class LiftedSpan:
+    """The span whose rows the behaviour test's finding lifts: its text, its field and the lift in standard deviations
+    of the query's scores."""
+
+    span: str
+    where: str
+    spreads: float
+
+
 @dataclass(frozen=True)
 class BehaviourEvidence:
     """The behaviour test's finding for one query: the span the gradient view's top rows share most tellingly
@@ -102,6 +120,9 @@ class BehaviourEvidence:
     rival_in_top: int = 0
     rival_p_adjusted: float = 1.0
     rival_in_query: bool = False
+    rival_where: str = ""
+    """the rival span's field ("" when unknown: then its rows are not lifted)."""
+    rival_pool_fraction: float = 1.0
 
     @property
     def rival_wins(self) -> bool:
@@ -143,19 +164,34 @@ class BehaviourEvidence:
     def in_prompt(self) -> bool:
         """Whether the span is one of the prompt held by at most PROMPT_SPAN_MAX_SHARE of the pool's rows: where a
         backdoor's trigger sits, and as rare as one."""
-        return self.where == "prompt" and self.pool_fraction <= PROMPT_SPAN_MAX_SHARE
+        return _trigger_like(self.where, self.pool_fraction)
+
+    @property
+    def lifted(self) -> LiftedSpan | None:
+        """The span whose rows are lifted (`rise_core.span_lift`), None when none is: the test's own span where it
+        fired or both views share it; else the rival's, where the rival wins (the representation view leads, and the
+        span its top rows share with the query is what they hold: chosen on the tune sets, studies/behaviour_rule.py;
+        docs/EVALUATION.md, "The rival's span")."""
+        if self.fires or self.shared:
+            return LiftedSpan(self.span, self.where, _lift_spreads(self.where, self.pool_fraction))
+        if self.rival_wins and self.rival_where:
+            return LiftedSpan(self.rival_span, self.rival_where,
+                              _lift_spreads(self.rival_where, self.rival_pool_fraction))
+        return None
 
     @property
     def lift_spreads(self) -> float:
-        """How many standard deviations of the query's scores the rows holding the span are lifted by where it lifts:
-        PROMPT_SPAN_LIFT for a rare span of the prompt (`in_prompt`: a trigger's place), else SPAN_LIFT."""
-        return PROMPT_SPAN_LIFT if self.in_prompt else SPAN_LIFT
+        """How many standard deviations of the query's scores the lifted span's rows are lifted by (`lifted`; the
+        test's own span's lift where none is): PROMPT_SPAN_LIFT for a rare span of the prompt (a trigger's place),
+        else SPAN_LIFT."""
+        found = self.lifted
+        return found.spreads if found is not None else _lift_spreads(self.where, self.pool_fraction)
 
     @property
     def lifts(self) -> bool:
-        """Whether the rows holding the span are lifted (`rise_core.span_lift`): the test fired, or both views share
-        the span."""
-        return self.fires or self.shared
+        """Whether a span's rows are lifted (`lifted`): the test fired, both views share its span, or the rival's
+        span wins."""
+        return self.lifted is not None
 
     @property
     def line(self) -> str:
@@ -166,7 +202,9 @@ class BehaviourEvidence:
                 f"view's top {self.top_k} hold it {self.in_representation} times{rival}")
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "fires": self.fires, "shared": self.shared}
+        lifted = self.lifted
+        return {**dataclasses.asdict(self), "fires": self.fires, "shared": self.shared,
+                "lifted_span": None if lifted is None else lifted.span}
 
 
 BehaviourTest = Callable[[ScoreOptions], "BehaviourEvidence | None"]
@@ -215,9 +253,13 @@ class ChannelChoice:
             vetoed = (f" (the behaviour test did not fire, both views share the span: {found.line}; the examples "
                       f"holding \"{found.span}\" are lifted by {found.lift_spreads:g} standard deviations of the "
                       "scores, the span column)")
+        elif found is not None and found.rival_wins:
+            lifted = found.lifted
+            held = (f"; the examples holding \"{lifted.span}\" are lifted by {lifted.spreads:g} standard deviations "
+                    "of the scores, the span column" if lifted is not None else "")
+            vetoed = f" (the behaviour test did not fire: {found.line}{held})"
         else:
-            vetoed = (f" (the behaviour test did not fire: {found.line})"
-                      if found is not None and found.rival_wins else "")
+            vetoed = ""
         return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
                 f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
                 f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}{vetoed}")

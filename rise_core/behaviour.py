@@ -132,7 +132,7 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
         def against_rival(e: BehaviourEvidence) -> BehaviourEvidence:
             return e if rival is None else dataclasses.replace(
                 e, rival_span=rival.span, rival_in_top=rival.in_top, rival_p_adjusted=rival.p_adjusted,
-                rival_in_query=rival.in_query)
+                rival_in_query=rival.in_query, rival_where=rival.where, rival_pool_fraction=rival.pool_fraction)
 
         best = against_rival(found[0])
         if best.fires:

@@ -6,8 +6,10 @@ rows holding that span in the same field (prompt, completion or text) are the te
 behaviour, so they are lifted by `adaptive.SPAN_LIFT` times the spread (standard deviation over the pool) of the
 query's scores; a span of the prompt, where a trigger sits, by `adaptive.PROMPT_SPAN_LIFT` times it
 (`BehaviourEvidence.lift_spreads`). When both views' top rows hold the telling span
-(`adaptive.BehaviourEvidence.shared`), the loss gate keeps its mix and the span's rows are lifted all the same. The lift
-is a part of the score of its own (`span`), shown beside RH, GH and HS.
+(`adaptive.BehaviourEvidence.shared`), the loss gate keeps its mix and the span's rows are lifted all the same; when the
+representation view's own span wins (the rival: `BehaviourEvidence.rival_wins`), the gate keeps its mix and the rival
+span's rows are lifted (`BehaviourEvidence.lifted` names the span). The lift is a part of the score of its own
+(`span`), shown beside RH, GH and HS.
 
 Only rows that could reach the top k are read: a row outside the head read so far scores at most the head's last
 score, so at most that plus the lift after it, and once that is below the k-th best lifted score of the rows read, no
@@ -15,8 +17,8 @@ such row can enter the top k. `lift_head` widens the head it reads until that ho
 exactly the top k of the lifted scores of every row; when the top k hold the span, a head a little past them is
 enough, whatever the lift.
 
-Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift", "The shared span" and "The trigger's
-field").
+Evidence: studies/behaviour_rule.py (docs/EVALUATION.md, "The span lift", "The shared span", "The trigger's field"
+and "The rival's span").
 """
 
 from __future__ import annotations
@@ -57,11 +59,19 @@ def holders(texts: RowTexts) -> SpanHolders:
         rows = [int(r) for r in rows]
         if not rows:
             return np.zeros(0, dtype=bool)
-        pattern = span_pattern(found.span)
-        return np.fromiter((isinstance(t, str) and pattern.search(t) is not None for t in texts(rows, found.where)),
+        span, where = _lifted(found)
+        pattern = span_pattern(span)
+        return np.fromiter((isinstance(t, str) and pattern.search(t) is not None for t in texts(rows, where)),
                            dtype=bool, count=len(rows))
 
     return holds
+
+
+def _lifted(found: BehaviourEvidence) -> tuple[str, str]:
+    """The span and field whose rows `found` lifts (its own where none is: the holders of a finding that lifts
+    nothing are still its own span's)."""
+    lifted = found.lifted
+    return (found.span, found.where) if lifted is None else (lifted.span, lifted.where)
 
 
 def frame_texts(rows_frame: Callable[[Sequence[int]], pd.DataFrame]) -> RowTexts:
@@ -76,8 +86,8 @@ def frame_texts(rows_frame: Callable[[Sequence[int]], pd.DataFrame]) -> RowTexts
 
 
 def lifting(choice_behaviour: BehaviourEvidence | None) -> BehaviourEvidence | None:
-    """The evidence when its span's rows are lifted (the test fired, or both views share the span:
-    `BehaviourEvidence.lifts`), else None."""
+    """The evidence when a span's rows are lifted (the test fired, both views share its span, or the rival's span
+    wins: `BehaviourEvidence.lifts`), else None."""
     return choice_behaviour if choice_behaviour is not None and choice_behaviour.lifts else None
 
 
@@ -139,7 +149,7 @@ def kept_after_marks(choice_behaviour: BehaviourEvidence | None, holds: SpanHold
     found = lifting(choice_behaviour)
     if found is None:
         return None
-    return SpanLift(span=found.span, held=lambda rows: holds(found, rows),
+    return SpanLift(span=_lifted(found)[0], held=lambda rows: holds(found, rows),
                     lift=lambda total: lift_vector(torch.from_numpy(np.asarray(total, dtype=np.float64)), found,
                                                    holds).numpy())
 

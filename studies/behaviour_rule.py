@@ -10,7 +10,8 @@ representation view (HS). Part 2 (`--stage rules`) scores candidate rules on the
 sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per query, each set weighted equally.
 Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, the rows holding the fired test's span
 (in its field) lifted by that many standard deviations (`rise_core.span_lift`); SHARED, the span both views share
-lifted too; TRIGGER, the served default: the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT.
+lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT; SERVED, the served
+default: TRIGGER with the representation view's own span (the rival) lifted where it wins.
 """
 
 from __future__ import annotations
@@ -212,7 +213,9 @@ PROMPT_LIFTS = (1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 1e6)
 (adaptive.PROMPT_SPAN_LIFT; 1e6: its rows before every other row)."""
 TRIGGER = f"{SHARED} prompt first lift {adaptive.PROMPT_SPAN_LIFT:g}"
 """SHARED with the telling spans of the prompt tried first (`behaviour.prompt_first`) and lifted by
-adaptive.PROMPT_SPAN_LIFT: the served default."""
+adaptive.PROMPT_SPAN_LIFT."""
+SERVED = f"{TRIGGER} rival lift"
+"""TRIGGER with the rival's span lifted where it wins (`BehaviourEvidence.lifted`): the served default."""
 PROMPT_SHARES = (0.1, 0.2, 0.3, 1.0)
 """the bounds on a prompt span's pool share tried on TRIGGER (adaptive.PROMPT_SPAN_MAX_SHARE; 1: none)."""
 
@@ -248,10 +251,11 @@ Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
 """per query: the behaviour test's finding and the rows holding its span where it lifts, else None."""
 
 
-def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
+def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], rival: bool = True) -> Findings:
     """The served test per query (`behaviour.behaviour_test_for`: the prompt's telling spans first, BEHAVIOUR_SPANS
-    distinct spans), with the rows holding its span where it lifts."""
-    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None)
+    distinct spans), with the rows holding the lifted span where it lifts (`BehaviourEvidence.lifted`; without
+    `rival`, not the rival's span: TRIGGER)."""
+    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival)
 
 
 def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple[np.ndarray, list[np.ndarray | None]]:
@@ -260,18 +264,19 @@ def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple
     fired, lifts = [], []
     for found, held in findings:
         fired.append(found is not None and found.fires)
-        if found is None or held is None:
+        if found is None or held is None or found.lifted is None:
             lifts.append(None)
             continue
-        spreads = prompt_lift if found.where == "prompt" and prompt_lift is not None else found.lift_spreads
+        lifted = found.lifted
+        spreads = prompt_lift if lifted.where == "prompt" and prompt_lift is not None else lifted.spreads
         lifts.append(held * spreads)
     return np.array(fired, dtype=bool), lifts
 
 
-def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, spans: int, shared: bool, order
-           ) -> Findings:
-    """Per query: the behaviour test's finding and the rows holding its span where it lifts (fired; with `shared`,
-    or both views share it), else (finding, None)."""
+def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, spans: int, shared: bool, order,
+           rival: bool = False) -> Findings:
+    """Per query: the behaviour test's finding and the rows holding its lifted span where it lifts (fired; with
+    `shared`, or both views share it; with `rival` too, the rival's span where it wins), else (finding, None)."""
     pool = samples_spans(task.pool)
     if spans == 1 or m is None:
         for s in sig:
@@ -287,9 +292,19 @@ def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, s
 
         found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
                                    distinct=spans, order=order)(gradient)
-        lifts = found is not None and (found.lifts if shared else found.fires)
-        out.append((found, pool.mask(found.span, found.where) if lifts else None))
+        lifts = found is not None and (found.lifts if shared and rival else
+                                       (found.fires or found.shared) if shared else found.fires)
+        lifted = found.lifted if lifts else None
+        out.append((found, pool.mask(lifted.span, lifted.where) if lifted is not None else None))
     return out
+
+
+def lifted_rule(m: dict[str, np.ndarray], findings: Findings) -> np.ndarray:
+    """(Q, N) scores of the served rule from per-query findings: the gradient view where the test fired, else the
+    loss gate's, each standardised, plus the lifted span's lift (its own, in standard deviations)."""
+    fired, lifts = trigger_lifts(findings)
+    grad, gate = standardise(GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]), standardise(gate_scores(m))
+    return np.stack([(grad[q] if fired[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
 
 
 def gate_scores(m: dict[str, np.ndarray], mid: float = adaptive.MIDPOINT, slope: float = adaptive.SLOPE
@@ -430,11 +445,13 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         fired = more[adaptive.BEHAVIOUR_SPANS]  # the served test's finding per query (None: it did not fire)
         fire = np.array([h is not None for h in fired])
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
-        findings = served_findings(task, sig, m)
-        shown = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)[rule]
+        findings = served_findings(task, sig, m, rival=False)
+        rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)
+        rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
+        shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule == TRIGGER:
-            fire, held = trigger_lifts(findings)
+        if rule in (TRIGGER, SERVED):
+            fire, held = trigger_lifts(findings if rule == TRIGGER else served_findings(task, sig, m))
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
         part = tasks.splits(name, len(sig))
@@ -462,14 +479,12 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
         fire = np.array([h is not None for h in more[adaptive.BEHAVIOUR_SPANS]])
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
-        findings = served_findings(task, sig, m)
-        rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)
-        grad, gate = standardise(GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]), standardise(gate_scores(m))
-        for share in PROMPT_SHARES:  # the prompt span's pool share bound, each at the served lift
-            fired_q, lifts = with_prompt_share(
-                share, lambda task=task, sig=sig, m=m: trigger_lifts(served_findings(task, sig, m)))
-            rules[f"{TRIGGER} share {share:g}"] = np.stack(
-                [(grad[q] if fired_q[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
+        rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted),
+                                served_findings(task, sig, m, rival=False))
+        for share in PROMPT_SHARES:  # the prompt span's pool share bound, each at the served lift, no rival lift
+            rules[f"{TRIGGER} share {share:g}"] = with_prompt_share(
+                share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m, rival=False)))
+        rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
         for rule, scores in rules.items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}

@@ -542,6 +542,71 @@ def test_a_span_both_views_share_is_lifted_but_does_not_fire():
     assert base.as_dict()["shared"] is True and base.as_dict()["fires"] is False
 
 
+def test_the_rivals_span_is_lifted_where_it_wins():
+    """The representation view leads (its span, held by the query, in more of its top rows): the test does not fire,
+    the gate decides, and the rows holding the rival's span are lifted by its own lift (10 spreads for a rare span of
+    the prompt); without the rival's field nothing is lifted."""
+    own = dict(span="me a quick", where="prompt", in_top=6, top_k=10, pool_fraction=0.014, p_adjusted=5e-8,
+               in_representation=0)
+    rival = dict(rival_span="Howdy", rival_in_top=10, rival_p_adjusted=6e-9, rival_in_query=True)
+    found = adaptive.BehaviourEvidence(**own, **rival, rival_where="prompt", rival_pool_fraction=0.09)
+    assert found.rival_wins and not found.fires and not found.shared and found.lifts
+    assert found.lifted == adaptive.LiftedSpan("Howdy", "prompt", adaptive.PROMPT_SPAN_LIFT)
+    assert found.lift_spreads == adaptive.PROMPT_SPAN_LIFT and found.as_dict()["lifted_span"] == "Howdy"
+    choice = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=found)
+    assert choice.options.lambda_hs > 0  # the gate's mix
+    assert 'did not fire' in choice.reason and 'holding "Howdy" are lifted by 10 standard deviations' in choice.reason
+    common = adaptive.BehaviourEvidence(**own, **rival, rival_where="completion", rival_pool_fraction=0.5)
+    assert common.lifted == adaptive.LiftedSpan("Howdy", "completion", adaptive.SPAN_LIFT)
+    unknown = adaptive.BehaviourEvidence(**own, **rival)  # the rival's field unknown
+    assert unknown.rival_wins and unknown.lifted is None and not unknown.lifts
+    # where the own span lifts (shared by both views), it is the one lifted, whatever the rival
+    both = adaptive.BehaviourEvidence(**{**own, "in_representation": 6}, **rival, rival_where="prompt")
+    assert both.shared and both.lifted.span == "me a quick"
+
+
+def test_the_rivals_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
+    """On a built index where the representation view's own span wins ("cat", in 8 of its top 10, against "the" in 5
+    of the gradient view's): the ranking is the loss gate's scores plus the lift on the rows holding "cat", dense."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    calls = []
+
+    def finding(spans, gradient_hits, representation_hits, query=None):
+        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
+        if len(calls) % 2:
+            return adaptive.BehaviourEvidence("the", "text", 5, 10, 0.5, 1e-4, 0)
+        return adaptive.BehaviourEvidence("cat", "text", 8, 10, 0.25, 1e-6, 0)
+
+    patch_finding(monkeypatch, finding)
+    attribution.BEHAVIOUR_MEMO.clear()
+    with RiseIndex.open(trigger_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        auto = ScoreOptions.preset("default")
+        n = len(index)
+        hits = attribution.rank(index, qf, auto, k=n)
+        weighting = hits.attrs["weighting"]
+        found = weighting["behaviour"]
+        assert (found["span"], found["rival_span"], found["lifted_span"]) == ("the", "cat", "cat")
+        assert not found["fires"] and weighting["lambda_hs"] > 0  # the gate's mix
+        gate = dataclasses.replace(auto, weighting="fixed", lambda_rh=weighting["lambda_rh"],
+                                   lambda_gh=weighting["lambda_gh"], lambda_hs=weighting["lambda_hs"])
+        plain = attribution.channel_sum(index.feature_matrix(), qf, gate).total.double()
+        texts = index.rows_frame(list(range(n)))
+        held = texts["text"].str.contains(r"\bcat\b").to_numpy()
+        assert 0 < held.sum() < n
+        lift = hits.attrs["search"]["lift_amount"]
+        assert lift == pytest.approx(adaptive.SPAN_LIFT * float(plain.std(unbiased=False)), rel=2.0**-9)
+        dense = plain.numpy() + held * lift
+        by_id = dict(zip(texts["id"], dense, strict=True))
+        np.testing.assert_allclose(hits["score"], [by_id[i] for i in hits["id"]], rtol=1e-5, atol=1e-5)
+        assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
+        assert (hits["span"] > 0).sum() == held.sum()
+        assert '"cat" are lifted' in weighting["reason"]
+    attribution.BEHAVIOUR_MEMO.clear()
+
+
 def test_a_shared_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
     """On a built index, a span both views share: the ranking is the loss gate's scores (HS weighted) plus the span
     lift on the rows holding it, dense."""
