@@ -163,8 +163,9 @@ def test_a_span_quoted_in_the_reason_stays_text():
     evil = "[x](http://evil.example) ![i](http://evil.example/i.png) <b>bold</b> :red[red]"
     ev = adaptive.BehaviourEvidence(span="me a quick", where="prompt", in_top=6, top_k=10, pool_fraction=0.01,
                                     p_adjusted=1e-8, in_representation=0, rival_span=evil, rival_in_top=10,
-                                    rival_p_adjusted=1e-9, rival_in_query=True)
+                                    rival_p_adjusted=1e-9, rival_in_query=True, rival_where="prompt")
     reason = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=ev).reason
+    assert reason.count(evil) == 2  # the rival, and its rows lifted
     html = markdown_it.MarkdownIt("commonmark").render(plain.md(reason))
     assert "<a " not in html and "<img" not in html and "<b>" not in html
 
