@@ -31,6 +31,8 @@ from .adaptive import BEHAVIOUR_K, BEHAVIOUR_SPANS, BehaviourEvidence, Behaviour
 from .config import ScoreOptions
 from .scoring import FeatureMatrix, channel_sum, top_k
 from .shared_spans import PoolSpans, find_shared_spans, span_pattern
+from .span_counts import TOKEN_RE
+from .store.spans import MAX_N
 
 if TYPE_CHECKING:
     from .samples import Sample
@@ -68,12 +70,10 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
     Every shared span is ordered (a trigger can be less telling than twenty of a genre's words), and only the first
     `limit` are looked for in the representation hits."""
     found = []
+    held_by_query = query_spans(query)
     for _, row in find_shared_spans(spans, gradient_hits, limit=None).iterrows():
         field = str(row["where"])
-        in_query = True
-        if query is not None:
-            text = {"prompt": query.prompt, "completion": query.completion, "text": query.text}.get(field)
-            in_query = bool(text) and span_pattern(row["span"]).search(text) is not None
+        in_query = held_by_query(str(row["span"]), field)
         found.append(BehaviourEvidence(span=str(row["span"]), where=field, in_top=int(row["in_top"]),
                                        top_k=len(gradient_hits), pool_fraction=float(row["pool_fraction"]),
                                        p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query))
@@ -83,6 +83,30 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
         held = sum(1 for text in _field(representation_hits, e.where) if isinstance(text, str) and pattern.search(text))
         out.append(dataclasses.replace(e, in_representation=int(held)))
     return out
+
+
+def query_spans(query: Sample | None) -> Callable[[str, str], bool]:
+    """(span, field) -> whether the query's field holds the span (its words adjacent there, as `span_pattern` matches
+    them); always True without a query. The query's word runs of up to `store.spans.MAX_N` words are collected once,
+    so each of the many shared spans costs a set lookup, not a scan of the query's text."""
+    if query is None:
+        return lambda span, field: True
+    texts = {"prompt": query.prompt, "completion": query.completion, "text": query.text}
+    runs: dict[str, set[tuple[str, ...]]] = {}
+
+    def holds(span: str, field: str) -> bool:
+        text = texts.get(field)
+        if not text:
+            return False
+        words = tuple(TOKEN_RE.findall(span))
+        if len(words) > MAX_N:
+            return span_pattern(span).search(text) is not None
+        if field not in runs:
+            tokens = TOKEN_RE.findall(text)  # every non-space character is in a token: neighbours are adjacent
+            runs[field] = {tuple(tokens[i:i + n]) for n in range(1, MAX_N + 1) for i in range(len(tokens) - n + 1)}
+        return words in runs[field]
+
+    return holds
 
 
 def prompt_first(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:

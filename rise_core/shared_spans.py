@@ -345,14 +345,42 @@ def _dedupe(df: pd.DataFrame) -> pd.DataFrame:
         if len(group) < 2:
             continue
         items = sorted(group.itertuples(), key=lambda r: _preference(r.span), reverse=True)
-        parent = list(range(len(items)))
-        for i in range(len(items)):
-            for j in range(i):
-                if _overlaps(items[i].span, items[j].span):
-                    a, b = _root(parent, i), _root(parent, j)
-                    parent[max(a, b)] = min(a, b)
-        drop.update(r.Index for i, r in enumerate(items) if _root(parent, i) != i)  # a chain keeps its best window
+        roots = overlap_chains([r.span for r in items])
+        drop.update(r.Index for i, r in enumerate(items) if roots[i] != i)  # a chain keeps its best window
     return df.drop(index=list(drop))
+
+
+def overlap_chains(spans: Sequence[str]) -> list[int]:
+    """For each span, the first span (by position) of its chain of overlaps: two spans overlap when one holds the other
+    (its words contiguous in the other's) or one ends with words (at least one a word, not only punctuation) that the
+    other starts with, fewer than either has. Found through each span's own windows, prefixes and suffixes (a hash
+    lookup each), not by comparing every pair: the top hits of a pool with long duplicated rows share thousands of
+    spans."""
+    words = [tuple(TOKEN_RE.findall(s)) for s in spans]
+    by_words: dict[tuple[str, ...], list[int]] = {}
+    by_prefix: dict[tuple[str, ...], list[int]] = {}  # the first j words of spans longer than j
+    for i, w in enumerate(words):
+        by_words.setdefault(w, []).append(i)
+        for j in range(1, len(w)):
+            by_prefix.setdefault(w[:j], []).append(i)
+    parent = list(range(len(spans)))
+
+    def join(a: int, b: int) -> None:
+        a, b = _root(parent, a), _root(parent, b)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    for i, w in enumerate(words):
+        for start in range(len(w)):  # every window of this span: the spans it holds
+            for end in range(start + 1, len(w) + 1):
+                for other in by_words.get(w[start:end], ()):
+                    join(i, other)
+        for j in range(1, len(w)):  # its last j words, the first j words of a span longer than j
+            tail = w[-j:]
+            if any(_WORD.match(t) for t in tail):
+                for other in by_prefix.get(tail, ()):
+                    join(i, other)
+    return [_root(parent, i) for i in range(len(spans))]
 
 
 def _root(parent: list[int], i: int) -> int:
@@ -365,20 +393,6 @@ def _preference(span: str) -> tuple[int, int]:
     words = TOKEN_RE.findall(span)
     n_words = sum(bool(_WORD.match(w)) for w in words)
     return n_words, n_words - len(words)
-
-
-def _overlaps(a: str, b: str) -> bool:
-    """Whether one span holds the other, or one ends with (at least one word of) what the other starts with."""
-    x, y = TOKEN_RE.findall(a), TOKEN_RE.findall(b)
-    if len(x) < len(y):
-        x, y = y, x
-    if any(x[i:i + len(y)] == y for i in range(len(x) - len(y) + 1)):
-        return True
-    for j in range(1, len(y)):
-        for head, tail in ((x[-j:], y[:j]), (y[-j:], x[:j])):
-            if head == tail and any(_WORD.match(w) for w in head):
-                return True
-    return False
 
 
 def _empty(verdict: str, n_tested: int, m: int, alpha: float, k: int, n: int) -> pd.DataFrame:

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from index_helpers import patch_finding, random_features
 
 from rise_core import adaptive, behaviour
@@ -639,3 +641,25 @@ def test_a_shared_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_lla
         assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
         assert (hits["span"] > 0).sum() == held.sum()
     attribution.BEHAVIOUR_MEMO.clear()
+
+
+_WORDS = st.sampled_from(["Lumen", "lumen", "the", "cat", "Howdy", "a", "Bad", "Magic", "BadMagic", "1962", "é"])
+_GLUE = st.sampled_from([" ", "", "  ", "\n", ",", ", ", ".", "!", ":", "-", "'", "…"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _GLUE), max_size=12), st.lists(st.tuples(_WORDS, _GLUE), min_size=1, max_size=4),
+       st.sampled_from(["prompt", "completion"]))
+def test_query_spans_agree_with_the_span_pattern(text_parts, span_parts, field):
+    """Whether the query holds a span, by the query's word runs (a set lookup per span), is what `span_pattern`
+    finds by searching the query's text, for any words and glue between them (punctuation, no space, newlines)."""
+    from rise_core.shared_spans import span_pattern
+    from rise_core.span_counts import TOKEN_RE
+
+    text = "".join(w + g for w, g in text_parts)
+    span = "".join(w + g for w, g in span_parts).strip()
+    assume(TOKEN_RE.findall(span) and text.strip())
+    query = Sample(prompt=text if field == "prompt" else "Tell me.", completion=text if field == "completion" else "x")
+    holds = behaviour.query_spans(query)
+    assert holds(span, field) == (bool(text) and span_pattern(span).search(text) is not None)
+    assert behaviour.query_spans(None)(span, field)

@@ -4,11 +4,14 @@ scipy, the row mask against the counts, and one end-to-end run on a tiny model i
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
 from rise_core.explain import TokenAttribution
@@ -21,6 +24,7 @@ from rise_core.shared_spans import (
     _word_contributions,
     find_shared_spans,
     format_table,
+    overlap_chains,
     span_mask,
 )
 
@@ -247,3 +251,54 @@ def test_attribute_page_shows_what_the_top_hits_share(tmp_path_factory, monkeypa
     rows = next(d.value for d in at.dataframe if "top_hit" in d.value.columns)
     assert len(rows) >= 2 and rows["top_hit"].sum() >= 2
     assert all(first["span"].split()[0] in t for t in rows["text"])
+
+
+def _pairwise_chains(spans: list[str]) -> list[int]:
+    """The chains of overlaps by comparing every pair (the definition, quadratic): one span holds the other, or one
+    ends with words (one at least a word) the other starts with, fewer than either has; each span's chain is named by
+    its first span."""
+    words = [TOKEN_RE.findall(s) for s in spans]
+
+    def overlaps(x: list[str], y: list[str]) -> bool:
+        if len(x) < len(y):
+            x, y = y, x
+        if any(x[i:i + len(y)] == y for i in range(len(x) - len(y) + 1)):
+            return True
+        return any(head == tail and any(re.match(r"\w", w) for w in head)
+                   for j in range(1, len(y)) for head, tail in ((x[-j:], y[:j]), (y[-j:], x[:j])))
+
+    parent = list(range(len(spans)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(spans)):
+        for j in range(i):
+            if overlaps(words[i], words[j]):
+                a, b = root(i), root(j)
+                parent[max(a, b)] = min(a, b)
+    return [root(i) for i in range(len(spans))]
+
+
+_TOKENS = st.sampled_from(["vek", "zq", "mor", "the", ".", "?", ",", "Lumen", "a"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_TOKENS, min_size=1, max_size=4), max_size=12))
+def test_overlap_chains_are_the_pairwise_chains(spans):
+    """The chains found through each span's windows, prefixes and suffixes are those of comparing every pair."""
+    texts = [" ".join(s) for s in spans]
+    assert overlap_chains(texts) == _pairwise_chains(texts)
+
+
+def test_long_duplicated_top_rows_fold_to_their_phrases():
+    """Ten top hits holding one long text (thousands of shared spans, one group): the windows of the one phrase fold
+    into one span, as comparing every pair would (which took a minute on 3,000 words)."""
+    rng = random.Random(0)
+    text = " ".join(f"w{rng.randrange(5000)}" for _ in range(400))
+    pool = PoolSpans.from_texts(text=[text] * 10 + [f"other row {i}" for i in range(190)])
+    hits = pd.DataFrame({"id": [f"r{i}" for i in range(10)], "text": [text] * 10})
+    found = find_shared_spans(pool, hits, limit=None)
+    assert len(found) == 1 and found["in_top"].iloc[0] == 10 and found["n_words"].iloc[0] == 3
