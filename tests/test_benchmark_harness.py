@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import build_tiny_model, build_tokenizer
 
-from benchmarks import harness, query_latency, vocab_pass
+from benchmarks import harness, query_latency, shared_spans_long, vocab_pass
 
 
 def test_timed_interleaves_after_one_warm_up_each():
@@ -117,3 +117,11 @@ def test_ann_scale_runs_at_a_toy_size_and_appends_its_results(tmp_path, capsys):
         part = rows[0]["sweep"][name[6:]] if name.startswith("sweep.") else rows[0][name]
         assert 0 < part["p50_ms"] <= part["p95_ms"], name
     assert "| 2,000 (4x2x4) |" in (tmp_path / "out" / "ann_scale.md").read_text()
+
+
+def test_shared_spans_long_runs_at_a_toy_size_and_reports_its_ratios(capsys):
+    assert shared_spans_long.main(["--words", "60", "--repeats", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["words"] == 60 and res["shared_spans_listed"] >= 1
+    for key in ("floor_ms", "find_shared_spans_ms", "candidates_ms", "find_shared_spans_over_floor"):
+        assert res[key] > 0, key
