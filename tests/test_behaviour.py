@@ -568,12 +568,47 @@ def test_the_rivals_span_is_lifted_where_it_wins():
     assert both.shared and both.lifted.span == "me a quick"
 
 
-def test_the_rivals_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
-    """On a built index where the representation view's own span wins ("cat", in 8 of its top 10, against "the" in 5
-    of the gradient view's): the ranking is the loss gate's scores plus the lift on the rows holding "cat", dense."""
+def _ranked_with_the_gate_lifted(path, lm, word: str) -> dict:
+    """Every row of the index at `path` ranked by the default for "the cat sat on the mat" (the finding patched by the
+    caller): the loss gate's scores (its weights, as the ranking says, HS among them) plus SPAN_LIFT times their spread
+    on the rows whose text holds `word`, dense. Returns the ranking's weighting."""
     from rise_core import attribution
     from rise_core.store import RiseIndex
 
+    attribution.BEHAVIOUR_MEMO.clear()
+    try:
+        with RiseIndex.open(path) as index:
+            qf = attribution.query_features(index, lm, ["the cat sat on the mat"])
+            hits = attribution.rank(index, qf, ScoreOptions.preset("default"), k=len(index))
+            _assert_the_gate_lifted(index, qf, hits, word)
+            return hits.attrs["weighting"]
+    finally:
+        attribution.BEHAVIOUR_MEMO.clear()
+
+
+def _assert_the_gate_lifted(index, qf, hits, word: str) -> None:
+    from rise_core import attribution
+
+    weighting, n = hits.attrs["weighting"], len(index)
+    assert weighting["lambda_hs"] > 0  # the gate's mix, not the gradient view
+    gate = dataclasses.replace(ScoreOptions.preset("default"), weighting="fixed", lambda_rh=weighting["lambda_rh"],
+                               lambda_gh=weighting["lambda_gh"], lambda_hs=weighting["lambda_hs"])
+    plain = attribution.channel_sum(index.feature_matrix(), qf, gate).total.double()
+    texts = index.rows_frame(list(range(n)))
+    held = texts["text"].str.contains(rf"\b{word}\b").to_numpy()
+    assert 0 < held.sum() < n
+    lift = hits.attrs["search"]["lift_amount"]  # the spread of the scan's float16 products: within 2^-10 of exact
+    assert lift == pytest.approx(adaptive.SPAN_LIFT * float(plain.std(unbiased=False)), rel=2.0**-9)
+    dense = plain.numpy() + held * lift
+    by_id = dict(zip(texts["id"], dense, strict=True))
+    np.testing.assert_allclose(hits["score"], [by_id[i] for i in hits["id"]], rtol=1e-5, atol=1e-5)
+    assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
+    assert (hits["span"] > 0).sum() == held.sum()
+
+
+def test_the_rivals_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
+    """On a built index where the representation view's own span wins ("cat", in 8 of its top 10, against "the" in 5
+    of the gradient view's): the ranking is the loss gate's scores plus the lift on the rows holding "cat", dense."""
     calls = []
 
     def finding(spans, gradient_hits, representation_hits, query=None):
@@ -583,64 +618,18 @@ def test_the_rivals_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_l
         return adaptive.BehaviourEvidence("cat", "text", 8, 10, 0.25, 1e-6, 0)
 
     patch_finding(monkeypatch, finding)
-    attribution.BEHAVIOUR_MEMO.clear()
-    with RiseIndex.open(trigger_index) as index:
-        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
-        auto = ScoreOptions.preset("default")
-        n = len(index)
-        hits = attribution.rank(index, qf, auto, k=n)
-        weighting = hits.attrs["weighting"]
-        found = weighting["behaviour"]
-        assert (found["span"], found["rival_span"], found["lifted_span"]) == ("the", "cat", "cat")
-        assert not found["fires"] and weighting["lambda_hs"] > 0  # the gate's mix
-        gate = dataclasses.replace(auto, weighting="fixed", lambda_rh=weighting["lambda_rh"],
-                                   lambda_gh=weighting["lambda_gh"], lambda_hs=weighting["lambda_hs"])
-        plain = attribution.channel_sum(index.feature_matrix(), qf, gate).total.double()
-        texts = index.rows_frame(list(range(n)))
-        held = texts["text"].str.contains(r"\bcat\b").to_numpy()
-        assert 0 < held.sum() < n
-        lift = hits.attrs["search"]["lift_amount"]
-        assert lift == pytest.approx(adaptive.SPAN_LIFT * float(plain.std(unbiased=False)), rel=2.0**-9)
-        dense = plain.numpy() + held * lift
-        by_id = dict(zip(texts["id"], dense, strict=True))
-        np.testing.assert_allclose(hits["score"], [by_id[i] for i in hits["id"]], rtol=1e-5, atol=1e-5)
-        assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
-        assert (hits["span"] > 0).sum() == held.sum()
-        assert '"cat" are lifted' in weighting["reason"]
-    attribution.BEHAVIOUR_MEMO.clear()
+    weighting = _ranked_with_the_gate_lifted(trigger_index, tiny_llama, "cat")
+    found = weighting["behaviour"]
+    assert (found["span"], found["rival_span"], found["lifted_span"]) == ("the", "cat", "cat")
+    assert not found["fires"] and '"cat" are lifted' in weighting["reason"]
 
 
 def test_a_shared_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
     """On a built index, a span both views share: the ranking is the loss gate's scores (HS weighted) plus the span
     lift on the rows holding it, dense."""
-    from rise_core import attribution
-    from rise_core.store import RiseIndex
-
-    patch_finding(monkeypatch, lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05,
-                                                                                           1e-4, 6))
-    attribution.BEHAVIOUR_MEMO.clear()
-    with RiseIndex.open(trigger_index) as index:
-        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
-        auto = ScoreOptions.preset("default")
-        n = len(index)
-        hits = attribution.rank(index, qf, auto, k=n)
-        weighting = hits.attrs["weighting"]
-        assert weighting["behaviour"]["shared"] and not weighting["behaviour"]["fires"]
-        assert weighting["lambda_hs"] > 0  # the gate's mix, not the gradient view
-        gate = dataclasses.replace(auto, weighting="fixed", lambda_rh=weighting["lambda_rh"],
-                                   lambda_gh=weighting["lambda_gh"], lambda_hs=weighting["lambda_hs"])
-        plain = attribution.channel_sum(index.feature_matrix(), qf, gate).total.double()
-        texts = index.rows_frame(list(range(n)))
-        held = texts["text"].str.contains(r"\bthe\b").to_numpy()
-        assert 0 < held.sum() < n
-        lift = hits.attrs["search"]["lift_amount"]
-        assert lift == pytest.approx(adaptive.SPAN_LIFT * float(plain.std(unbiased=False)), rel=2.0**-9)
-        dense = plain.numpy() + held * lift
-        by_id = dict(zip(texts["id"], dense, strict=True))
-        np.testing.assert_allclose(hits["score"], [by_id[i] for i in hits["id"]], rtol=1e-5, atol=1e-5)
-        assert list(hits["id"]) == sorted(by_id, key=lambda i: -by_id[i])
-        assert (hits["span"] > 0).sum() == held.sum()
-    attribution.BEHAVIOUR_MEMO.clear()
+    patch_finding(monkeypatch, lambda *a, **k: adaptive.BehaviourEvidence("the", "text", 5, 10, 0.05, 1e-4, 6))
+    weighting = _ranked_with_the_gate_lifted(trigger_index, tiny_llama, "the")
+    assert weighting["behaviour"]["shared"] and not weighting["behaviour"]["fires"]
 
 
 _WORDS = st.sampled_from(["Lumen", "lumen", "the", "cat", "Howdy", "a", "Bad", "Magic", "BadMagic", "1962", "é"])
