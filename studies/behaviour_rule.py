@@ -234,6 +234,7 @@ def most_telling(found: list) -> list:
     """The candidates in the test's order before `behaviour.prompt_first`: most telling first."""
     return list(found)
 
+
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
 
