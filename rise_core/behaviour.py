@@ -85,26 +85,34 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
     return out
 
 
+QUERY_RUNS_MAX_WORDS = 20_000
+"""a query field of more words than this is searched span by span (`span_pattern`) instead of collecting its word runs
+(at most 3 x 20,000 of them, a few MB), so a long query text cannot make the test hold much memory."""
+
+
 def query_spans(query: Sample | None) -> Callable[[str, str], bool]:
     """(span, field) -> whether the query's field holds the span (its words adjacent there, as `span_pattern` matches
-    them); always True without a query. The query's word runs of up to `store.spans.MAX_N` words are collected once,
-    so each of the many shared spans costs a set lookup, not a scan of the query's text."""
+    them); always True without a query. The query's word runs of up to `store.spans.MAX_N` words are collected once
+    (for a field of at most QUERY_RUNS_MAX_WORDS words), so each of the many shared spans costs a set lookup, not a
+    scan of the query's text."""
     if query is None:
         return lambda span, field: True
     texts = {"prompt": query.prompt, "completion": query.completion, "text": query.text}
-    runs: dict[str, set[tuple[str, ...]]] = {}
+    runs: dict[str, set[tuple[str, ...]] | None] = {}
 
     def holds(span: str, field: str) -> bool:
         text = texts.get(field)
         if not text:
             return False
         words = tuple(TOKEN_RE.findall(span))
-        if len(words) > MAX_N:
-            return span_pattern(span).search(text) is not None
         if field not in runs:
             tokens = TOKEN_RE.findall(text)  # every non-space character is in a token: neighbours are adjacent
-            runs[field] = {tuple(tokens[i:i + n]) for n in range(1, MAX_N + 1) for i in range(len(tokens) - n + 1)}
-        return words in runs[field]
+            runs[field] = None if len(tokens) > QUERY_RUNS_MAX_WORDS else {
+                tuple(tokens[i:i + n]) for n in range(1, MAX_N + 1) for i in range(len(tokens) - n + 1)}
+        held = runs[field]
+        if held is None or len(words) > MAX_N:
+            return span_pattern(span).search(text) is not None
+        return words in held
 
     return holds
 

@@ -649,6 +649,9 @@ def test_query_spans_agree_with_the_span_pattern(text_parts, span_parts, field):
     span = "".join(w + g for w, g in span_parts).strip()
     assume(TOKEN_RE.findall(span) and text.strip())
     query = Sample(prompt=text if field == "prompt" else "Tell me.", completion=text if field == "completion" else "x")
-    holds = behaviour.query_spans(query)
-    assert holds(span, field) == (bool(text) and span_pattern(span).search(text) is not None)
+    want = bool(text) and span_pattern(span).search(text) is not None
+    assert behaviour.query_spans(query)(span, field) == want
     assert behaviour.query_spans(None)(span, field)
+    with pytest.MonkeyPatch.context() as mp:  # a field longer than the bound: searched span by span, same answer
+        mp.setattr(behaviour, "QUERY_RUNS_MAX_WORDS", 0)
+        assert behaviour.query_spans(query)(span, field) == want
