@@ -230,11 +230,6 @@ def with_prompt_share(share: float, run: Callable[[], T]) -> T:
         adaptive.PROMPT_SPAN_MAX_SHARE = kept
 
 
-def most_telling(found: list) -> list:
-    """The candidates in the test's order before `behaviour.prompt_first`: most telling first."""
-    return list(found)
-
-
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
 
@@ -245,7 +240,7 @@ def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | N
     With `spans` > 1 (and the channel scores `m`), the product's own test (`behaviour.behaviour_test_for`, trying
     that many distinct spans, most telling first) on the two views' top K of `m`; with `shared` too, where it lifts
     (fired, or both views share the span: `BehaviourEvidence.lifts`)."""
-    return [held for _, held in _found(task, sig, m, spans, shared, most_telling)]
+    return [held for _, held in _found(task, sig, m, spans, shared, list)]  # `list`: the candidates as found
 
 
 Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
@@ -300,10 +295,11 @@ def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, s
     return out
 
 
-def lifted_rule(m: dict[str, np.ndarray], findings: Findings) -> np.ndarray:
+def lifted_rule(m: dict[str, np.ndarray], findings: Findings, prompt_lift: float | None = None) -> np.ndarray:
     """(Q, N) scores of the served rule from per-query findings: the gradient view where the test fired, else the
-    loss gate's, each standardised, plus the lifted span's lift (its own, in standard deviations)."""
-    fired, lifts = trigger_lifts(findings)
+    loss gate's, each standardised, plus the lifted span's lift (its own, in standard deviations; `prompt_lift` for a
+    span of the prompt when given)."""
+    fired, lifts = trigger_lifts(findings, prompt_lift)
     grad, gate = standardise(GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]), standardise(gate_scores(m))
     return np.stack([(grad[q] if fired[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
 
@@ -352,10 +348,8 @@ def candidate_rules(m: dict[str, np.ndarray], sig: list[dict], holders: list[np.
         fired, held_rows = shared
         out[SHARED] = np.stack([(zg[q] if fired[q] else gate[q]) + (0.0 if held is None else 1.5 * held)
                                 for q, held in enumerate(held_rows)])
-    for lift in PROMPT_LIFTS if findings is not None else ():  # fired: the gradient view; else the gate; lifted
-        fired, lifts = trigger_lifts(findings, lift)
-        out[f"{SHARED} prompt first lift {lift:g}"] = np.stack(
-            [(zg[q] if fired[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
+    for lift in PROMPT_LIFTS if findings is not None else ():
+        out[f"{SHARED} prompt first lift {lift:g}"] = lifted_rule(m, findings, lift)
     for a in (0.3, 0.5, 0.7):
         out[f"zfuse {a:g}"] = a * zg + (1 - a) * zh
     for t in (1.0, 2.0, 3.0, 5.0):
@@ -448,11 +442,12 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
         lifted = span_holders(task, sig, m, adaptive.BEHAVIOUR_SPANS, shared=True)
         findings = served_findings(task, sig, m, rival=False)
         rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)
-        rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
+        served = served_findings(task, sig, m)
+        rules[SERVED] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
         if rule in (TRIGGER, SERVED):
-            fire, held = trigger_lifts(findings if rule == TRIGGER else served_findings(task, sig, m))
+            fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
         part = tasks.splits(name, len(sig))
