@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -106,7 +107,8 @@ def query_spans(query: Sample | None) -> Callable[[str, str], bool]:
             return False
         words = tuple(TOKEN_RE.findall(span))
         if field not in runs:
-            tokens = TOKEN_RE.findall(text)  # every non-space character is in a token: neighbours are adjacent
+            # every non-space character is in a token, so neighbours are adjacent; read no further than the bound
+            tokens = [m.group() for m in itertools.islice(TOKEN_RE.finditer(text), QUERY_RUNS_MAX_WORDS + 1)]
             runs[field] = None if len(tokens) > QUERY_RUNS_MAX_WORDS else {
                 tuple(tokens[i:i + n]) for n in range(1, MAX_N + 1) for i in range(len(tokens) - n + 1)}
         held = runs[field]
