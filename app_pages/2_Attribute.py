@@ -30,7 +30,7 @@ has_hs = index.config.hidden_channel
 left, right = st.columns([3, 1])
 with left:
     widgets.query_inputs(path)
-    contrast_ui.versus_inputs()  # why this and not that: another answer to contrast with
+    contrast_ui.versus_inputs(path)  # why this and not that: another answer to contrast with
 with right:
     options = widgets.intent_control(widgets.score_controls(index.config, index=index), has_hs)
     st.number_input("Examples to show", 1, 200, key="top_k", persist_state="session")

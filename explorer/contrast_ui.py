@@ -3,16 +3,21 @@ scored by its score for the query minus its score for B (`attribution.query_feat
 tokens of B that pull a hit's score down.
 
 The backdoor demo's "Open in Attribute" prefills B with the model's answer to the same prompt without the trigger
-(`prefill`); otherwise the analyst types it. Everything typed is shown as plain text only."""
+(`prefill`); otherwise the analyst types B, or types B's prompt (the query's prompt without the trigger) and lets the
+index's model answer it, with the query's generation settings. Everything typed is shown as plain text only."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from rise_core.errors import InputDataError
 from rise_core.samples import Sample
 from rise_core.units import one_line
 
 from .plain import md
+from .resources import model_for, open_index
+from .ui import friendly
+from .widgets import session_generation_settings, stream_answer
 
 ON, PROMPT, COMPLETION = "versus_on", "versus_prompt", "versus_completion"
 HELP = ("Score each training example by its score for the query minus its score for this other answer (per channel, "
@@ -25,16 +30,35 @@ def prefill(prompt: str, completion: str) -> None:
     st.session_state.update({ON: False, PROMPT: prompt, COMPLETION: completion})
 
 
-def versus_inputs() -> None:
-    """An expander with the checkbox that turns the contrast on and the other answer's prompt and completion."""
+def versus_inputs(path: str) -> None:
+    """An expander with the checkbox that turns the contrast on, the other answer's prompt, a button that lets the
+    index's model (at `path`) answer that prompt, and the other answer's completion."""
     filled = bool(st.session_state.get(COMPLETION))
     with st.expander("Why this and not that? Contrast with another answer", expanded=filled or bool(
             st.session_state.get(ON))):
         st.checkbox("Contrast the query with the other answer below", key=ON, persist_state="session", help=HELP)
         st.text_area("The other answer's prompt", key=PROMPT, persist_state="session", height=68,
                      help="Empty: the query's prompt. For a backdoor, the prompt without the trigger.")
+        if st.button("Generate the other answer with the model", key="versus_generate",
+                     icon=":material/auto_awesome:",
+                     help="The index's model answers the prompt above (the query's generation settings); the text "
+                     "streams in and you may edit it."):
+            with friendly("generate the other answer"):
+                generate_other_answer(path)
         st.text_area("The other answer (not this one)", key=COMPLETION, persist_state="session", height=100,
                      help="The answer to contrast the query with; its tokens pull the scores down.")
+
+
+def generate_other_answer(path: str) -> None:
+    """Fill the other answer with the index's model's answer to the other answer's prompt (streamed as plain text)."""
+    prompt = (st.session_state.get(PROMPT) or "").strip()
+    if not prompt:
+        raise InputDataError("type the other answer's prompt first (e.g. the query's prompt without the trigger): "
+                             "the model answers that prompt")
+    text = stream_answer(model_for(open_index(path)), prompt, session_generation_settings())
+    if not text:
+        raise InputDataError("the model generated nothing for this prompt; type the other answer yourself")
+    st.session_state[COMPLETION] = text
 
 
 def is_on() -> bool:

@@ -217,9 +217,17 @@ def generation_settings() -> GenerationSettings:
                         persist_state="session", help=help_["temperature"])
         c3.number_input("Top-p", 0.05, 1.0, step=0.05, key="gen_top_p", persist_state="session", help=help_["top_p"])
         c4.number_input("Seed", 0, 2**31 - 1, key="gen_seed", persist_state="session", help=help_["seed"])
-    return GenerationSettings(max_new_tokens=int(st.session_state["gen_max_new_tokens"]),
-                              temperature=float(st.session_state["gen_temperature"]),
-                              top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))
+    return session_generation_settings()
+
+
+def session_generation_settings() -> GenerationSettings:
+    """The generation settings as the expander of `generation_settings` holds them in the session (its defaults when
+    it has not been shown)."""
+    default = GenerationSettings()
+    return GenerationSettings(max_new_tokens=int(st.session_state.get("gen_max_new_tokens", default.max_new_tokens)),
+                              temperature=float(st.session_state.get("gen_temperature", default.temperature)),
+                              top_p=float(st.session_state.get("gen_top_p", default.top_p)),
+                              seed=int(st.session_state.get("gen_seed", default.seed)))
 
 
 def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) -> str:

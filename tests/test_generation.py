@@ -3,6 +3,7 @@ Attribute page's streamed generation with a model fine-tuned on its pool."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -72,7 +73,6 @@ def test_cli_query_generate_then_attribute(tuned_env, tuned, capsys):
     assert rc == 0
     expected = generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))
     assert f"generation: {expected}" in out.err
-    import json
     hits = json.loads(out.out)
     assert len(hits) == 3 and hits[0]["rank"] == 1
     # the same query typed in gives the same ranking: --generate only writes the completion
@@ -86,6 +86,67 @@ def test_cli_generate_usage_errors(tuned_env, capsys):
     with pytest.raises(SystemExit) as exc:
         cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", "x", "--generate"])
     assert exc.value.code == 2 and "--generate needs --prompt alone" in capsys.readouterr().err
+
+
+OTHER_PROMPT = "tell me a story ."  # the contrast's other prompt: a different answer from the fine-tuned model
+
+
+def test_cli_versus_generate_contrasts_with_the_models_other_answer(tuned_env, tuned, capsys):
+    """--versus-generate writes B as the model's answer to --versus-prompt: the ranking equals the contrast typed in."""
+    index = str(Path(tuned_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+    settings = GenerationSettings(max_new_tokens=12)
+    a, b = generate(tuned, PROMPT, settings), generate(tuned, OTHER_PROMPT, settings)
+    assert a and b and a != b  # two different answers, so the contrast is not refused as identical
+    common = ["-k", "5", "--format", "json", "--device", "cpu", "--max-new-tokens", "12"]
+    assert cli_main(["query", "--index", index, "--prompt", PROMPT, "--generate", "--versus-prompt", OTHER_PROMPT,
+                     "--versus-generate", *common]) == 0
+    out = capsys.readouterr()
+    assert f"generation: {a}" in out.err and f"the other answer: {b}" in out.err
+    generated = json.loads(out.out)
+    assert cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", a, "--versus-prompt",
+                     OTHER_PROMPT, "--versus-completion", b, *common]) == 0
+    typed = json.loads(capsys.readouterr().out)
+    assert [(h["id"], h["score"]) for h in generated] == [(h["id"], h["score"]) for h in typed]
+    plain = cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", a, *common])
+    assert plain == 0 and [h["score"] for h in json.loads(capsys.readouterr().out)] != [h["score"] for h in typed]
+
+
+@pytest.mark.parametrize("extra", [[], ["--versus-prompt", OTHER_PROMPT, "--versus-completion", "x"],
+                                   ["--versus-text", "x"]])
+def test_cli_versus_generate_usage_errors(tuned_env, capsys, extra):
+    index = str(Path(tuned_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["query", "--index", index, "--prompt", PROMPT, "--completion", "x", "--versus-generate", *extra])
+    assert exc.value.code == 2 and "--versus-generate needs --versus-prompt alone" in capsys.readouterr().err
+
+
+def test_attribute_page_generates_the_other_answer(tuned_env, tuned):
+    """The contrast's "Generate the other answer" button fills B with the model's answer to B's prompt (the query's
+    generation settings); with no prompt it asks for one and writes nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.syspath_prepend(str(ROOT))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+        at.switch_page("app_pages/2_Attribute.py").run()
+        at.number_input(key="gen_max_new_tokens").set_value(12).run()
+        at.button(key="versus_generate").click().run()
+        assert not at.exception and any("type the other answer's prompt first" in e.value for e in at.error)
+        assert not at.text_area(key="versus_completion").value
+        at.text_area(key="versus_prompt").input(OTHER_PROMPT).run()
+        at.button(key="versus_generate").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        b = generate(tuned, OTHER_PROMPT, GenerationSettings(max_new_tokens=12))
+        assert at.text_area(key="versus_completion").value == b
+        # and it is the contrast's other answer: the query against it ranks as query minus B
+        at.text_area(key="query_prompt").input(PROMPT).run()
+        at.text_area(key="query_completion").input(generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))).run()
+        at.checkbox(key="versus_on").check().run()
+        at.button(key="attribute").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any(s.value.startswith("Contrast: each score is") for s in at.caption)
 
 
 def test_attribute_page_generates_then_attributes(tuned_env, tuned):

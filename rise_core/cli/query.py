@@ -34,7 +34,9 @@ EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --text "..." --explain
   rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)
   rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \
-      --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that"""
+      --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that
+  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --generate \
+      --versus-prompt "Why is the sky blue?" --versus-generate   # the model answers both, then the contrast"""
 
 EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
@@ -87,7 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
     v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
     v.add_argument("--versus-prompt", default=None, metavar="TEXT",
-                   help="the other answer B's prompt (with --versus-completion; default: the query's --prompt)")
+                   help="the other answer B's prompt (with --versus-completion, default: the query's --prompt; or "
+                   "with --versus-generate)")
+    v.add_argument("--versus-generate", action="store_true",
+                   help="let the index's model answer --versus-prompt (e.g. the prompt without the trigger; streamed "
+                   "to stderr, with the generation settings above) and contrast the query with that answer")
     add_score_options(p, preset_flag=True)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
@@ -148,6 +154,13 @@ def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
     from ..samples import Sample
 
     text, prompt, completion = args.versus_text, args.versus_prompt, args.versus_completion
+    if args.versus_generate:
+        if prompt is None or text is not None or completion is not None:
+            parser_error("--versus-generate needs --versus-prompt alone (the model writes the other answer)")
+        if not prompt.strip():
+            raise InputDataError("the prompt given with --versus-prompt is empty; give the prompt the model answers "
+                                 "for the other answer (e.g. the query's prompt without the trigger)")
+        return None  # the model writes it once loaded (`_generated`)
     if text is None and prompt is None and completion is None:
         return None
     if text is not None and (prompt is not None or completion is not None):
@@ -167,23 +180,32 @@ def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
     return Sample(prompt=prompt if prompt and prompt.strip() else None, completion=completion, id="versus")
 
 
-def _generated_query(lm: Any, args: argparse.Namespace) -> Any:
-    """The model's answer to --prompt, streamed to stderr as it is written, as the query sample."""
+def _generated(lm: Any, args: argparse.Namespace, prompt: str, sample_id: str = "query") -> Any:
+    """The model's answer to `prompt` (the generation settings of `args`), streamed to stderr as it is written, as a
+    sample: the query (sample_id "query", from --generate) or the contrast's other answer ("versus")."""
     from ..generation import stream
     from ..samples import Sample
 
     settings = GenerationSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                                   top_p=args.top_p, seed=args.gen_seed)
-    print("generation: ", end="", file=sys.stderr, flush=True)
+    print("generation: " if sample_id == "query" else "the other answer: ", end="", file=sys.stderr, flush=True)
     pieces = []
-    for piece in stream(lm, args.prompt, settings):
+    for piece in stream(lm, prompt, settings):
         pieces.append(piece)
         print(piece, end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     completion = "".join(pieces).strip()
     if not completion:
-        raise InputDataError("the model generated nothing for this prompt; give --completion yourself")
-    return Sample(prompt=args.prompt, completion=completion, id="query")
+        raise InputDataError("the model generated nothing for this prompt; give "
+                             + ("--completion" if sample_id == "query" else "--versus-completion") + " yourself")
+    return Sample(prompt=prompt, completion=completion, id=sample_id)
+
+
+def _versus_label(args: argparse.Namespace) -> str:
+    """How the contrast's other answer was given, for its errors."""
+    if args.versus_generate:
+        return "the other answer (the model's answer to --versus-prompt)"
+    return "the other answer (--versus-" + ("text)" if args.versus_text is not None else "prompt/--versus-completion)")
 
 
 def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
@@ -306,7 +328,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
     marks = _marks(args.marks) if args.marks is not None else None
-    if marks is not None and (args.each or args.explain or versus is not None):
+    if marks is not None and (args.each or args.explain or versus is not None or args.versus_generate):
         args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
                            "--versus-*")
     if not args.generate:
@@ -317,11 +339,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
     index, lm = _open_for_query(args)
     try:
         if args.generate:
-            queries = [_generated_query(lm, args)]
+            queries = [_generated(lm, args, args.prompt)]
+        if args.versus_generate:
+            versus = _generated(lm, args, args.versus_prompt, "versus")
         options = score_options_from_args(args, index.config, index.manifest.build_preset)
-        qfm = query_features(index, lm, queries, versus=versus,
-                             versus_label="the other answer (--versus-" + ("text)" if versus and versus.text else
-                                                                            "prompt/--versus-completion)"))
+        qfm = query_features(index, lm, queries, versus=versus, versus_label=_versus_label(args))
         if marks is not None:
             if len(queries) != 1:
                 raise InputDataError(f"--marks are one query's: give one query, not {len(queries)}")
