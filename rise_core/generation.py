@@ -59,7 +59,19 @@ def prompt_inputs(lm: Any, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
         ids = enc["input_ids"]
     else:  # the prompt ids `encode_sample` gives an index sample
         ids = torch.tensor([tok(prompt + PROMPT_SEPARATOR, add_special_tokens=True)["input_ids"]])
+    context = context_tokens(lm)
+    if context is not None and ids.shape[1] > context:
+        raise InputDataError(f"the prompt is {ids.shape[1]:,} tokens, longer than the model's context of {context:,} "
+                             "tokens; shorten it")
     return ids.to(lm.device), torch.ones_like(ids).to(lm.device)
+
+
+def context_tokens(lm: Any) -> int | None:
+    """The model's context length (its config's max_position_embeddings), or None when the config does not say. A
+    prompt beyond it is refused: past it, models with learned positions fail and the others attend to positions they
+    never saw, at a cost quadratic in the length."""
+    value = getattr(getattr(getattr(lm, "model", None), "config", None), "max_position_embeddings", None)
+    return int(value) if isinstance(value, int) and value > 0 else None
 
 
 def _generate_kwargs(lm: Any, settings: GenerationSettings) -> dict[str, Any]:

@@ -38,6 +38,22 @@ def test_a_finetuned_model_is_prompted_as_it_learned(tuned, tuned_env):
     assert ids[0].tolist() == enc.input_ids[:enc.n_prompt_tokens] and bool(mask.all())
 
 
+def test_a_prompt_longer_than_the_models_context_is_refused(tuned):
+    """The tiny model's context is 128 positions (tests/conftest.py): a prompt of more tokens is a clear error before
+    any forward pass; one that fits is answered."""
+    from rise_core.errors import InputDataError
+    from rise_core.generation import context_tokens
+
+    assert context_tokens(tuned) == tuned.model.config.max_position_embeddings == 128
+    long_prompt = " ".join(["story"] * 300)
+    ids = tuned.tokenizer(long_prompt)["input_ids"]
+    assert len(ids) > 128  # the prompt's own tokens pass the context, whatever is added around them
+    with pytest.raises(InputDataError, match=r"longer than the model's context of 128 tokens"):
+        generate(tuned, long_prompt, GenerationSettings(max_new_tokens=4))
+    fits = " ".join(["story"] * 20)
+    assert prompt_inputs(tuned, fits)[0].shape[1] <= 128
+
+
 def test_greedy_generation_is_the_argmax_of_the_model(tuned):
     """Known answer: decode by hand, one forward pass per token, taking the argmax of W h; stop at EOS."""
     ids, _ = prompt_inputs(tuned, PROMPT)
