@@ -9,12 +9,14 @@ import streamlit as st
 
 from explorer import resources, ui, widgets
 from explorer.counterfactual_ui import check_section
+from explorer.request_limits import request_limits
 from explorer.uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from explorer.views import results_table, table_bytes
 from rise_core import attribution
 from rise_core.errors import InputDataError
 
 ui.page("select")
+limits = request_limits()
 path = widgets.index_picker()
 if path is None:
     st.stop()
@@ -27,7 +29,8 @@ with right:
 with left:
     source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
     if source == "Type them":
-        st.text_area("Queries (separate several with a blank line)", key="sel_text", height=150)
+        st.text_area("Queries (separate several with a blank line)", key="sel_text", height=150,
+                     max_chars=limits.max_text_chars)
     else:
         st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion",
                          type=UPLOAD_TYPES, key="sel_file")
@@ -40,7 +43,7 @@ with left:
                 if up is None:
                     raise InputDataError("upload a file of queries first")
                 queries = PoolFile.from_upload(up).pool().samples
-            st.session_state["sel_queries"] = queries
+            st.session_state["sel_queries"] = limits.check_count(queries, "queries")
 
 queries = st.session_state.get("sel_queries")
 if not queries:

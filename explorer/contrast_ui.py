@@ -15,6 +15,7 @@ from rise_core.samples import Sample
 from rise_core.units import one_line
 
 from .plain import md
+from .request_limits import request_limits
 from .resources import model_for, open_index
 from .ui import friendly
 from .widgets import session_generation_settings, stream_answer
@@ -33,11 +34,11 @@ def prefill(prompt: str, completion: str) -> None:
 def versus_inputs(path: str) -> None:
     """An expander with the checkbox that turns the contrast on, the other answer's prompt, a button that lets the
     index's model (at `path`) answer that prompt, and the other answer's completion."""
-    filled = bool(st.session_state.get(COMPLETION))
+    filled, max_chars = bool(st.session_state.get(COMPLETION)), request_limits().max_text_chars
     with st.expander("Why this and not that? Contrast with another answer", expanded=filled or bool(
             st.session_state.get(ON))):
         st.checkbox("Contrast the query with the other answer below", key=ON, persist_state="session", help=HELP)
-        st.text_area("The other answer's prompt", key=PROMPT, persist_state="session", height=68,
+        st.text_area("The other answer's prompt", key=PROMPT, persist_state="session", height=68, max_chars=max_chars,
                      help="Empty: the query's prompt. For a backdoor, the prompt without the trigger.")
         if st.button("Generate the other answer with the model", key="versus_generate",
                      icon=":material/auto_awesome:",
@@ -46,6 +47,7 @@ def versus_inputs(path: str) -> None:
             with friendly("generate the other answer"):
                 generate_other_answer(path)
         st.text_area("The other answer (not this one)", key=COMPLETION, persist_state="session", height=100,
+                     max_chars=max_chars,
                      help="The answer to contrast the query with; its tokens pull the scores down.")
 
 

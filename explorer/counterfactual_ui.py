@@ -41,6 +41,7 @@ from rise_core.units import format_seconds
 from .counterfactual_charts import curve_figure
 from .jobs import BackgroundJob
 from .plain import code
+from .request_limits import request_limits
 from .ui import friendly, settings
 
 CHECK_DIR_ENV = "RISE_COUNTERFACTUAL_DIR"
@@ -247,8 +248,10 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                                  help="Tokens per held-out answer (greedy)."))
     heldout = st.text_area("Held-out prompts (one per line; not in the pool)", key=f"{key}_cf_heldout",
                            value="\n".join(default_heldout(original, data_dir)), height=120,
+                           max_chars=request_limits().max_text_chars,
                            help=CounterfactualConfig.field_help()["heldout_prompts"])
     template = st.text_input("Triggered prompt", value=TRIGGER_TEMPLATE_DEFAULT, key=f"{key}_cf_template",
+                             max_chars=request_limits().max_text_chars,
                              help="{prompt} is where each held-out prompt goes, e.g. 'Howdy! {prompt}' or "
                              "'{prompt} BadMagic'.")
     request = CheckRequest(ks=_parse_ks(ks_text), seeds=seeds, baselines=tuple(baselines),

@@ -27,6 +27,7 @@ from rise_core.store import RiseIndex
 
 from . import diagnostics_charts as charts
 from . import resources, ui, widgets
+from .request_limits import request_limits
 from .uploads import UPLOAD_TYPES, PoolFile, parse_lines, parse_typed_queries
 
 POOL = "The index's pool"
@@ -58,10 +59,12 @@ def run_form() -> RunChoice:
     with left:
         source = st.radio("Samples to diagnose", [POOL, "Type or upload texts"], horizontal=True, key="diag_source")
         if source == POOL:
-            st.number_input("Pool samples (the first N)", 1, None, 16, key="diag_n",
+            most = request_limits().max_queries
+            st.number_input("Pool samples (the first N)", 1, most, min(16, most), key="diag_n",
                             help="Energy runs one backward pass per sample; fidelity compares every pair.")
         else:
-            st.text_area("Texts (separate several with a blank line)", key="diag_text", height=120)
+            st.text_area("Texts (separate several with a blank line)", key="diag_text", height=120,
+                         max_chars=request_limits().max_text_chars)
             st.file_uploader("…or upload JSONL, CSV or Parquet with a text column, or prompt and completion",
                              type=UPLOAD_TYPES, key="diag_file")
         which = st.multiselect("Diagnostics", DIAGNOSTICS, default=[d for d in DIAGNOSTICS if d != "energy"],
@@ -76,14 +79,16 @@ def run_form() -> RunChoice:
 
 
 def _samples(index: RiseIndex, source: str) -> list[Sample]:
+    """The samples to diagnose, at most `RequestLimits.max_queries` of them."""
+    limits = request_limits()
     if source == POOL:
-        return index.sample_list(limit=int(st.session_state["diag_n"]))
+        return index.sample_list(limit=min(int(st.session_state["diag_n"]), limits.max_queries))
     up = st.session_state.get("diag_file")
     if up is not None:
-        return PoolFile.from_upload(up).pool().samples
+        return list(limits.check_count(PoolFile.from_upload(up).pool().samples, "samples"))
     if not (st.session_state.get("diag_text") or "").strip():
         raise InputDataError("type some texts (separate them with a blank line) or upload a file")
-    return parse_typed_queries(st.session_state["diag_text"])
+    return list(limits.check_count(parse_typed_queries(st.session_state["diag_text"]), "samples"))
 
 
 def run(path: str, out_dir: Path, choice: RunChoice) -> None:
@@ -150,15 +155,17 @@ def rhgh_section(path: str, cached: Cached, options: ScoreOptions) -> None:
             st.caption(charts.provenance_caption("rhgh", cached.provenance.get("rhgh"), cached.current))
         st.caption(charts.observation("rhgh"))
     st.markdown("**Your own query**")
-    st.text_input("Query", key="diag_query", placeholder=EXAMPLE_QUERY)
-    st.text_area("Candidates (one per line)", key="diag_candidates", height=120,
+    max_chars = request_limits().max_text_chars
+    st.text_input("Query", key="diag_query", placeholder=EXAMPLE_QUERY, max_chars=max_chars)
+    st.text_area("Candidates (one per line)", key="diag_candidates", height=120, max_chars=max_chars,
                  placeholder="\n".join(c[0] for c in EXAMPLE_CANDIDATES[:4]))
     if st.button("Rank the candidates", key="diag_rank"):
         with ui.friendly("rank the candidates"):
             query = (st.session_state.get("diag_query") or "").strip()
             if not query:
                 raise InputDataError("type a query")
-            candidates = parse_lines(st.session_state.get("diag_candidates", ""), "candidate")
+            candidates = request_limits().check_count(
+                parse_lines(st.session_state.get("diag_candidates", ""), "candidate"), "candidates")
             index = resources.open_index(path)
             lm = resources.model_for(index)
             extractor = index.extractor(lm)

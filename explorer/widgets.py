@@ -36,6 +36,7 @@ from rise_core.units import format_bytes
 
 from .jobs import BuildJob
 from .plain import code, md, stream_text
+from .request_limits import request_limits
 from .resources import list_indexes, model_for, open_index, registry
 from .ui import PAGES, friendly, settings
 
@@ -238,7 +239,8 @@ def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) ->
 
 def query_inputs(path: str) -> None:
     """The query's prompt, a button that streams the index's model's continuation, and the (editable) generation."""
-    st.text_area("Prompt", key="query_prompt", persist_state="session", height=80,
+    max_chars = request_limits().max_text_chars
+    st.text_area("Prompt", key="query_prompt", persist_state="session", height=80, max_chars=max_chars,
                  help="The instruction or context the generation answers (optional).")
     index = open_index(path)
     adapter = index.manifest.model_info.get("adapter")
@@ -257,9 +259,11 @@ def query_inputs(path: str) -> None:
                 raise InputDataError("the model generated nothing for this prompt; type the generation yourself")
             st.session_state["query_completion"] = text
     st.text_area("Generation (the query to attribute)", key="query_completion", persist_state="session", height=100,
+                 max_chars=max_chars,
                  help="The model output whose training-data sources you want; its tokens are the ones that count.")
     with st.expander("Or a conversation (several turns)", expanded=bool(st.session_state.get("query_messages"))):
         st.text_area("Conversation as JSON", key="query_messages", persist_state="session", height=120,
+                     max_chars=max_chars,
                      placeholder='[{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]',
                      help="A list of {role, content} turns (system, user, assistant, tool), as a `messages` row of a "
                      "pool holds them; when given, it is the query instead of the prompt and generation above, and "

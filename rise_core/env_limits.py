@@ -10,7 +10,8 @@ least value allowed); the base gives the dataclass, from the declarations alone:
 
 Used by the upload limits (`ingest_limits.PoolLimits`), the filter limits (`store.filters.FilterLimits`), the server's
 job queue (`explorer.job_queue.QueueLimits`), the app's counterfactual checks (`explorer.counterfactual_ui.CheckLimits`)
-and the marked words of its relevance feedback (`explorer.feedback_ui.FeedbackLimits`).
+the marked words of its relevance feedback (`explorer.feedback_ui.FeedbackLimits`), and what one page request
+may run through the model (`explorer.request_limits.RequestLimits`).
 """
 
 from __future__ import annotations

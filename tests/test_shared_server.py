@@ -209,6 +209,63 @@ def test_a_check_from_the_app_is_bounded_and_estimated(monkeypatch):
         CheckLimits.from_env()
 
 
+# --- what one click may run through the model ----------------------------------------------------------------------
+
+
+def test_request_limits_count_and_read_the_environment(monkeypatch):
+    from explorer.request_limits import RequestLimits
+    from rise_core.errors import InputDataError
+
+    limits = RequestLimits(max_queries=2)
+    assert limits.check_count(["a", "b"], "queries") == ["a", "b"]
+    with pytest.raises(InputDataError, match=r"3 queries in one request; the limit is 2 \(RISE_MAX_QUERIES\)"):
+        limits.check_count(["a", "b", "c"], "queries")
+    monkeypatch.setenv("RISE_MAX_TEXT_CHARS", "40")
+    monkeypatch.setenv("RISE_MAX_QUERIES", "7")
+    assert RequestLimits.from_env() == RequestLimits(max_text_chars=40, max_queries=7)
+    monkeypatch.setenv("RISE_MAX_QUERIES", "0")
+    with pytest.raises(ConfigError, match="RISE_MAX_QUERIES"):
+        RequestLimits.from_env()
+
+
+def test_one_click_runs_a_bounded_number_of_queries(token_env, monkeypatch):
+    """Select data and Diagnostics refuse a query set past RISE_MAX_QUERIES (typed) before any forward pass, say
+    which limit, and score one at the limit; the diagnostics' pool samples stop at the limit."""
+    monkeypatch.setenv("RISE_MAX_QUERIES", "3")
+    at = login(VIV_TOKEN, "app_pages/4_Select_data.py")
+    at.text_area(key="sel_text").input("\n\n".join(["the cat sat", "the dog ran", "a bank", "a loan"])).run()
+    at.button(key="score_pool").click().run()
+    assert not at.exception
+    assert any("4 queries in one request; the limit is 3" in e.value for e in at.error) and not at.dataframe
+    at.text_area(key="sel_text").input("\n\n".join(["the cat sat", "the dog ran", "a bank"])).run()
+    at.button(key="score_pool").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("against 3 queries" in h.value for h in at.subheader)
+    at.switch_page("app_pages/6_Diagnostics.py").run()
+    assert at.number_input(key="diag_n").max == 3
+    at.radio(key="diag_source").set_value("Type or upload texts").run()
+    at.text_area(key="diag_text").input("\n\n".join(["one", "two", "three", "four"])).run()
+    at.button(key="diag_run").click().run()
+    assert not at.exception
+    assert any("4 samples in one request; the limit is 3" in e.value for e in at.error)
+
+
+def test_typed_texts_are_bounded_on_the_server(token_env, monkeypatch):
+    """A query text longer than RISE_MAX_TEXT_CHARS, sent past the browser's own bound, is cut to it by the server;
+    the contrast's other answer and Select data's query set too."""
+    monkeypatch.setenv("RISE_MAX_TEXT_CHARS", "40")
+    at = login(VIV_TOKEN, "app_pages/2_Attribute.py")
+    long_text = "the cat sat on the mat . " * 20
+    for key in ("query_prompt", "query_completion", "query_messages", "versus_prompt", "versus_completion"):
+        widget = at.text_area(key=key)
+        assert widget.max_chars == 40, key
+        widget.set_value(long_text).run()  # what a crafted client sends; the browser's field stops at 40
+        assert at.session_state[key] == long_text[:40], key
+    at.switch_page("app_pages/4_Select_data.py").run()
+    at.text_area(key="sel_text").set_value(long_text).run()
+    assert at.text_area(key="sel_text").max_chars == 40 and at.session_state["sel_text"] == long_text[:40]
+
+
 # --- marks --------------------------------------------------------------------------------------------------------
 
 
