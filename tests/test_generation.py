@@ -136,55 +136,54 @@ def test_cli_versus_generate_usage_errors(tuned_env, capsys, extra):
     assert exc.value.code == 2 and "--versus-generate needs --versus-prompt alone" in capsys.readouterr().err
 
 
-def test_attribute_page_generates_the_other_answer(tuned_env, tuned):
+@pytest.fixture
+def tuned_attribute(tuned_env):
+    """The Attribute page of the app on the fine-tuned model's index (AppTest)."""
+    from streamlit.testing.v1 import AppTest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.syspath_prepend(str(ROOT))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
+        yield at.switch_page("app_pages/2_Attribute.py").run()
+
+
+def test_attribute_page_generates_the_other_answer(tuned_attribute, tuned):
     """The contrast's "Generate the other answer" button fills B with the model's answer to B's prompt (the query's
     generation settings); with no prompt it asks for one and writes nothing."""
-    from streamlit.testing.v1 import AppTest
-
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in tuned_env.items():
-            mp.setenv(key, value)
-        mp.syspath_prepend(str(ROOT))
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-        at.switch_page("app_pages/2_Attribute.py").run()
-        at.number_input(key="gen_max_new_tokens").set_value(12).run()
-        at.button(key="versus_generate").click().run()
-        assert not at.exception and any("type the other answer's prompt first" in e.value for e in at.error)
-        assert not at.text_area(key="versus_completion").value
-        at.text_area(key="versus_prompt").input(OTHER_PROMPT).run()
-        at.button(key="versus_generate").click().run()
-        assert not at.exception and not at.error, [e.value for e in at.error]
-        b = generate(tuned, OTHER_PROMPT, GenerationSettings(max_new_tokens=12))
-        assert at.text_area(key="versus_completion").value == b
-        # and it is the contrast's other answer: the query against it ranks as query minus B
-        at.text_area(key="query_prompt").input(PROMPT).run()
-        at.text_area(key="query_completion").input(generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))).run()
-        at.checkbox(key="versus_on").check().run()
-        at.button(key="attribute").click().run()
-        assert not at.exception and not at.error, [e.value for e in at.error]
-        assert any(s.value.startswith("Contrast: each score is") for s in at.caption)
+    at = tuned_attribute
+    at.number_input(key="gen_max_new_tokens").set_value(12).run()
+    at.button(key="versus_generate").click().run()
+    assert not at.exception and any("type the other answer's prompt first" in e.value for e in at.error)
+    assert not at.text_area(key="versus_completion").value
+    at.text_area(key="versus_prompt").input(OTHER_PROMPT).run()
+    at.button(key="versus_generate").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    b = generate(tuned, OTHER_PROMPT, GenerationSettings(max_new_tokens=12))
+    assert at.text_area(key="versus_completion").value == b
+    # and the contrast runs with it (its scores are checked against A minus B in tests/test_app.py)
+    at.text_area(key="query_prompt").input(PROMPT).run()
+    at.text_area(key="query_completion").input(generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))).run()
+    at.checkbox(key="versus_on").check().run()
+    at.button(key="attribute").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(s.value.startswith("Contrast: each score is") for s in at.caption)
 
 
-def test_attribute_page_generates_then_attributes(tuned_env, tuned):
-    from streamlit.testing.v1 import AppTest
-
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in tuned_env.items():
-            mp.setenv(key, value)
-        mp.syspath_prepend(str(ROOT))
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
-        at.switch_page("app_pages/2_Attribute.py").run()
-        assert any("fine-tuned on its pool" in i.value for i in at.info)
-        at.text_area(key="query_prompt").input(PROMPT).run()
-        at.number_input(key="gen_max_new_tokens").set_value(12).run()
-        at.button(key="generate").click().run()
-        assert not at.exception, [e.value for e in at.exception]
-        expected = generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))
-        assert at.text_area(key="query_completion").value == expected
-        at.button(key="attribute").click().run()
-        assert not at.exception and not at.error, [e.value for e in at.error]
-        table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
-        assert len(table) == 10
+def test_attribute_page_generates_then_attributes(tuned_attribute, tuned):
+    at = tuned_attribute
+    assert any("fine-tuned on its pool" in i.value for i in at.info)
+    at.text_area(key="query_prompt").input(PROMPT).run()
+    at.number_input(key="gen_max_new_tokens").set_value(12).run()
+    at.button(key="generate").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    expected = generate(tuned, PROMPT, GenerationSettings(max_new_tokens=12))
+    assert at.text_area(key="query_completion").value == expected
+    at.button(key="attribute").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(f.value for f in at.dataframe if "RH" in f.value.columns)
+    assert len(table) == 10
 
 
 def test_home_backdoor_demo_answers_both_prompts_and_attributes_the_triggered_one(tuned_env, tuned, tmp_path):
