@@ -37,7 +37,8 @@ class RequestLimits(EnvLimits):
         the limit and its variable."""
         if len(items) > self.max_queries:
             raise InputDataError(f"{len(items):,} {what} in one request; the limit is {self.max_queries:,} "
-                                 f"(RISE_MAX_QUERIES). Use fewer, or `rise select` / the CLI for a large set")
+                                 f"(RISE_MAX_QUERIES). Use fewer, or the command line (`rise select`, `rise diagnose`) for a "
+                                 "large set")
         return items
 
 
