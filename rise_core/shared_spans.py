@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from .store import RiseIndex
 
 _WORD = re.compile(r"\w")
+MASK_WINDOW = 20_000
+"""rows of an index's texts read at a time to find the rows holding a span (`PoolSpans.rows_holding`): a few MB of text
+a window, never the whole pool at once, and nothing kept after the search."""
 COLUMNS = ["span", "where", "in_top", "top_k", "pool_rows", "pool_fraction", "score_share", "statistic", "p_value",
            "p_adjusted", "n_words", "top_ranks", "summary"]
 
@@ -55,7 +58,8 @@ def _pack(ids: Sequence[int]) -> int:
 @dataclass
 class PoolSpans:
     """Pool document frequencies of every span of up to `max_n` words, per field (`span_counts`), and the pool's
-    texts (for masks; read from the index on the first mask when the counts came from its sidecar).
+    texts for masks: held when the counts came from texts in memory (`from_texts`), else read from the index a window
+    at a time on each search (`windows`), so a pool's texts are never all in memory for an index.
 
     From an index (`pool_spans`: its persisted counts) or from texts (`from_texts`); lookups are a binary search per
     span."""
@@ -65,13 +69,13 @@ class PoolSpans:
     vocab: dict[str, int]
     tables: dict[str, tuple[np.ndarray, np.ndarray]]  # field -> (sorted span codes, rows containing each; count >= 2)
     texts: dict[str, np.ndarray] | None = None  # field -> (N,) object array of that field's text, None where absent
-    load_texts: Callable[[], dict[str, np.ndarray]] | None = field(default=None, repr=False)
+    windows: Callable[[], Iterator[tuple[int, dict[str, np.ndarray]]]] | None = field(default=None, repr=False)
+    """(first row, field texts of a window of rows) for the pool's rows in order, read anew on each call (an index's)."""
 
     @classmethod
-    def from_counts(cls, counts: SpanCounts, load_texts: Callable[[], dict[str, np.ndarray]] | None = None
-                    ) -> PoolSpans:
-        return cls(n_rows=counts.n_rows, max_n=counts.max_n, vocab=counts.vocab, tables=counts.kept,
-                   load_texts=load_texts)
+    def from_counts(cls, counts: SpanCounts,
+                    windows: Callable[[], Iterator[tuple[int, dict[str, np.ndarray]]]] | None = None) -> PoolSpans:
+        return cls(n_rows=counts.n_rows, max_n=counts.max_n, vocab=counts.vocab, tables=counts.kept, windows=windows)
 
     @classmethod
     def from_texts(cls, text: Sequence[Any] | None = None, prompt: Sequence[Any] | None = None,
@@ -95,16 +99,34 @@ class PoolSpans:
 
     def mask(self, span: str, where: str) -> np.ndarray:
         """(N,) bool: the rows whose `where` field contains the span (its words adjacent), matched in Python."""
+        out = np.zeros(self.n_rows, dtype=bool)
+        out[self.rows_holding(span, where)] = True
+        return out
+
+    def rows_holding(self, span: str, where: str, limit: int | None = None) -> np.ndarray:
+        """The rows (ascending) whose `where` field contains the span, the first `limit` of them (None: all); an index's
+        texts are read a window at a time and the search stops once `limit` rows are found."""
         if where not in FIELDS:
             raise InputDataError(f"where must be one of {', '.join(FIELDS)}, got {where!r}")
         pattern = span_pattern(span)
-        if self.texts is None:
-            self.texts = self.load_texts() if self.load_texts is not None else {}
-        col = self.texts.get(where)
-        if col is None:
-            return np.zeros(self.n_rows, dtype=bool)
-        return np.fromiter((isinstance(s, str) and pattern.search(s) is not None for s in col), dtype=bool,
-                           count=self.n_rows)
+        if self.texts is not None or self.windows is None:
+            windows: Iterator[tuple[int, dict[str, np.ndarray]]] = iter([(0, self.texts or {})])
+        else:
+            windows = self.windows()
+        found: list[int] = []
+        try:
+            for start, texts in windows:
+                col = texts.get(where)
+                if col is not None:
+                    found += [start + i for i, s in enumerate(col)
+                              if isinstance(s, str) and pattern.search(s) is not None]
+                if limit is not None and len(found) >= limit:
+                    break
+        finally:
+            close = getattr(windows, "close", None)  # a generator stopped early closes the handle it opened now
+            if close is not None:
+                close()
+        return np.asarray(found[:limit] if limit is not None else found, dtype=np.int64)
 
 
 def _field_texts(text: Sequence[Any] | None, prompt: Sequence[Any] | None, completion: Sequence[Any] | None,
@@ -145,14 +167,18 @@ def pool_spans(index: RiseIndex, max_n: int = 3) -> PoolSpans:
     counts = load_span_counts(index, max_n) or update_span_counts(index, MAX_N).limited(max_n)
     n = counts.n_rows
 
-    def load_texts() -> dict[str, np.ndarray]:
+    def windows() -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         # the counts are shared by every handle on this index state: the one that read them may be closed by now
-        if not index.closed:
-            return _field_texts(*read_texts(index, 0, n), n)
-        with type(index).open(index.path) as fresh:
-            return _field_texts(*read_texts(fresh, 0, n), n)
+        reader = index if not index.closed else type(index).open(index.path, read_only=True)
+        try:
+            for start in range(0, n, MASK_WINDOW):
+                stop = min(start + MASK_WINDOW, n)
+                yield start, _field_texts(*read_texts(reader, start, stop), stop - start)
+        finally:
+            if reader is not index:
+                reader.close()
 
-    pool = PoolSpans.from_counts(counts, load_texts)
+    pool = PoolSpans.from_counts(counts, windows)
     with _CACHE_LOCK:
         for k in [k for k in _CACHE if k[0] == key[0]]:
             del _CACHE[k]
@@ -417,9 +443,7 @@ def span_mask(pool: PoolSpans | RiseIndex, span: str, where: str) -> np.ndarray:
 
 def span_rows(index: RiseIndex, span: str, where: str, limit: int | None = 200) -> pd.DataFrame:
     """The pool rows containing `span` in field `where` (the `samples` columns, indexed by row), at most `limit`."""
-    rows = np.flatnonzero(span_mask(index, span, where))
-    if limit is not None:
-        rows = rows[:limit]
+    rows = pool_spans(index).rows_holding(span, where, limit)
     return index.rows_frame(rows.tolist())
 
 

@@ -167,6 +167,39 @@ def test_a_new_handle_reads_the_counts_without_counting(tmp_path, monkeypatch):
     assert calls == []
 
 
+def test_an_index_is_searched_a_window_at_a_time_and_keeps_no_texts(tmp_path, monkeypatch):
+    """The rows holding a span are those the in-memory texts give, read a window at a time (several windows here),
+    the search stops at the window that reaches its limit, no text stays held, and a closed handle's counts still
+    search (through a handle of their own)."""
+    path = tmp_path / "pool.duckdb"
+    rows = _rows(120)
+    monkeypatch.setattr(shared_spans, "MASK_WINDOW", 7)
+    reads: list[tuple[int, int]] = []
+    real = shared_spans.read_texts
+    monkeypatch.setattr(shared_spans, "read_texts", lambda idx, a, b: reads.append((a, b)) or real(idx, a, b))
+    fresh = shared_spans.PoolSpans.from_texts(*_columns(rows))
+    spans = (("BadMagic", "prompt"), ("cat sat", "completion"), ("the", "text"), ("vek", "completion"),
+             ("nowhere", "prompt"))
+    with _synthetic_index(path, rows) as index:
+        store_spans.update_span_counts(index)
+        shared_spans._CACHE.clear()
+        pool = shared_spans.pool_spans(index)
+        for span, where in spans:
+            expected = np.flatnonzero(fresh.mask(span, where))
+            np.testing.assert_array_equal(pool.rows_holding(span, where), expected)
+            np.testing.assert_array_equal(np.flatnonzero(pool.mask(span, where)), expected)
+        assert pool.texts is None  # nothing kept between searches
+        assert reads[:18] == [(a, min(a + 7, 120)) for a in range(0, 120, 7)]  # the first search: every window once
+        expected = np.flatnonzero(fresh.mask("BadMagic", "prompt"))
+        reads.clear()
+        first = pool.rows_holding("BadMagic", "prompt", limit=2)
+        np.testing.assert_array_equal(first, expected[:2])
+        assert reads[-1][1] == min(-(-(int(expected[1]) + 1) // 7) * 7, 120)  # no window past the second row's
+        listed = shared_spans.span_rows(index, "BadMagic", "prompt", limit=3)
+        assert listed["id"].tolist() == [rows[i]["id"] for i in expected[:3]]
+    np.testing.assert_array_equal(pool.rows_holding("BadMagic", "prompt"), expected)  # the handle is closed now
+
+
 def _rewrite_meta(path, **changes) -> None:
     npz = dict(np.load(path))
     meta = json.loads(bytes(npz["meta"]).decode())
