@@ -10,7 +10,9 @@ written through `RiseIndex.add_samples` with synthetic features (tiny dims: the 
 Measured, per pool size: the counts computed from scratch (`spans.pool_spans` on an index without counts: reading
 the texts, counting, writing the sidecar), the sidecar's size, an append of 1% more rows (the counts updated from
 the appended rows only), and in a fresh process (a restart): opening the index and loading the counts, and the first
-`find_shared_spans` list for a top 10 of 8 trigger rows and 2 others. One thread.
+`find_shared_spans` list for a top 10 of 8 trigger rows and 2 others, the trigger's row mask, the first 200 rows
+holding it (the Attribute page's listing, `span_rows`), and what those two allocate at their peak and leave held
+(tracemalloc, in a second pass). One thread.
 
     python -m benchmarks.span_counts                         # 100k and 1M rows
     python -m benchmarks.span_counts --sizes 100000 --out /tmp/spans
@@ -18,12 +20,14 @@ the appended rows only), and in a fresh process (a restart): opening the index a
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing as mp
 import re
 import resource
 import shutil
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -158,10 +162,28 @@ def restart_child(path: str, hit_ids: list[str], queue: Any) -> None:
         t_load, c_load, pool = _timed(lambda: shared_spans.pool_spans(index))
         t_list, _, df = _timed(lambda: shared_spans.find_shared_spans(index, hits))
         t_mask, _, mask = _timed(lambda: shared_spans.span_mask(index, TRIGGER, "prompt"))
-    queue.put({"open_s": t_open, "load_s": t_load, "load_cpu_s": c_load, "first_list_s": t_list,
+        t_listing, _, listing = _timed(lambda: shared_spans.span_rows(index, TRIGGER, "prompt", limit=200))
+        held, vocab = pool.texts is not None, len(pool.vocab)
+        # again on fresh counts, under tracemalloc (it slows allocation, so not for the times above): what the mask and
+        # the listing allocate above the loaded counts at their peak, and what they leave held afterwards
+        shared_spans._CACHE.clear()
+        del pool
+        gc.collect()
+        tracemalloc.start()
+        shared_spans.pool_spans(index)
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        shared_spans.span_mask(index, TRIGGER, "prompt")
+        shared_spans.span_rows(index, TRIGGER, "prompt", limit=200)
+        gc.collect()
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    queue.put({"first_200_rows_s": t_listing, "listed_rows": len(listing), "texts_held_after": held,
+               "mask_peak_mb": (peak - base) / 2**20, "mask_held_mb": (current - base) / 2**20,
+               "open_s": t_open, "load_s": t_load, "load_cpu_s": c_load, "first_list_s": t_list,
                "restart_to_list_s": t_open + t_load + t_list, "counted_rows": counted,
                "top_span": df["span"].iloc[0] if len(df) else None, "first_mask_s": t_mask,
-               "mask_rows": int(mask.sum()), "vocab": len(pool.vocab)})
+               "mask_rows": int(mask.sum()), "vocab": vocab})
 
 
 def measure(n: int, root: Path) -> dict[str, Any]:
@@ -215,7 +237,9 @@ def table(results: list[dict[str, Any]]) -> str:
              "append of 1% rows: counts updated": f"{r['append_update_s']:.1f} s ({r['append_update_cpu_s']:.1f} s CPU)",
              "restart: open + load counts": f"{r['open_s']:.2f} + {r['load_s']:.2f} s ({r['load_cpu_s']:.2f} s CPU)",
              "first list": f"{r['first_list_s']:.2f} s", "restart to first list": f"{r['restart_to_list_s']:.2f} s",
-             "first row mask": f"{r['first_mask_s']:.1f} s"}
+             "first row mask": f"{r['first_mask_s']:.1f} s",
+             "first 200 rows holding it": f"{r['first_200_rows_s']:.2f} s",
+             "mask + listing: peak / held after": f"{r['mask_peak_mb']:.0f} / {r['mask_held_mb']:.0f} MB"}
             for r in results]
     return harness.markdown_table(rows)
 
