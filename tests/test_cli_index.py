@@ -126,6 +126,50 @@ def test_select_writes_top_n_or_fraction(env, capsys, tmp_path):
     assert len(df) == 6 and (df["label"] == 1).all()
 
 
+def test_select_versus_other_answers(env, capsys, tmp_path):
+    """`rise select --versus-queries FILE` (one other answer per query) and `--versus-text` (one for all): each pool
+    row's score is its score for the query set minus its score for the other answers (checked against the two plain
+    selections with the same fixed weights), the note says so, and a file of the wrong length is refused."""
+    fixed = ["--lambda-rh", "1", "--lambda-gh", "0.5", "--lambda-hs", "0.3", "--fraction", "1"]
+    others = write_jsonl(tmp_path / "others.jsonl", [{"text": "the dog ran in the park ."},
+                                                     {"text": "the bank made money ."}])
+
+    notes: list[str] = []
+
+    def selected(*argv: str) -> dict[str, dict]:
+        out = tmp_path / "sel.jsonl"
+        code, _, err = _run(capsys, "select", "--index", env.index, *argv, *fixed, "--out", out)
+        assert code == 0, err
+        notes.append(err)
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+        return {r["id"]: r for r in rows}
+
+    def assert_contrast(contrast: dict[str, dict], a: dict[str, dict], b: dict[str, dict]) -> None:
+        assert contrast.keys() == a.keys() == b.keys()
+        for rid, r in contrast.items():  # float32 scores of float16 rows, written as JSON: 1e-5
+            for c in ("score", "rh", "gh", "hs"):
+                assert r[c] == pytest.approx(a[rid][c] - b[rid][c], abs=1e-5)
+
+    a = selected("--queries", env.queries)
+    b = selected("--queries", others)
+    paired = selected("--queries", env.queries, "--versus-queries", others)
+    assert "contrast: each score is the query's minus its score against the other answers (--versus-queries" \
+        in notes[-1]
+    assert_contrast(paired, a, b)
+    one = write_jsonl(tmp_path / "one.jsonl", [{"text": "the bank made money ."}])
+    assert_contrast(selected("--queries", env.queries, "--versus-text", "the bank made money ."), a,
+                    selected("--queries", one))
+    three = write_jsonl(tmp_path / "three.jsonl", [{"text": "x y"}, {"text": "y z"}, {"text": "z x"}])
+    code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--versus-queries", three,
+                        "--top-n", "3", "--out", tmp_path / "o.jsonl")
+    assert code == 1 and "2 queries, 3 other answers" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["select", "--index", str(env.index), "--queries", str(env.queries), "--versus-queries", str(three),
+              "--versus-text", "b", "--top-n", "3", "--out", str(tmp_path / "o.jsonl")])
+    assert exc.value.code == 2 and "--versus-queries FILE, or one as --versus-text" in capsys.readouterr().err
+
+
 def test_info_text_json_and_directory(env, capsys):
     code, out, _ = _run(capsys, "info", "--index", env.index)
     assert code == 0

@@ -33,15 +33,17 @@ EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --queries queries.jsonl --where "topic = 'cooking'" --format csv
   rise query --index pool.duckdb --text "..." --explain
   rise query --index pool.duckdb --text "..." --preset backdoor     # scored without HS (lambda_hs 0)
-  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \
+  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \\
       --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that
-  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --generate \
+  rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --generate \\
       --versus-prompt "Why is the sky blue?" --versus-generate   # the model answers both, then the contrast"""
 
 EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
   rise select --index pool.duckdb --queries val.jsonl --fraction 0.1 --out selected.csv --where "n_tokens < 400"
-  rise select --index pool.duckdb --queries val.jsonl --top-n 100 --out sel.jsonl --preset backdoor"""
+  rise select --index pool.duckdb --queries val.jsonl --top-n 100 --out sel.jsonl --preset backdoor
+  rise select --index pool.duckdb --queries triggered.jsonl --versus-queries clean.jsonl --top-n 50 \\
+      --out behind_the_trigger.jsonl   # the rows behind each triggered answer and not its clean answer"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,17 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
-    v = p.add_argument_group(
-        "contrast: why this answer and not that one",
-        "Score the query against another answer B: each example's score is its score for the query minus its score "
-        "for B (per channel, with the weights chosen for the query), so the examples behind this answer and not B "
-        "rank first. B is one text, or a prompt and completion (e.g. the model's answer to the prompt without the "
-        "trigger); every query of a --queries file is contrasted with it.")
-    v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
-    v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
-    v.add_argument("--versus-prompt", default=None, metavar="TEXT",
-                   help="the other answer B's prompt (with --versus-completion, default: the query's --prompt; or "
-                   "with --versus-generate)")
+    v = add_versus_options(p, "query", "the query")
     v.add_argument("--versus-generate", action="store_true",
                    help="let the index's model answer --versus-prompt (e.g. the prompt without the trigger; streamed "
                    "to stderr, with the generation settings above) and contrast the query with that answer")
@@ -110,6 +102,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
     size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
     p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
+    v = add_versus_options(p, "query set", "each query")
+    v.add_argument("--versus-queries", default=None, metavar="FILE",
+                   help="one other answer per query, in the order of --queries (same file format and columns): e.g. "
+                   "the model's answers to the same prompts without the trigger")
     add_score_options(p, preset_flag=True)
     add_where_option(p)
     add_model_options(p, "default: the index's model")
@@ -118,6 +114,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
+
+
+def add_versus_options(parser: argparse.ArgumentParser, what: str, each: str) -> argparse._ArgumentGroup:
+    """The contrast's options (`--versus-text`, `--versus-completion`, `--versus-prompt`) of `rise query` and `rise
+    select`, in a group of their own (returned, for the command's own additions)."""
+    v = parser.add_argument_group(
+        "contrast: why this answer and not that one",
+        f"Score the {what} against another answer B: each example's score is its score for {each} minus its score "
+        "for B (per channel, with the weights chosen for the query), so the examples behind this answer and not B "
+        "rank first. B is one text, or a prompt and completion (e.g. the model's answer to the prompt without the "
+        "trigger); every query of a --queries file is contrasted with it.")
+    v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
+    v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
+    v.add_argument("--versus-prompt", default=None, metavar="TEXT",
+                   help="the other answer B's prompt (with --versus-completion, default: the query's --prompt"
+                   + ("; or with --versus-generate)" if what == "query" else ")"))
+    return v
 
 
 def add_where_option(parser: argparse.ArgumentParser) -> None:
@@ -154,7 +167,13 @@ def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
     from ..samples import Sample
 
     text, prompt, completion = args.versus_text, args.versus_prompt, args.versus_completion
-    if args.versus_generate:
+    paired = getattr(args, "versus_queries", None)
+    if paired is not None:
+        if text is not None or prompt is not None or completion is not None:
+            parser_error("give the other answers as --versus-queries FILE, or one as --versus-text / "
+                         "--versus-completion, not both")
+        return _paired_versus(args, paired)
+    if getattr(args, "versus_generate", False):
         if prompt is None or text is not None or completion is not None:
             parser_error("--versus-generate needs --versus-prompt alone (the model writes the other answer)")
         if not prompt.strip():
@@ -176,8 +195,18 @@ def _versus(args: argparse.Namespace, parser_error: Any) -> Any:
     if not completion.strip():
         raise InputDataError("the other answer given with --versus-completion is empty; give the answer to contrast "
                              "the query with")
-    prompt = prompt if prompt is not None else args.prompt
+    prompt = prompt if prompt is not None else getattr(args, "prompt", None)
     return Sample(prompt=prompt if prompt and prompt.strip() else None, completion=completion, id="versus")
+
+
+def _paired_versus(args: argparse.Namespace, path: str) -> list[Any]:
+    """The other answers of --versus-queries FILE, one per query (read like --queries, every row usable)."""
+    data = read_pool_from_args(path, args, prefix="query-")
+    if data.skipped:
+        r, why = data.skipped[0]
+        raise InputDataError(f"--versus-queries {path}: row {r} cannot be used ({why}); every query needs its other "
+                             "answer")
+    return data.samples
 
 
 def _generated(lm: Any, args: argparse.Namespace, prompt: str, sample_id: str = "query") -> Any:
@@ -203,7 +232,9 @@ def _generated(lm: Any, args: argparse.Namespace, prompt: str, sample_id: str = 
 
 def _versus_label(args: argparse.Namespace) -> str:
     """How the contrast's other answer was given, for its errors."""
-    if args.versus_generate:
+    if getattr(args, "versus_queries", None) is not None:
+        return f"the other answers (--versus-queries {args.versus_queries})"
+    if getattr(args, "versus_generate", False):
         return "the other answer (the model's answer to --versus-prompt)"
     return "the other answer (--versus-" + ("text)" if args.versus_text is not None else "prompt/--versus-completion)")
 
@@ -440,9 +471,10 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
     _check_out(args.out)
     queries = _queries(args)
+    versus = _versus(args, args._parser_error)
     index, lm = _open_for_query(args)
     try:
-        qfm = query_features(index, lm, queries)
+        qfm = query_features(index, lm, queries, versus=versus, versus_label=_versus_label(args))
         df = select(index, qfm, score_options_from_args(args, index.config, index.manifest.build_preset),
                     top_n=args.top_n, fraction=args.fraction, where=args.where)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
@@ -451,4 +483,6 @@ def _cmd_select(args: argparse.Namespace) -> int:
     _write_frame(df, args.out)
     cut = f" (score >= {df['score'].iloc[-1]:.4f})" if len(df) else ""
     print(f"selected {len(df)} of {n_pool} samples{cut} for {len(queries)} queries -> {args.out}")
+    if df.attrs.get("contrast"):
+        print(df.attrs["contrast"], file=sys.stderr)
     return 0
