@@ -34,6 +34,13 @@ with left:
     else:
         st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion",
                          type=UPLOAD_TYPES, key="sel_file")
+    with st.expander("Why these and not those? Contrast with other answers",
+                     expanded=bool(st.session_state.get("sel_versus_on"))):
+        st.checkbox("Score each example for the queries minus its score for these other answers", key="sel_versus_on",
+                    help="E.g. the model's answers to the same prompts without the trigger: the examples behind the "
+                    "queries and not the other answers rank first (the examples to remove, for a backdoor).")
+        st.text_area("Other answers (separate several with a blank line): one for all queries, or one per query in "
+                     "their order", key="sel_versus_text", height=120, max_chars=limits.max_text_chars)
     if st.button("Score the pool", type="primary", key="score_pool"):
         with ui.friendly("read the queries"):
             if source == "Type them":
@@ -43,16 +50,32 @@ with left:
                 if up is None:
                     raise InputDataError("upload a file of queries first")
                 queries = PoolFile.from_upload(up).pool().samples
+            versus = None
+            if st.session_state.get("sel_versus_on"):
+                if not (st.session_state.get("sel_versus_text") or "").strip():
+                    raise InputDataError("type the other answers to contrast the queries with (or untick the "
+                                         "contrast)")
+                versus = limits.check_count(parse_typed_queries(st.session_state["sel_versus_text"]), "other answers")
+            if versus is not None and len(versus) not in (1, len(queries)):
+                raise InputDataError(f"give one other answer for all queries or one per query: {len(queries)} queries, "
+                                     f"{len(versus)} other answers")
             st.session_state["sel_queries"] = limits.check_count(queries, "queries")
+            st.session_state["sel_versus"] = versus
 
 queries = st.session_state.get("sel_queries")
 if not queries:
     st.stop()
 with ui.friendly("score the pool"):
-    query_fm = resources.query_features(index, resources.model_for(index), list(queries))
+    versus = st.session_state.get("sel_versus")
+    query_fm = resources.query_features(index, resources.model_for(index), list(queries), versus=versus)
     valued = attribution.valuation(index, query_fm, options, fraction=1.0)
     ranked = valued.to_frame(index)
-    st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries")
+    st.subheader(f"Scores of {len(ranked)} pool examples against {len(queries)} queries"
+                 + ("" if versus is None else f", minus {len(versus)} other answer{'s' * (len(versus) > 1)}"))
+    if versus is not None:
+        st.caption("Contrast: each score is the example's score for the queries minus its score for the other answers "
+                   "(the weights chosen for the queries, applied to both); positive: it supports the queries rather "
+                   "than the other answers.")
     how = st.radio("Keep", ["top N", "a fraction"], horizontal=True, key="sel_how")
     if how == "top N":
         n = int(st.number_input("N", 1, len(ranked), min(100, len(ranked)), key="sel_n"))

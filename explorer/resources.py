@@ -189,17 +189,20 @@ def index_overview(index_dir: Path) -> pd.DataFrame:
 # --- kept in the session --------------------------------------------------------------------------------------------
 
 
-def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample], versus: Sample | None = None
-                   ) -> FeatureMatrix:
+def query_features(index: RiseIndex, lm: LoadedModel, queries: list[Sample],
+                   versus: Sample | list[Sample] | None = None) -> FeatureMatrix:
     """Query features, cached in the session by (index, model, config, query text): sliders never rerun the model.
-    `versus`: another answer to contrast the queries with (`attribution.query_features(..., versus=)`)."""
+    `versus`: another answer to contrast the queries with, or one per query (`attribution.query_features(...,
+    versus=)`)."""
     from rise_core import attribution
+
+    def fields(samples: list[Sample]) -> tuple:
+        return tuple((q.prompt, q.completion, q.text, q.messages) for q in samples)
 
     cache: dict[tuple, FeatureMatrix] = st.session_state.setdefault("_query_features", {})
     m = index.manifest
-    key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(),
-           tuple((q.prompt, q.completion, q.text, q.messages) for q in queries),
-           None if versus is None else (versus.prompt, versus.completion, versus.text, versus.messages))
+    key = (str(index.path), m.created_at, m.model_fingerprint, m.config.fingerprint(), fields(queries),
+           None if versus is None else fields(versus if isinstance(versus, list) else [versus]))
     if key not in cache:
         with st.spinner("Running the model on the query…"):
             cache[key] = attribution.query_features(index, lm, queries, versus=versus)

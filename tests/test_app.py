@@ -438,6 +438,39 @@ def test_select_data_scores_and_exports(app_env):
     assert {b.key for b in at.get("download_button")} >= {"dl_jsonl", "dl_csv"}
 
 
+def test_select_data_contrasts_the_queries_with_other_answers(app_env):
+    """"Why these and not those?" on Select data: each example's score (and channel) is its score for the queries
+    minus its score for the other answers, one per query or one for all, with the same fixed weights; a count that
+    fits neither, or no other answer, is a message."""
+    queries, others = "the cat sat on the mat .\n\nthe bank lost money .", "the dog ran .\n\nthe bank made money ."
+
+    def scored(text: str, versus: str | None = None):
+        at.text_area(key="sel_text").input(text).run()
+        at.checkbox(key="sel_versus_on").set_value(versus is not None).run()
+        if versus is not None:
+            at.text_area(key="sel_versus_text").input(versus).run()
+        at.button(key="score_pool").click().run()
+        assert_clean(at)
+        return frames(at)[-1].set_index("id")
+
+    at = new_app("app_pages/4_Select_data.py")
+    at.checkbox(key="weighting_auto").uncheck().run()  # the same weights for every scoring compared
+    a = scored(queries)
+    for versus, b in ((others, scored(others)), ("the bank made money .", scored("the bank made money ."))):
+        c = scored(queries, versus)
+        assert len(c) == len(a) == N_POOL + 1 and c["score"].is_monotonic_decreasing
+        for col in ("score", "RH", "GH", "HS"):  # float32 scores of the same float16 rows: 1e-4
+            assert (c[col] - (a.loc[c.index, col] - b.loc[c.index, col])).abs().max() < 1e-4
+        assert any(s.value.startswith("Contrast: each score is") for s in at.caption)
+    at.text_area(key="sel_versus_text").input("x y\n\ny z\n\nz x").run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    assert any("2 queries, 3 other answers" in e.value for e in at.error)
+    at.text_area(key="sel_versus_text").input("  ").run()
+    at.button(key="score_pool").click().run()
+    assert any("type the other answers" in e.value for e in at.error)
+
+
 def test_select_data_backdoor_preset_weighs_no_hs(app_env):
     at = new_app("app_pages/4_Select_data.py")
     at.selectbox(key="scoring_preset").set_value("backdoor").run()
