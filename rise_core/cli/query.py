@@ -124,7 +124,8 @@ def add_versus_options(parser: argparse.ArgumentParser, what: str, each: str) ->
         f"Score the {what} against another answer B: each example's score is its score for {each} minus its score "
         "for B (per channel, with the weights chosen for the query), so the examples behind this answer and not B "
         "rank first. B is one text, or a prompt and completion (e.g. the model's answer to the prompt without the "
-        "trigger); every query of a --queries file is contrasted with it.")
+        "trigger); every query of a --queries file is contrasted with it"
+        + (", or each with its own (--versus-queries)." if what != "query" else "."))
     v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
     v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
     v.add_argument("--versus-prompt", default=None, metavar="TEXT",
