@@ -129,8 +129,8 @@ def add_versus_options(parser: argparse.ArgumentParser, what: str, each: str) ->
     v.add_argument("--versus-text", default=None, metavar="TEXT", help="the other answer B as plain text")
     v.add_argument("--versus-completion", default=None, metavar="TEXT", help="the other answer B's completion")
     v.add_argument("--versus-prompt", default=None, metavar="TEXT",
-                   help="the other answer B's prompt (with --versus-completion, default: the query's --prompt"
-                   + ("; or with --versus-generate)" if what == "query" else ")"))
+                   help="the other answer B's prompt (with --versus-completion"
+                   + (", default: the query's --prompt; or with --versus-generate)" if what == "query" else ")"))
     return v
 
 
