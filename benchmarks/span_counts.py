@@ -166,7 +166,7 @@ def restart_child(path: str, hit_ids: list[str], queue: Any) -> None:
         held, vocab = pool.texts is not None, len(pool.vocab)
         # again on fresh counts, under tracemalloc (it slows allocation, so not for the times above): what the mask and
         # the listing allocate above the loaded counts at their peak, and what they leave held afterwards
-        shared_spans._CACHE.clear()
+        shared_spans.clear_pool_spans()
         del pool
         gc.collect()
         tracemalloc.start()

@@ -188,6 +188,13 @@ def pool_spans(index: RiseIndex, max_n: int = 3) -> PoolSpans:
     return pool
 
 
+def clear_pool_spans() -> None:
+    """Forget every index's cached span counts (`pool_spans`): the next call reads them again (a benchmark's fresh
+    start, without restarting the process)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
 def _token_ranges(tokens: Sequence[str], text: str) -> list[tuple[int, int] | None]:
     """Character range of each decoded model token in `text` (None for one that cannot be placed: special tokens,
     byte pieces of a character). Tokens are placed left to right; only whitespace may be skipped between them,
