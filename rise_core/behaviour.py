@@ -31,7 +31,7 @@ import pandas as pd
 from .adaptive import BEHAVIOUR_K, BEHAVIOUR_SPANS, BehaviourEvidence, BehaviourTest, representation_view
 from .config import ScoreOptions
 from .scoring import FeatureMatrix, channel_sum, top_k
-from .shared_spans import PoolSpans, find_shared_spans, span_pattern
+from .shared_spans import PoolSpans, find_shared_spans, span_pattern, texts_holding
 from .span_counts import TOKEN_RE
 from .store.spans import MAX_N
 
@@ -80,9 +80,8 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
                                        p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query))
     out = []
     for e in (order or prompt_first)(found)[:limit]:
-        pattern = span_pattern(e.span)
-        held = sum(1 for text in _field(representation_hits, e.where) if isinstance(text, str) and pattern.search(text))
-        out.append(dataclasses.replace(e, in_representation=int(held)))
+        held = texts_holding(e.span, _field(representation_hits, e.where))
+        out.append(dataclasses.replace(e, in_representation=int(held.sum())))
     return out
 
 

@@ -108,7 +108,7 @@ class PoolSpans:
         texts are read a window at a time and the search stops once `limit` rows are found."""
         if where not in FIELDS:
             raise InputDataError(f"where must be one of {', '.join(FIELDS)}, got {where!r}")
-        pattern = span_pattern(span)
+        span_pattern(span)  # a span with no word is refused before any text is read
         if self.texts is not None or self.windows is None:
             windows: Iterator[tuple[int, dict[str, np.ndarray]]] = iter([(0, self.texts or {})])
         else:
@@ -118,8 +118,7 @@ class PoolSpans:
             for start, texts in windows:
                 col = texts.get(where)
                 if col is not None:
-                    found += [start + i for i, s in enumerate(col)
-                              if isinstance(s, str) and pattern.search(s) is not None]
+                    found += (start + np.flatnonzero(texts_holding(span, col))).tolist()
                 if limit is not None and len(found) >= limit:
                     break
         finally:
@@ -139,6 +138,14 @@ def _field_texts(text: Sequence[Any] | None, prompt: Sequence[Any] | None, compl
         for f, s in row_fields(t, p, c).items():
             per_field[f][i] = s
     return {f: np.array(col, dtype=object) for f, col in per_field.items() if any(s is not None for s in col)}
+
+
+def texts_holding(span: str, texts: Sequence[Any]) -> np.ndarray:
+    """(len(texts),) bool: which of `texts` hold the span (`span_pattern`; a missing text, None or NaN, holds
+    nothing)."""
+    pattern = span_pattern(span)
+    return np.fromiter((isinstance(t, str) and pattern.search(t) is not None for t in texts), dtype=bool,
+                       count=len(texts))
 
 
 def span_pattern(span: str) -> re.Pattern[str]:

@@ -35,7 +35,7 @@ from .config import ScoreOptions
 from .feedback import SpanLift
 from .ranking import Ranking
 from .scoring import FeatureMatrix, channel_choice, channel_sum, score_each_query
-from .shared_spans import span_pattern
+from .shared_spans import texts_holding
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,9 +60,7 @@ def holders(texts: RowTexts) -> SpanHolders:
         if not rows:
             return np.zeros(0, dtype=bool)
         span, where = _lifted(found)
-        pattern = span_pattern(span)
-        return np.fromiter((isinstance(t, str) and pattern.search(t) is not None for t in texts(rows, where)),
-                           dtype=bool, count=len(rows))
+        return texts_holding(span, texts(rows, where))
 
     return holds
 
