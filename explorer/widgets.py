@@ -222,13 +222,11 @@ def generation_settings() -> GenerationSettings:
 
 
 def session_generation_settings() -> GenerationSettings:
-    """The generation settings as the expander of `generation_settings` holds them in the session (its defaults when
-    it has not been shown)."""
-    default = GenerationSettings()
-    return GenerationSettings(max_new_tokens=int(st.session_state.get("gen_max_new_tokens", default.max_new_tokens)),
-                              temperature=float(st.session_state.get("gen_temperature", default.temperature)),
-                              top_p=float(st.session_state.get("gen_top_p", default.top_p)),
-                              seed=int(st.session_state.get("gen_seed", default.seed)))
+    """The generation settings as the expander of `generation_settings` holds them in the session (`ui.DEFAULTS` until
+    it is changed)."""
+    return GenerationSettings(max_new_tokens=int(st.session_state["gen_max_new_tokens"]),
+                              temperature=float(st.session_state["gen_temperature"]),
+                              top_p=float(st.session_state["gen_top_p"]), seed=int(st.session_state["gen_seed"]))
 
 
 def stream_answer(lm: LoadedModel, prompt: str, settings: GenerationSettings) -> str:
