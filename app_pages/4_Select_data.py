@@ -56,9 +56,8 @@ with left:
                     raise InputDataError("type the other answers to contrast the queries with (or untick the "
                                          "contrast)")
                 versus = limits.check_count(parse_typed_queries(st.session_state["sel_versus_text"]), "other answers")
-            if versus is not None and len(versus) not in (1, len(queries)):
-                raise InputDataError(f"give one other answer for all queries or one per query: {len(queries)} queries, "
-                                     f"{len(versus)} other answers")
+            if versus is not None:
+                attribution.check_versus_count(len(queries), len(versus))
             st.session_state["sel_queries"] = limits.check_count(queries, "queries")
             st.session_state["sel_versus"] = versus
 

@@ -98,9 +98,7 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: QueryInput, batch
             raise InputDataError(f"the contrast's other answer cannot be used: {exc}") from None
         if not others:
             raise InputDataError("the contrast's other answer is empty; give the answer to contrast the query with")
-        if len(others) not in (1, len(samples)):
-            raise InputDataError(f"give one other answer for all queries or one per query: {len(samples)} queries, "
-                                 f"{len(others)} other answers")
+        check_versus_count(len(samples), len(others))
         for i, (a, b) in enumerate(zip(samples, others * len(samples) if len(others) == 1 else others, strict=False)):
             if _same_text(a, b):
                 which = "the query" if len(samples) == 1 else f"query {i + 1}"
@@ -112,6 +110,13 @@ def query_features(index: RiseIndex, lm: LoadedModel, queries: QueryInput, batch
     if config is not None:
         index.check_config(config)
     return _features(index, lm, samples, batch_size, truncate, "the query")
+
+
+def check_versus_count(n_queries: int, n_others: int) -> None:
+    """InputDataError unless a contrast has one other answer for all queries or one per query."""
+    if n_others not in (1, n_queries):
+        raise InputDataError(f"give one other answer for all queries or one per query: {n_queries} queries, "
+                             f"{n_others} other answers")
 
 
 def _features(index: RiseIndex, lm: LoadedModel, samples: list[Sample], batch_size: int, truncate: bool,
