@@ -467,8 +467,7 @@ def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
         m = {k: data[k] for k in data.files if k != "labels"}
         sig = json.loads((out / f"{name}.signals.json").read_text())
         part = tasks.splits(name, len(sig))
-        g = 1.0 / (1.0 + np.exp(-adaptive.SLOPE * (m["query_loss"] - m["pool_loss"][0] - adaptive.MIDPOINT)))[:, None]
-        mine = 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
+        mine = gate_scores(m)
         agree = (np.argsort(-mine, axis=1)[:, :K] == np.argsort(-m["auto"], axis=1)[:, :K]).mean()
         print(f"[{name}] today's rule rebuilt from the channel parts: top-{K} agreement {agree:.3f}", flush=True)
         task = tasks.task(name)
