@@ -55,10 +55,11 @@ with left:
                 if not (st.session_state.get("sel_versus_text") or "").strip():
                     raise InputDataError("type the other answers to contrast the queries with (or untick the "
                                          "contrast)")
-                versus = limits.check_count(parse_typed_queries(st.session_state["sel_versus_text"]), "other answers")
-            if versus is not None:
+                versus = parse_typed_queries(st.session_state["sel_versus_text"])
                 attribution.check_versus_count(len(queries), len(versus))
-            st.session_state["sel_queries"] = limits.check_count(queries, "queries")
+            # every query and every other answer is a forward pass of this click
+            limits.check_count([*queries, *(versus or [])], "queries and other answers" if versus else "queries")
+            st.session_state["sel_queries"] = queries
             st.session_state["sel_versus"] = versus
 
 queries = st.session_state.get("sel_queries")

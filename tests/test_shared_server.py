@@ -241,6 +241,14 @@ def test_one_click_runs_a_bounded_number_of_queries(token_env, monkeypatch):
     at.button(key="score_pool").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("against 3 queries" in h.value for h in at.subheader)
+    # a contrast's other answers run through the model too: 2 queries and 2 other answers pass the limit of 3
+    at.text_area(key="sel_text").input("the cat sat\n\nthe dog ran").run()
+    at.checkbox(key="sel_versus_on").check().run()
+    at.text_area(key="sel_versus_text").input("a bank\n\na loan").run()
+    at.button(key="score_pool").click().run()
+    assert not at.exception
+    assert any("4 queries and other answers in one request; the limit is 3" in e.value for e in at.error)
+    at.checkbox(key="sel_versus_on").uncheck().run()
     at.switch_page("app_pages/6_Diagnostics.py").run()
     assert at.number_input(key="diag_n").max == 3
     at.radio(key="diag_source").set_value("Type or upload texts").run()
