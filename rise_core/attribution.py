@@ -296,7 +296,7 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
     'exact' (always scan every row) or 'ann' (the ANN index whatever the pool size; an error without one); the
     ranking's `search` says which path ran (path 'ann' or 'exact', the reason, rows and candidates scored), its
     `weighting` how the weights were chosen (`index_weighting`: without `options`, the preset the index was built
-    for, else ScoreOptions()) and its `notes` the weights dropped because the index lacks their channel."""
+    for, else the 'default' preset's) and its `notes` the weights dropped because the index lacks their channel."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
     products: ChannelProducts = {}  # the behaviour test's view scans and the final scan share channel products

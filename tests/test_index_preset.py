@@ -108,11 +108,13 @@ def test_rank_and_select_without_options_use_the_index_preset(env):
         chosen = select(index, qfm, top_n=4)
         assert chosen.attrs["preset_note"] and (chosen["hs"] == 0).all()
         pd.testing.assert_frame_equal(chosen, select(index, qfm, preset_scoring("backdoor"), top_n=4))
-    with RiseIndex.open(env.plain) as index:  # nothing recorded: ScoreOptions(), as before
+    with RiseIndex.open(env.plain) as index:  # nothing recorded: the 'default' preset, as the CLI and the pages
         qfm = query_features(index, lm, QUERY)
         implied = rank(index, qfm, k=5)
         assert implied.attrs["preset_note"] == "" and (implied["hs"] != 0).any()
-        pd.testing.assert_frame_equal(implied, rank(index, qfm, ScoreOptions(), k=5))
+        pd.testing.assert_frame_equal(implied, rank(index, qfm, preset_scoring("default"), k=5))
+        assert implied.attrs["weighting"]["gate"] > 0  # the per-query rule chose the weights
+        assert not implied["score"].equals(rank(index, qfm, ScoreOptions(), k=5)["score"])  # not the fixed weights
 
 
 def test_an_index_written_before_the_field_keeps_the_default(env, capsys, tmp_path):

@@ -153,8 +153,8 @@ def test_select_top_n_and_fraction(built, tiny_llama):
     path, _ = built
     with RiseIndex.open(path) as index:
         qfm = query_features(index, tiny_llama, [QUERY, "the stock market crashed ."])
-        everything = score_pool(index.feature_matrix(), qfm)
-        best = select(index, qfm, fraction=0.25)
+        everything = score_pool(index.feature_matrix(), qfm)  # the fixed weights, ScoreOptions()
+        best = select(index, qfm, ScoreOptions(), fraction=0.25)
         assert len(best) == 6 and best["score"].is_monotonic_decreasing
         torch.testing.assert_close(torch.tensor(best["score"].tolist()),
                                    torch.sort(everything.total, descending=True).values[:6])

@@ -132,8 +132,6 @@ def score_options_from_args(args: argparse.Namespace, config: RiseConfig | None 
     and page paths (the per-query choice comes later, with the query's loss)."""
     given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(ScoreOptions)}
     name = getattr(args, "preset", None)
-    if name is None and index_preset not in PRESET_SCORING:
-        name = "default"  # the CLI's start without an index preset (the pages' too), where the library's is ScoreOptions()
     resolved = resolve(preset_scoring(name) if name else None, CHANNELS if config is None else config.channels,
                        None, lambda: math.nan, index_preset, "--preset", overrides=given)
     if resolved.preset_note:
