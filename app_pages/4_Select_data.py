@@ -10,10 +10,8 @@ import streamlit as st
 from explorer import resources, ui, widgets
 from explorer.counterfactual_ui import check_section
 from explorer.request_limits import request_limits
-from explorer.uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from explorer.views import results_table, table_bytes
 from rise_core import attribution
-from rise_core.errors import InputDataError
 
 ui.page("select")
 limits = request_limits()
@@ -27,35 +25,23 @@ left, right = st.columns([3, 1])
 with right:
     options = widgets.score_controls(index.config, index=index)
 with left:
-    source = st.radio("Queries", ["Type them", "Upload a file"], horizontal=True, key="sel_source")
-    if source == "Type them":
-        st.text_area("Queries (separate several with a blank line)", key="sel_text", height=150,
-                     max_chars=limits.max_text_chars)
-    else:
-        st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion",
-                         type=UPLOAD_TYPES, key="sel_file")
+    widgets.typed_or_uploaded("Queries", "sel", "Queries (separate several with a blank line)",
+                              max_chars=limits.max_text_chars)
     with st.expander("Why these and not those? Contrast with other answers",
                      expanded=bool(st.session_state.get("sel_versus_on"))):
         st.checkbox("Score each example for the queries minus its score for these other answers", key="sel_versus_on",
                     help="E.g. the model's answers to the same prompts without the trigger: the examples behind the "
                     "queries and not the other answers rank first (the examples to remove, for a backdoor).")
-        st.text_area("Other answers (separate several with a blank line): one for all queries, or one per query in "
-                     "their order", key="sel_versus_text", height=120, max_chars=limits.max_text_chars)
+        widgets.typed_or_uploaded("Other answers", "sel_versus", "Other answers (separate several with a blank "
+                                  "line): one for all queries, or one per query in their order",
+                                  max_chars=limits.max_text_chars, height=120)
     if st.button("Score the pool", type="primary", key="score_pool"):
         with ui.friendly("read the queries"):
-            if source == "Type them":
-                queries = parse_typed_queries(st.session_state.get("sel_text", ""))
-            else:
-                up = st.session_state.get("sel_file")
-                if up is None:
-                    raise InputDataError("upload a file of queries first")
-                queries = PoolFile.from_upload(up).pool().samples
+            queries = widgets.read_typed_or_uploaded("sel", "queries")
             versus = None
             if st.session_state.get("sel_versus_on"):
-                if not (st.session_state.get("sel_versus_text") or "").strip():
-                    raise InputDataError("type the other answers to contrast the queries with (or untick the "
-                                         "contrast)")
-                versus = parse_typed_queries(st.session_state["sel_versus_text"])
+                versus = widgets.read_typed_or_uploaded("sel_versus", "other answers to contrast the queries with "
+                                                        "(or untick the contrast)")
                 attribution.check_versus_count(len(queries), len(versus))
             # every query and every other answer is a forward pass of this click
             limits.check_count([*queries, *(versus or [])], "queries and other answers" if versus else "queries")

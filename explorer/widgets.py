@@ -37,6 +37,7 @@ from rise_core.units import format_bytes
 from .jobs import BuildJob
 from .plain import code, md, stream_text
 from .request_limits import request_limits
+from .uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from .resources import list_indexes, model_for, open_index, registry
 from .ui import PAGES, friendly, settings
 
@@ -296,6 +297,34 @@ def query_sample() -> Sample | None:
         return None
     return Sample(prompt=prompt or None, completion=completion, id="query")
 
+
+
+TYPE_THEM, UPLOAD_A_FILE = "Type them", "Upload a file"
+
+
+def typed_or_uploaded(label: str, key: str, text_label: str, max_chars: int, height: int = 150) -> None:
+    """Query texts typed (blocks separated by a blank line) or uploaded (JSONL, CSV or Parquet with a text column, or
+    prompt and completion): a radio, then the text area or the uploader, under keys `{key}_source`, `{key}_text`,
+    `{key}_file`; read them with `read_typed_or_uploaded`."""
+    source = st.radio(label, [TYPE_THEM, UPLOAD_A_FILE], horizontal=True, key=f"{key}_source")
+    if source == TYPE_THEM:
+        st.text_area(text_label, key=f"{key}_text", height=height, max_chars=max_chars)
+    else:
+        st.file_uploader("JSONL, CSV or Parquet with a text column, or prompt and completion (or messages)",
+                         type=UPLOAD_TYPES, key=f"{key}_file")
+
+
+def read_typed_or_uploaded(key: str, what: str) -> list[Sample]:
+    """The samples `typed_or_uploaded(..., key, ...)` holds: the typed blocks, or the uploaded file's rows (held to
+    the upload limits, read as a pool file is); an InputDataError naming `what` when there is none."""
+    if st.session_state.get(f"{key}_source", TYPE_THEM) == TYPE_THEM:
+        if not (st.session_state.get(f"{key}_text") or "").strip():
+            raise InputDataError(f"type the {what}")
+        return parse_typed_queries(st.session_state[f"{key}_text"])
+    upload = st.session_state.get(f"{key}_file")
+    if upload is None:
+        raise InputDataError(f"upload a file of the {what} first")
+    return PoolFile.from_upload(upload).pool().samples
 
 # --- building ---------------------------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 from index_helpers import patch_finding
@@ -470,6 +471,29 @@ def test_select_data_contrasts_the_queries_with_other_answers(app_env):
     at.button(key="score_pool").click().run()
     assert any("type the other answers" in e.value for e in at.error)
 
+
+
+def test_select_data_contrast_takes_the_other_answers_from_a_file(app_env):
+    """The other answers uploaded (one JSONL row each) score exactly as the same answers typed; the upload chosen
+    and no file given is a message."""
+    at = new_app("app_pages/4_Select_data.py")
+    at.checkbox(key="weighting_auto").uncheck().run()
+    at.text_area(key="sel_text").input("the cat sat on the mat .\n\nthe bank lost money .").run()
+    at.checkbox(key="sel_versus_on").check().run()
+    at.text_area(key="sel_versus_text").input("the dog ran .\n\nthe bank made money .").run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    typed = frames(at)[-1].set_index("id")
+    at.radio(key="sel_versus_source").set_value("Upload a file").run()
+    at.button(key="score_pool").click().run()
+    assert any("upload a file of the other answers" in e.value for e in at.error)
+    rows = b'{"text": "the dog ran ."}\n{"text": "the bank made money ."}\n'
+    at.file_uploader(key="sel_versus_file").set_value(("other.jsonl", rows, "application/jsonl")).run()
+    at.button(key="score_pool").click().run()
+    assert_clean(at)
+    uploaded = frames(at)[-1].set_index("id")
+    assert any("minus 2 other answers" in h.value for h in at.subheader)
+    pd.testing.assert_frame_equal(uploaded, typed)
 
 def test_select_data_backdoor_preset_weighs_no_hs(app_env):
     at = new_app("app_pages/4_Select_data.py")
