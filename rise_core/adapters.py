@@ -219,4 +219,92 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
     return lm
 
 
+
+def is_peft_model(model: Any) -> bool:
+    """Whether `model` is a `peft` model (adapters wrapped around a base model, unmerged)."""
+    return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
+
+
+def _lora_layers(model: Any) -> tuple[str, dict[str, Any]]:
+    """(adapter name, LoRA layers by module name of the base) of a peft model with one plain LoRA adapter on Linear
+    layers, unmerged; a ModelLoadError for anything `wrap_peft_model` cannot reproduce as merged weights."""
+    peft = require_peft()
+    from peft.tuners.lora import Linear as LoraLinear
+    from peft.tuners.lora import LoraLayer
+
+    names = list(model.peft_config)
+    active = getattr(model, "active_adapters", names)
+    if len(names) != 1 or list(active) != names:
+        raise ModelLoadError(f"the model carries adapters {names} (active {list(active)}); index one LoRA adapter at "
+                             "a time")
+    name, cfg = names[0], model.peft_config[names[0]]
+    unsupported = [what for what, present in (
+        (f"a {cfg.peft_type} adapter", cfg.peft_type != peft.PeftType.LORA),
+        ("DoRA", getattr(cfg, "use_dora", False)), ("LoRA biases", getattr(cfg, "lora_bias", False)),
+        (f"modules_to_save {cfg.modules_to_save}", bool(getattr(cfg, "modules_to_save", None)))) if present]
+    base = model.get_base_model()
+    layers = {n: m for n, m in base.named_modules() if isinstance(m, LoraLayer)}
+    unsupported += [f"LoRA on {n} ({type(m).__name__})" for n, m in layers.items() if type(m) is not LoraLinear]
+    unsupported += [f"{n} already merged" for n, m in layers.items() if m.merged]
+    unsupported += [f"a LoRA variant on {n}" for n, m in layers.items() if getattr(m, "lora_variant", {}).get(name)]
+    if base.get_output_embeddings() is not None and type(base.get_output_embeddings()).__module__.startswith("peft"):
+        unsupported.append("an adapted LM head")
+    if unsupported:
+        raise ModelLoadError(f"cannot index this peft model as it trains ({'; '.join(unsupported[:3])}): save the "
+                             "adapter and build the index of the merged model: build_index(path, pool, "
+                             "load_model('BASE@ADAPTER_DIR'))")
+    return name, layers
+
+
+def check_peft_model(model: Any) -> None:
+    """A ModelLoadError, naming what, when `wrap_peft_model` cannot index `model` (see there)."""
+    _lora_layers(model)
+    if not model.peft_config[next(iter(model.peft_config))].base_model_name_or_path:
+        raise ModelLoadError("the peft model's config names no base model (base_model_name_or_path): its index "
+                             "could not reload it")
+
+
+def _named_weights(base: Any, adapter: str, layers: dict[str, Any], merged: bool) -> list[tuple[str, Any]]:
+    """The base's tensors under the names the merged model gives them (LoRA factors left out, `base_layer.` dropped),
+    sorted; with `merged`, each LoRA layer's weight plus its delta computed as peft's merge computes it."""
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for key, value in base.state_dict().items():
+            parts = key.split(".")
+            if any(p.startswith("lora_") for p in parts):
+                continue
+            owner = ".".join(parts[:-2]) if len(parts) > 2 and parts[-2] == "base_layer" else None
+            if owner in layers:
+                key = f"{owner}.{parts[-1]}"
+                if merged and parts[-1] == "weight":
+                    value = value + layers[owner].get_delta_weight(adapter)  # peft's merge: weight += delta
+            out.append((key, value))
+    return sorted(out, key=lambda kv: kv[0])
+
+
+def wrap_peft_model(model: Any, tokenizer: Any, adapter_dir: str | Path,
+                    device: str | Any = "cpu") -> LoadedModel:
+    """A peft LoRA model as it is in memory (unmerged, e.g. while it trains) as the `LoadedModel` that `load_model`
+    reloads from `adapter_dir`, where its adapter is saved (`BASE@ADAPTER_DIR`, the base named by the adapter's
+    config): forward passes run through the LoRA layers (the merged model's function, summed in another order), the
+    fingerprint is the merged weights' (each adapted weight plus its delta, one layer at a time; nothing in `model`
+    changes), so an index built from it is queried with the reloaded model. Plain LoRA on Linear layers only."""
+    from .models import weights_fingerprint, wrap_model
+
+    check_peft_model(model)
+    adapter, layers = _lora_layers(model)
+    base_id = model.peft_config[adapter].base_model_name_or_path
+    adapter_dir = str(Path(adapter_dir).expanduser().resolve())
+    digest = adapter_digest(adapter_dir)
+    base = model.get_base_model()
+    lm = wrap_model(base, tokenizer, model_spec(str(base_id), adapter_dir, {}), device=device)
+    base_print = weights_fingerprint(base.config, tokenizer, _named_weights(base, adapter, layers, merged=False))
+    lm.adapter = {"path": adapter_dir, "digest": digest, "base_model": None, "base_fingerprint": base_print,
+                  "rise_manifest": False, "chat_template": None}  # as apply_adapter records a plain peft adapter
+    lm._fingerprint = weights_fingerprint(base.config, tokenizer, _named_weights(base, adapter, layers, merged=True),
+                                          digest)
+    return lm
+
 register_adapter_support(split_model_spec, apply_adapter)

@@ -9,8 +9,10 @@ too.
 
 The index is built from the trainer's model as it is in memory (in eval mode, without gradients; its train mode is
 restored after), with the model named by where the Trainer saves it: `args.output_dir` at the end (save it there
-with `trainer.save_model()`, or give `model_id`), `output_dir/checkpoint-STEP` for a checkpoint. Only the main
-process builds.
+with `trainer.save_model()`, or give `model_id`), `output_dir/checkpoint-STEP` for a checkpoint. A `peft` LoRA model
+(plain LoRA on Linear layers, one adapter) is indexed as it is, unmerged, and its adapter is saved beside the index
+('rise.duckdb' -> 'rise-adapter/'), which the index names as `BASE@ADAPTER_DIR`: `rise query --index` reloads the
+base and merges that adapter. Only the main process builds.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .config import RiseConfig
 from .config import preset as preset_config
 from .errors import ConfigError
 from .ingest import FieldMap
+from .adapters import check_peft_model, is_peft_model, wrap_peft_model
 from .models import wrap_model
 from .store import BuildReport, build_index
 from .store.build import PoolInput, open_pool
@@ -42,7 +45,7 @@ class RiseIndexCallback(TrainerCallback):
     (default: the `preset`'s, else the default). `preset`: the preset the index is built for, recorded in it. An
     index already at `index_path` is refused when training begins (it was built for another model) unless
     `overwrite`, which replaces it at the end. A checkpoint's index is rebuilt whenever its checkpoint is saved.
-    `tokenizer`: default the Trainer's `processing_class`. `model_id`: the name the final index gives its model
+    `tokenizer`: default the Trainer's `processing_class`. `model_id`: the name the final index gives a plain model
     (default `args.output_dir`). `reports` holds each build's report by index path."""
 
     def __init__(self, index_path: str | Path, pool: PoolInput, config: RiseConfig | None = None, *,
@@ -58,15 +61,31 @@ class RiseIndexCallback(TrainerCallback):
         self.overwrite, self.tokenizer, self.model_id = overwrite, tokenizer, model_id
         self.reports: dict[str, BuildReport] = {}
 
+    def adapter_dir(self, index_path: Path) -> Path:
+        """Where a LoRA model's adapter is saved for the index at `index_path`: 'rise.duckdb' -> 'rise-adapter/'."""
+        return index_path.with_name(f"{index_path.stem}-adapter")
+
     def checkpoint_index_path(self, step: int) -> Path:
         """The index of the checkpoint saved at `step`: 'rise.duckdb' -> 'rise-checkpoint-STEP.duckdb'."""
         return self.index_path.with_name(f"{self.index_path.stem}-checkpoint-{step}{self.index_path.suffix}")
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if state.is_world_process_zero and self.index_path.exists() and not self.overwrite:
+        if not state.is_world_process_zero:
+            return
+        lora = is_peft_model(kwargs.get("model"))
+        if lora:
+            check_peft_model(kwargs["model"])  # an adapter this cannot index fails now, not after training
+        if self.overwrite:
+            return
+        if self.index_path.exists():
             raise ConfigError(f"{self.index_path} already exists, built for another model than the one about to be "
                               "trained: give RiseIndexCallback another index_path, or overwrite=True to replace it "
                               "when training ends")
+        adapter_dir = self.adapter_dir(self.index_path)
+        if lora and adapter_dir.exists():
+            raise ConfigError(f"{adapter_dir} already exists (the adapter of an earlier index there): give "
+                              "RiseIndexCallback another index_path, or overwrite=True to replace both when training "
+                              "ends")
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.checkpoints and state.is_world_process_zero:
@@ -87,13 +106,16 @@ class RiseIndexCallback(TrainerCallback):
         if tokenizer is None:
             raise ConfigError("RiseIndexCallback needs the tokenizer: give the Trainer processing_class=tokenizer, "
                               "or RiseIndexCallback(..., tokenizer=tokenizer)")
-        if hasattr(model, "peft_config"):
-            raise ConfigError("RiseIndexCallback indexes a plain model; for a LoRA adapter, save it and build the "
-                              "index of the merged model: build_index(path, pool, load_model('BASE@ADAPTER_DIR'))")
         was_training = model.training
+        device = next(model.parameters()).device
         try:
             with torch.no_grad():
-                lm = wrap_model(model, tokenizer, model_id, device=next(model.parameters()).device)  # eval mode
+                if is_peft_model(model):  # LoRA: the adapter saved beside the index, the index names BASE@ADAPTER
+                    adapter_dir = self.adapter_dir(path)
+                    model.save_pretrained(str(adapter_dir))
+                    lm = wrap_peft_model(model, tokenizer, adapter_dir, device=device)  # eval mode
+                else:
+                    lm = wrap_model(model, tokenizer, model_id, device=device)  # eval mode
                 report = build_index(path, self.pool, lm, self.config, batch_size=self.batch_size,
                                      overwrite=overwrite, preset=self.preset)
         finally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -43,6 +43,31 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     except KeyError:
         raise ModelLoadError(f"unknown dtype {dtype!r}; choose one of {sorted(set(DTYPES))}") from None
 
+
+_VOLATILE_CONFIG = ("_name_or_path", "transformers_version", "torch_dtype", "dtype", "_attn_implementation",
+                    "_attn_implementation_autoset", "architectures", "_commit_hash")
+
+
+def weights_fingerprint(config: Any, tokenizer: Any, named_tensors: Iterable[tuple[str, torch.Tensor]],
+                        adapter_digest: str | None = None) -> str:
+    """16 hex digits naming a model: its config (less what varies between loads of the same weights), vocabulary,
+    each named tensor's shape, sum and strided sample (in the order given: a state dict's, sorted), and the digest of
+    a merged adapter (named even where merging left a weight unchanged)."""
+    h = hashlib.sha256()
+    cfg = config.to_dict()
+    for volatile in _VOLATILE_CONFIG:
+        cfg.pop(volatile, None)
+    h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
+    h.update(json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False).encode())
+    with torch.no_grad():
+        for name, p in named_tensors:
+            flat = p.detach().reshape(-1).float().cpu()
+            step = max(1, flat.numel() // 2048)
+            h.update(f"{name}:{tuple(p.shape)}:{flat.double().sum().item():.6e}".encode())
+            h.update(flat[::step].numpy().tobytes())
+    if adapter_digest is not None:
+        h.update(f"adapter:{adapter_digest}".encode())
+    return h.hexdigest()[:16]
 
 @dataclass
 class LoadedModel:
@@ -104,25 +129,12 @@ class LoadedModel:
         return z if bias is None else z + bias
 
     def fingerprint(self) -> str:
-        """Identity of weights + tokenizer: config, vocabulary, and per-parameter shape, sum and strided sample."""
+        """Identity of weights + tokenizer: config, vocabulary, and per-parameter shape, sum and strided sample
+        (`weights_fingerprint`), with the merged adapter's digest."""
         if self._fingerprint is None:
-            h = hashlib.sha256()
-            cfg = self.model.config.to_dict()
-            for volatile in ("_name_or_path", "transformers_version", "torch_dtype", "dtype", "_attn_implementation",
-                             "_attn_implementation_autoset", "architectures", "_commit_hash"):
-                cfg.pop(volatile, None)
-            h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
-            vocab = self.tokenizer.get_vocab()
-            h.update(json.dumps(sorted(vocab.items()), ensure_ascii=False).encode())
-            with torch.no_grad():
-                for name, p in sorted(self.model.state_dict().items()):
-                    flat = p.detach().reshape(-1).float().cpu()
-                    step = max(1, flat.numel() // 2048)
-                    h.update(f"{name}:{tuple(p.shape)}:{flat.double().sum().item():.6e}".encode())
-                    h.update(flat[::step].numpy().tobytes())
-            if self.adapter is not None:  # an adapter is named even where merging it left a weight unchanged
-                h.update(f"adapter:{self.adapter['digest']}".encode())
-            self._fingerprint = h.hexdigest()[:16]
+            self._fingerprint = weights_fingerprint(self.model.config, self.tokenizer,
+                                                    sorted(self.model.state_dict().items()),
+                                                    None if self.adapter is None else self.adapter["digest"])
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
