@@ -316,13 +316,16 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
     if found is None:
         ranking = head(k)
     else:  # the test fired, or both views share its span: the rows holding it are lifted (`rise_core.span_lift`)
-        pool_fm = index.feature_matrix()
+        n_rows = len(index)
 
-        def lift() -> float:  # the exact scan's products give every row's score; the ANN path samples rows
-            spread = (span_lift.score_spread(pool_fm, query_fm, resolved.options) if handle is not None
-                      else _scan_spread(pool_fm, query_fm, resolved.options, products))
+        def lift() -> float:  # the exact scan's products give every row's score; the ANN path scores sampled rows
+            if handle is not None:  # from the ANN file: the pool's feature matrix is never loaded on this path
+                sampled = ann.score_pool_rows(index, handle, query_fm, resolved.options, span_lift.spread_rows(n_rows))
+                spread = float(sampled.double().std(unbiased=False))
+            else:
+                spread = _scan_spread(fm, query_fm, resolved.options, products)
             return found.lift_spreads * spread
-        ranking = span_lift.lift_head(head, k, len(pool_fm), lift, found, _index_holders(index))
+        ranking = span_lift.lift_head(head, k, n_rows, lift, found, _index_holders(index))
     logger.info("rank: %s", ann.search_summary(ranking.search))
     return _noted(ranking, query_fm)
 

@@ -89,6 +89,11 @@ def lifting(choice_behaviour: BehaviourEvidence | None) -> BehaviourEvidence | N
     return choice_behaviour if choice_behaviour is not None and choice_behaviour.lifts else None
 
 
+def spread_rows(n: int, max_rows: int = SPREAD_ROWS) -> torch.Tensor:
+    """The rows `score_spread` reads of a pool of n: every row up to `max_rows`, else `max_rows` evenly spaced."""
+    return torch.arange(n) if n <= max_rows else torch.linspace(0, n - 1, max_rows).round().long()
+
+
 def score_spread(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOptions, max_rows: int = SPREAD_ROWS
                  ) -> float:
     """The standard deviation (over the pool, population form) of the query's scores under fixed `options`: every
@@ -96,8 +101,7 @@ def score_spread(pool: FeatureMatrix, query: FeatureMatrix, options: ScoreOption
     n = len(pool)
     if n == 0:
         return 0.0
-    rows = torch.arange(n) if n <= max_rows else torch.linspace(0, n - 1, max_rows).round().long()
-    part = pool if n <= max_rows else pool.select(rows)
+    part = pool if n <= max_rows else pool.select(spread_rows(n, max_rows))
     return float(channel_sum(part, query, options.for_channels(pool.channels).options).total.double().std(
         unbiased=False))
 

@@ -468,3 +468,45 @@ def test_the_span_lift_reads_a_widening_ann_head(pool, monkeypatch):
             torch.testing.assert_close(got.scores, dense[got.rows], rtol=1e-5, atol=1e-5)  # float32 products
             moved += got.rows.tolist() != torch.topk(plain, 10).indices.tolist()
         assert moved  # the lift changed some query's top 10
+
+
+def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, monkeypatch):
+    """`ann.score_pool_rows`, the spread's rows on the ANN path: the exact scores of any rows, covered ones from the
+    ANN file's lossless codes and appended ones from their features, equal to the exact scan's (float32 products of
+    the same float16 rows, summed in another order: 1e-6). A lifted ANN query then never loads the pool's feature
+    matrix, and lifts by the spread of the rows `span_lift.spread_rows` samples."""
+    from rise_core import adaptive, span_lift
+
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "grow.duckdb", n=300, seed=3)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=4)
+    with RiseIndex.open(path, read_only=False) as writer:
+        append(writer, clustered(20, 4), 300, prefix="new")  # 20 rows appended since the ANN build: the tail
+    q, options = query(12), ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5)
+    rows = span_lift.spread_rows(320, 40)  # 40 evenly spaced rows, the last ones in the tail
+    assert len(rows) == 40 and int(rows[-1]) == 319 and int((rows >= 300).sum()) >= 2
+    with RiseIndex.open(path) as index:
+        dense = score_pool(index.feature_matrix(), q, options).total
+        handle = ann.load_ann(index)
+        torch.testing.assert_close(ann.score_pool_rows(index, handle, q, options, rows), dense[rows],
+                                   rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(ann.score_pool_rows(index, handle, q, options, rows.flip(0)), dense[rows.flip(0)],
+                                   rtol=1e-6, atol=1e-6)
+
+    found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)
+    patch_finding(monkeypatch, lambda spans, g, r, query=None: found)
+    with RiseIndex.open(path) as index:
+        def no_matrix():
+            raise AssertionError("the ANN path loaded the pool's feature matrix")
+        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        got = attribution.top(index, q, ScoreOptions.preset("default"), k=10, search="ann")
+        assert got.search["path"] == "ann" and "span" in got.parts
+        view = got.weighting.options  # the fixed weights the query was scored with
+        spread = float(dense_scores(path, q, view)[span_lift.spread_rows(320)].double().std(unbiased=False))
+        assert got.search["lift_amount"] == pytest.approx(adaptive.SPAN_LIFT * spread, rel=1e-5)
+
+
+def dense_scores(path: Path, q: FeatureMatrix, options: ScoreOptions) -> torch.Tensor:
+    with RiseIndex.open(path) as index:
+        return score_pool(index.feature_matrix(), q, options).total

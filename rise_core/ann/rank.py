@@ -10,13 +10,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..adaptive import Weighting
 from ..config import ScoreOptions
 from ..errors import ConfigError, InputDataError
 from ..ranking import Ranking
 from ..scoring import FeatureMatrix
 from ..units import format_bytes
-from .search import AnnIndex, top_rows
+from .search import AnnIndex, query_parts, score_features, top_rows
 from .sidecar import AnnStatus, ann_paths, ann_status, import_faiss
 
 if TYPE_CHECKING:
@@ -74,6 +76,24 @@ def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
     key = (str(index.path), index.manifest.index_uuid, start, stop)
     hit = _cache_get(_TAILS, key)
     return hit if hit is not None else _cache_put(_TAILS, key, index.load_features(start, stop), 2)
+
+
+def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions,
+                    rows: torch.Tensor) -> torch.Tensor:
+    """(len(rows),) exact total scores of these pool rows under fixed `options`, read without the pool's feature
+    matrix: the rows the ANN index covers from its lossless codes, the rows appended since from their features (the
+    cached tail): the spread of an ANN-ranked query's scores (`span_lift.spread_rows`) costs those rows alone."""
+    n_cov = handle.meta.n_rows
+    _, parts = query_parts(query_fm, options, handle.meta.dims)
+    out = torch.empty(len(rows), dtype=torch.float32)
+    covered = rows < n_cov
+    if bool(covered.any()):
+        out[covered] = handle.score_rows(rows[covered].numpy(), parts).total
+    if not bool(covered.all()):
+        tail = _tail(index, n_cov, len(index))
+        assert tail is not None  # rows past the covered ones exist only in the tail
+        out[~covered] = score_features(tail.select(rows[~covered] - n_cov), parts).total
+    return out
 
 
 def check_search(search: str) -> None:

@@ -95,6 +95,13 @@ class AnnIndex:
         return _concat_scores(blocks)
 
 
+def score_features(part: FeatureMatrix, parts: list[tuple[str, float, torch.Tensor]]) -> Scores:
+    """Exact scores of rows held as features (those appended since the ANN build), with the same products as
+    `AnnIndex.score_rows` (`query_parts`' weighted query vectors)."""
+    return Scores.from_parts({c: float32_weight(lam, len(part)) * matvec(getattr(part, c), q).float()
+                              for c, lam, q in parts}, len(part))
+
+
 def float32_weight(lam: float, n: int) -> torch.Tensor:
     """lambda_c as the (n,) float32 per-row weight `attribution` multiplies by (lambda * s_c, s_c = 1)."""
     return lam * torch.ones(n)
@@ -198,9 +205,7 @@ def top_rows(ann: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions, k: i
     if n_tail:
         assert tail is not None
         local = torch.arange(n_tail) if allowed is None else allowed[n_cov:].nonzero()[:, 0]
-        part = tail.select(local)
-        scores.append(Scores.from_parts({c: float32_weight(lam, len(part)) * matvec(getattr(part, c), q).float()
-                                         for c, lam, q in parts}, len(part)))
+        scores.append(score_features(tail.select(local), parts))
         rows.append(local + n_cov)
     all_rows, all_scores = torch.cat(rows), _concat_scores(scores)
     info["n_candidates"] = len(cand) + (len(rows[1]) if n_tail else 0)
