@@ -437,8 +437,7 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
         raise InputDataError("explain needs the features of one query (query_fm has "
                              f"{len(query_fm)} rows)")
     extractor = index.extractor(lm)
-    row = index.row_of(sample_id)
-    example_fm = index.feature_matrix().select([row])
+    example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options
     return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
 
@@ -453,7 +452,7 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
     if len(query_fm) != 1 or len(query_fm.versus) != 1:
         raise InputDataError("explain_versus needs the contrast of one query with one other answer")
     extractor = index.extractor(lm)
-    example_fm = index.feature_matrix().select([index.row_of(sample_id)])
+    example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options  # A's weights, as the ranking used
     return versus_attribution(extractor, example_fm, Sample.coerce(versus), query_fm.versus, options)
 

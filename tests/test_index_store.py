@@ -180,6 +180,32 @@ def test_explanation_sums_to_channel_scores(built, tiny_llama):
             explain(index, tiny_llama, "nope", QUERY, qfm)
 
 
+
+def test_an_explanation_reads_its_rows_features_alone(built, tiny_llama, monkeypatch):
+    """`row_features` (what `explain` reads) equals the loaded matrix's row, read from the file while the matrix is
+    not loaded (as on the ANN path, where no query loads it): an explanation reads one row, not every row."""
+    path, _ = built
+    with RiseIndex.open(path) as index:
+        qfm = query_features(index, tiny_llama, [QUERY])
+        hit = rank(index, qfm, k=1, search="exact")["id"].iloc[0]
+        want = explain(index, tiny_llama, hit, QUERY, qfm)
+        loaded = index.feature_matrix()
+        cached = [index.row_features(r) for r in (0, len(index) - 1)]
+    with RiseIndex.open(path) as index:
+        def no_matrix():
+            raise AssertionError("explain loaded the pool's feature matrix")
+        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        got = explain(index, tiny_llama, hit, QUERY, qfm)
+        for r, row in zip((0, len(index) - 1), cached, strict=True):
+            from_file = index.row_features(r)
+            for f in ("rh", "gh", "rh_norm", "gh_norm", "hs", "hs_norm", "loss"):
+                assert torch.equal(getattr(from_file, f), getattr(loaded.select([r]), f)), f
+                assert torch.equal(getattr(row, f), getattr(from_file, f)), f
+        with pytest.raises(InputDataError, match="not one of the"):
+            index.row_features(len(index))
+    for a, b in zip(want, got, strict=True):
+        assert a.tokens == b.tokens and a.rh == b.rh and a.gh == b.gh and a.hs == b.hs
+
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     return save_tiny_model(tmp_path_factory.mktemp("model") / "tiny-llama")

@@ -230,6 +230,17 @@ class IndexReader(IndexConnection):
             self._fm_uuid = m.index_uuid
             return self._fm
 
+    def row_features(self, row: int) -> FeatureMatrix:
+        """One row's features: from the loaded feature matrix when it is loaded, else read from the file alone (an
+        explanation on an ANN-ranked pool does not load every row's features for one)."""
+        with self._lock:
+            fm = self._fm
+        if fm is not None and 0 <= row < len(fm):
+            return fm.select([row])
+        if not 0 <= row < len(self):
+            raise InputDataError(f"row {row} is not one of the {len(self):,} rows of {self.path}")
+        return self.load_features(row, row + 1)
+
     def reference_loss(self) -> float:
         """The pool's median per-sample mean loss (nats per token; samples with no counted token skipped): what the
         per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool.
