@@ -321,7 +321,7 @@ def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None 
         def lift() -> float:  # the exact scan's products give every row's score; the ANN path scores sampled rows
             if handle is not None:  # from the ANN file: the pool's feature matrix is never loaded on this path
                 sampled = ann.score_pool_rows(index, handle, query_fm, resolved.options, span_lift.spread_rows(n_rows))
-                spread = float(sampled.double().std(unbiased=False))
+                spread = float(sampled.total.double().std(unbiased=False))
             else:
                 spread = _scan_spread(fm, query_fm, resolved.options, products)
             return found.lift_spreads * spread
@@ -379,8 +379,8 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     if (top_n is None) == (fraction is None):
         raise InputDataError("give exactly one of top_n and fraction")
     resolved = index_weighting(index, query_fm, options)
-    fm, allowed = _matrix_and_mask(index, where)
-    n_pool = len(fm) if allowed is None else int(allowed.sum())
+    scores, allowed = _pool_scores(index, query_fm, resolved.options, where)
+    n_pool = len(scores.total) if allowed is None else int(allowed.sum())
     if top_n is not None:
         if top_n < 1:
             raise InputDataError(f"top_n must be at least 1, got {top_n}")
@@ -389,7 +389,6 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
         if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
             raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
         n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
-    scores = channel_sum(fm, query_fm, resolved.options)
 
     def head(m: int) -> Ranking:
         rows = top_k(scores.total, m, allowed)[0]
@@ -400,6 +399,23 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     lift = found.lift_spreads * float(scores.total.double().std(unbiased=False))
     ranking = span_lift.lift_head(head, n_keep, n_pool, lift, found, _index_holders(index))
     return _noted(dataclasses.replace(ranking, search=None), query_fm)
+
+
+def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, where: str | None
+                 ) -> tuple[Scores, torch.Tensor | None]:
+    """Every row's scores under fixed `options`, and the filter's row mask: from the ANN file's codes a block at a
+    time where a query would take the ANN path and the feature matrix is not loaded (a large pool: it is never held
+    whole), else from the feature matrix. Exact either way (float32 products of the same float16 rows)."""
+    handle, _ = ann.usable_ann(index, options, "auto")
+    if handle is not None and not index.features_loaded:
+        for _ in range(3):
+            n = len(index)
+            allowed = index.row_mask(where) if where else None
+            if allowed is None or len(allowed) == n:
+                return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(n)), allowed
+        raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
+    fm, allowed = _matrix_and_mask(index, where)
+    return channel_sum(fm, query_fm, options), allowed
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,

@@ -487,12 +487,12 @@ def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, mon
     rows = span_lift.spread_rows(320, 40)  # 40 evenly spaced rows, the last ones in the tail
     assert len(rows) == 40 and int(rows[-1]) == 319 and int((rows >= 300).sum()) >= 2
     with RiseIndex.open(path) as index:
-        dense = score_pool(index.feature_matrix(), q, options).total
+        dense = score_pool(index.feature_matrix(), q, options)
         handle = ann.load_ann(index)
-        torch.testing.assert_close(ann.score_pool_rows(index, handle, q, options, rows), dense[rows],
-                                   rtol=1e-6, atol=1e-6)
-        torch.testing.assert_close(ann.score_pool_rows(index, handle, q, options, rows.flip(0)), dense[rows.flip(0)],
-                                   rtol=1e-6, atol=1e-6)
+        for order in (rows, rows.flip(0)):
+            got = ann.score_pool_rows(index, handle, q, options, order)
+            for part in ("total", "rh", "gh", "hs"):
+                torch.testing.assert_close(getattr(got, part), getattr(dense, part)[order], rtol=1e-6, atol=1e-6)
 
     found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)
     patch_finding(monkeypatch, lambda spans, g, r, query=None: found)
@@ -510,3 +510,42 @@ def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, mon
 def dense_scores(path: Path, q: FeatureMatrix, options: ScoreOptions) -> torch.Tensor:
     with RiseIndex.open(path) as index:
         return score_pool(index.feature_matrix(), q, options).total
+
+
+def test_a_valuation_of_a_large_pool_scores_every_row_from_the_ann_codes(tmp_path, monkeypatch):
+    """On a pool a query would rank through the ANN index, a valuation (Select data, `rise select`) scores every row
+    from the ANN file's codes, a block at a time, without loading the feature matrix: the same selection and scores
+    as the matrix's (float32 products of the same float16 rows: 1e-6), filtered or not, contrasted or not, rows
+    appended since the ANN build included."""
+    from rise_core.attribution import valuation
+
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "big.duckdb", n=300, seed=5)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=4)
+    with RiseIndex.open(path, read_only=False) as writer:
+        append(writer, clustered(10, 6), 300, prefix="new")
+    q, options = query(13), ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=1.0)
+    contrast = ContrastFeatures.of(q, query(14))
+    want = {}
+    with RiseIndex.open(path) as index:  # small pool: the matrix
+        for where in (None, "topic = 't1'", "contrast"):
+            if where == "contrast":
+                want[where] = valuation(index, contrast, options, fraction=0.5)
+            else:
+                want[where] = valuation(index, q, options, fraction=0.5, where=where)
+            assert index.features_loaded
+    monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)  # as a large pool: the ANN path
+    with RiseIndex.open(path) as index:
+        def no_matrix():
+            raise AssertionError("the valuation loaded the pool's feature matrix")
+        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        for where, expected in want.items():
+            got = (valuation(index, contrast, options, fraction=0.5) if where == "contrast" else
+                   valuation(index, q, options, fraction=0.5, where=where))
+            assert got.rows.tolist() == expected.rows.tolist() and len(got) == (155 if where != "topic = 't1'"
+                                                                                 else len(expected))
+            torch.testing.assert_close(got.scores, expected.scores, rtol=1e-6, atol=1e-6)
+            for part in ("rh", "gh", "hs"):
+                torch.testing.assert_close(got.parts[part], expected.parts[part], rtol=1e-6, atol=1e-6)
+        assert not index.features_loaded

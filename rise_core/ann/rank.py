@@ -16,7 +16,7 @@ from ..adaptive import Weighting
 from ..config import ScoreOptions
 from ..errors import ConfigError, InputDataError
 from ..ranking import Ranking
-from ..scoring import FeatureMatrix
+from ..scoring import FeatureMatrix, Scores
 from ..units import format_bytes
 from .search import AnnIndex, query_parts, score_features, top_rows
 from .sidecar import AnnStatus, ann_paths, ann_status, import_faiss
@@ -79,21 +79,30 @@ def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
 
 
 def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions,
-                    rows: torch.Tensor) -> torch.Tensor:
-    """(len(rows),) exact total scores of these pool rows under fixed `options`, read without the pool's feature
-    matrix: the rows the ANN index covers from its lossless codes, the rows appended since from their features (the
-    cached tail): the spread of an ANN-ranked query's scores (`span_lift.spread_rows`) costs those rows alone."""
+                    rows: torch.Tensor) -> Scores:
+    """Exact scores (total and per channel) of these pool rows under fixed `options`, read without the pool's feature
+    matrix: the rows the ANN index covers from its lossless codes (memory-mapped, a block at a time), the rows
+    appended since from their features (the cached tail). The spread of an ANN-ranked query's scores
+    (`span_lift.spread_rows`) costs its sampled rows alone, and a valuation of a large pool every row once, without
+    holding the matrix."""
     n_cov = handle.meta.n_rows
     _, parts = query_parts(query_fm, options, handle.meta.dims)
-    out = torch.empty(len(rows), dtype=torch.float32)
     covered = rows < n_cov
+    pieces, order = [], []
     if bool(covered.any()):
-        out[covered] = handle.score_rows(rows[covered].numpy(), parts).total
+        pieces.append(handle.score_rows(rows[covered].numpy(), parts))
+        order.append(covered.nonzero()[:, 0])
     if not bool(covered.all()):
         tail = _tail(index, n_cov, len(index))
         assert tail is not None  # rows past the covered ones exist only in the tail
-        out[~covered] = score_features(tail.select(rows[~covered] - n_cov), parts).total
-    return out
+        pieces.append(score_features(tail.select(rows[~covered] - n_cov), parts))
+        order.append((~covered).nonzero()[:, 0])
+    if not pieces:
+        return Scores.from_parts({}, 0)
+    where = torch.cat(order)
+    back = torch.empty_like(where)
+    back[where] = torch.arange(len(where))
+    return Scores(*(torch.cat([getattr(p, f) for p in pieces])[back] for f in ("total", "rh", "gh", "hs")))
 
 
 def check_search(search: str) -> None:

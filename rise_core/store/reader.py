@@ -230,6 +230,12 @@ class IndexReader(IndexConnection):
             self._fm_uuid = m.index_uuid
             return self._fm
 
+    @property
+    def features_loaded(self) -> bool:
+        """Whether the feature matrix is loaded (`feature_matrix` has run): reading it again costs nothing."""
+        with self._lock:
+            return self._fm is not None
+
     def row_features(self, row: int) -> FeatureMatrix:
         """One row's features: from the loaded feature matrix when it is loaded, else read from the file alone (an
         explanation on an ANN-ranked pool does not load every row's features for one)."""
