@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .errors import InputDataError
+from .scoring import matvec
 
 MAX_WORD_SHARE = 0.1
 """the marked word lifts only a word held by at most this share of the pool (a trigger is rare; a genre's or a
@@ -313,7 +314,7 @@ def unit_row_scores(matrix: torch.Tensor, scale: torch.Tensor | None = None) -> 
 
     def scores(rows: list[int]) -> np.ndarray:
         marked = matrix[rows].float()
-        out = (marked @ matrix.float().T)
+        out = matvec(matrix, marked.T).T  # a float16 matrix widened a chunk at a time, not copied whole
         if scale is not None:
             out = out * scale.float()[None, :] * scale.float()[rows][:, None]
         return out.double().numpy()

@@ -275,11 +275,12 @@ def score_each_query(pool: FeatureMatrix, queries: FeatureMatrix, options: Score
 
 
 def matvec(matrix: torch.Tensor, vector: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
-    """matrix @ vector in float32; half-precision rows are widened a cache-sized chunk at a time, never all at once."""
+    """matrix @ vector in float32 (a vector (d,), or several as the columns of (d, m): then (N, m)); half-precision
+    rows are widened a cache-sized chunk at a time, never all at once."""
     if matrix.dtype not in (torch.float16, torch.bfloat16):
         return matrix @ vector.to(matrix.dtype)
     vector = vector.float()
-    out = torch.empty(matrix.shape[0], dtype=torch.float32)
+    out = torch.empty((matrix.shape[0], *vector.shape[1:]), dtype=torch.float32)
     for start in range(0, matrix.shape[0], chunk):
         out[start:start + chunk] = matrix[start:start + chunk].float() @ vector
     return out

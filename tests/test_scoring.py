@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import numpy as np
 import torch
 from conftest import CORPUS
 
@@ -108,3 +109,14 @@ def test_matvec_widens_half_rows_chunk_by_chunk():
         out = matvec(half, vec, chunk=chunk)
         assert out.dtype == torch.float32
         torch.testing.assert_close(out, expected)
+    several = torch.randn(7, 3, generator=gen)  # several vectors as columns (feedback's marked rows): (N, m)
+    for chunk in (1, 4, 64):
+        out = matvec(half, several, chunk=chunk)
+        assert out.shape == (10, 3) and out.dtype == torch.float32
+        torch.testing.assert_close(out, half.float() @ several)  # float32 dot products of 7 terms, any order
+
+    from rise_core.feedback import unit_row_scores  # the marked rows' similarities, the matrix widened in chunks
+    scale = torch.rand(10, generator=gen) + 0.5
+    got = unit_row_scores(half, scale)([2, 5])
+    want = (half[[2, 5]].float() @ half.float().T) * scale[None, :] * scale[[2, 5]][:, None]
+    np.testing.assert_allclose(got, want.double().numpy(), rtol=1e-6, atol=1e-6)
