@@ -37,9 +37,9 @@ from rise_core.units import format_bytes
 from .jobs import BuildJob
 from .plain import code, md, stream_text
 from .request_limits import request_limits
-from .uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 from .resources import list_indexes, model_for, open_index, registry
 from .ui import PAGES, friendly, settings
+from .uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
 
 # --- the index --------------------------------------------------------------------------------------------------------
 
@@ -298,7 +298,6 @@ def query_sample() -> Sample | None:
     return Sample(prompt=prompt or None, completion=completion, id="query")
 
 
-
 TYPE_THEM, UPLOAD_A_FILE = "Type them", "Upload a file"
 
 
@@ -325,6 +324,7 @@ def read_typed_or_uploaded(key: str, what: str) -> list[Sample]:
     if upload is None:
         raise InputDataError(f"upload a file of the {what} first")
     return PoolFile.from_upload(upload).pool().samples
+
 
 # --- building ---------------------------------------------------------------------------------------------------------
 

@@ -219,7 +219,6 @@ def apply_adapter(lm: LoadedModel, adapter: str) -> LoadedModel:
     return lm
 
 
-
 def is_peft_model(model: Any) -> bool:
     """Whether `model` is a `peft` model (adapters wrapped around a base model, unmerged)."""
     return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
@@ -227,7 +226,8 @@ def is_peft_model(model: Any) -> bool:
 
 def _lora_layers(model: Any) -> tuple[str, dict[str, Any]]:
     """(adapter name, LoRA layers by module name of the base) of a peft model with one plain LoRA adapter on Linear
-    layers, unmerged; a ModelLoadError for anything `wrap_peft_model` cannot reproduce as merged weights."""
+    layers, unmerged, whose config names its base; a ModelLoadError for anything `wrap_peft_model` cannot reproduce
+    as merged weights or its index could not reload."""
     peft = require_peft()
     from peft.tuners.lora import Linear as LoraLinear
     from peft.tuners.lora import LoraLayer
@@ -253,15 +253,15 @@ def _lora_layers(model: Any) -> tuple[str, dict[str, Any]]:
         raise ModelLoadError(f"cannot index this peft model as it trains ({'; '.join(unsupported[:3])}): save the "
                              "adapter and build the index of the merged model: build_index(path, pool, "
                              "load_model('BASE@ADAPTER_DIR'))")
+    if not cfg.base_model_name_or_path:
+        raise ModelLoadError("the peft model's config names no base model (base_model_name_or_path): its index "
+                             "could not reload it")
     return name, layers
 
 
 def check_peft_model(model: Any) -> None:
     """A ModelLoadError, naming what, when `wrap_peft_model` cannot index `model` (see there)."""
     _lora_layers(model)
-    if not model.peft_config[next(iter(model.peft_config))].base_model_name_or_path:
-        raise ModelLoadError("the peft model's config names no base model (base_model_name_or_path): its index "
-                             "could not reload it")
 
 
 def _named_weights(base: Any, adapter: str, layers: dict[str, Any], merged: bool) -> list[tuple[str, Any]]:
@@ -293,7 +293,6 @@ def wrap_peft_model(model: Any, tokenizer: Any, adapter_dir: str | Path,
     changes), so an index built from it is queried with the reloaded model. Plain LoRA on Linear layers only."""
     from .models import weights_fingerprint, wrap_model
 
-    check_peft_model(model)
     adapter, layers = _lora_layers(model)
     base_id = model.peft_config[adapter].base_model_name_or_path
     adapter_dir = str(Path(adapter_dir).expanduser().resolve())
@@ -306,5 +305,6 @@ def wrap_peft_model(model: Any, tokenizer: Any, adapter_dir: str | Path,
     lm._fingerprint = weights_fingerprint(base.config, tokenizer, _named_weights(base, adapter, layers, merged=True),
                                           digest)
     return lm
+
 
 register_adapter_support(split_model_spec, apply_adapter)

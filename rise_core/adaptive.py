@@ -370,7 +370,8 @@ def resolve(options: ScoreOptions | None, channels: Iterable[str], query_losses:
             overrides: Mapping[str, Any] | None = None, behaviour: BehaviourTest | None = None) -> Weighting:
     """THE resolution of a query's weights, on every path (library, CLI, pages): `options` (None: the scoring of
     `build_preset`, the preset the index was built for, with a line saying so (`change`: how to choose another); else
-    the 'default' preset's, the per-query rule, as on the CLI and the pages), with the non-None `overrides` (flags, sliders: `ScoreOptions.with_overrides`), applied to the `channels` present (`ScoreOptions.for_channels`: a missing
+    the 'default' preset's, the per-query rule, as on the CLI and the pages), with the non-None `overrides` (flags,
+    sliders: `ScoreOptions.with_overrides`), applied to the `channels` present (`ScoreOptions.for_channels`: a missing
     channel's weight is dropped with a note), then, with weighting='auto', the per-query rule (`choose`) against
     `reference_loss()` (the pool's median loss, asked for only then) and `behaviour(gradient view)` (the behaviour
     test, run only then and only where the HS channel is there to lean away from), applied to the channels again.

@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
+from .adapters import check_peft_model, is_peft_model, wrap_peft_model
 from .config import RiseConfig
 from .config import preset as preset_config
 from .errors import ConfigError
 from .ingest import FieldMap
-from .adapters import check_peft_model, is_peft_model, wrap_peft_model
 from .models import wrap_model
 from .store import BuildReport, build_index
 from .store.build import PoolInput, open_pool

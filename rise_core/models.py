@@ -69,6 +69,7 @@ def weights_fingerprint(config: Any, tokenizer: Any, named_tensors: Iterable[tup
         h.update(f"adapter:{adapter_digest}".encode())
     return h.hexdigest()[:16]
 
+
 @dataclass
 class LoadedModel:
     """A causal LM with its tokenizer and the readout RISE uses."""
