@@ -8,8 +8,8 @@ steps used to load it (7.3 KB a row at the default dims, held for the process's 
 - `explain`: a hit's features (`RiseIndex.row_features`) against loading the matrix and taking the row;
 - `valuation` (Select data, `rise select`) of every row from the ANN codes, first and second call, against the same
   valuation once the matrix is loaded (and the load itself);
-- relevance feedback (`top_with_feedback`, 3 marks) on a loaded matrix: the memory it takes on top (the marked rows'
-  similarities, the matrix widened a chunk at a time).
+- relevance feedback (`top_with_feedback`, 3 marks) streamed from the ANN codes (one pass for the query and the
+  marked rows), against the same on a loaded matrix: the memory each takes on top (peak during the calls).
 
 Each measurement runs in a fresh process (`harness.in_child`), one thread; memory is the process's anonymous resident
 memory (RssAnon: the heap, not the page cache of the memory-mapped ANN file), before and after, and for feedback the
@@ -73,8 +73,9 @@ def _child(index_path: str, what: str, queue: Any) -> None:
             out["load_seconds"] = timed(index.feature_matrix)
             out["seconds"] = timed(lambda: valuation(index, query, options, fraction=1.0))
             out["again_seconds"] = timed(lambda: valuation(index, query, options, fraction=1.0))
-        elif what == "feedback, 3 marks, on the loaded matrix":
-            index.feature_matrix()
+        elif what.startswith("feedback, 3 marks"):
+            if what.endswith("on the loaded matrix"):
+                index.feature_matrix()
             before, peak, stop = anon_mb(), [0], threading.Event()
 
             def poll() -> None:
@@ -86,9 +87,12 @@ def _child(index_path: str, what: str, queue: Any) -> None:
             ids = index.rows_frame([ROW, 10, 20])["id"].tolist()
             out["seconds"] = timed(lambda: top_with_feedback(index, query, dict(zip(ids, (True, False, False),
                                                                                      strict=True)), options))
+            out["again_seconds"] = timed(lambda: top_with_feedback(index, query, dict(zip(ids, (True, False, False),
+                                                                                           strict=True)), options))
             stop.set()
             watcher.join()
             out["peak_extra_mb"] = peak[0] - before
+            out["matrix_loaded"] = index.features_loaded
         else:
             raise ValueError(what)
         out["anon_before_mb"], out["anon_after_mb"] = before, anon_mb()
@@ -97,7 +101,8 @@ def _child(index_path: str, what: str, queue: Any) -> None:
 
 
 MEASURES = ("explain: the row alone", "explain: the matrix, then the row", "valuation: from the ANN codes",
-            "valuation: the matrix loaded first", "feedback, 3 marks, on the loaded matrix")
+            "valuation: the matrix loaded first", "feedback, 3 marks, streamed from the ANN codes",
+            "feedback, 3 marks, on the loaded matrix")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,7 @@ from .feedback import (
     FeedbackResult,
     MarkedWords,
     Marks,
+    RowScores,
     SpanLift,
     TermScorer,
     apply_feedback,
@@ -408,14 +409,22 @@ def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOption
     whole), else from the feature matrix. Exact either way (float32 products of the same float16 rows)."""
     handle, _ = ann.usable_ann(index, options, "auto")
     if handle is not None and not index.features_loaded:
-        for _ in range(3):
-            n = len(index)
-            allowed = index.row_mask(where) if where else None
-            if allowed is None or len(allowed) == n:
-                return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(n)), allowed
-        raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
+        allowed = _row_mask(index, where)
+        return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(len(index))), allowed
     fm, allowed = _matrix_and_mask(index, where)
     return channel_sum(fm, query_fm, options), allowed
+
+
+def _row_mask(index: RiseIndex, where: str | None) -> torch.Tensor | None:
+    """The filter's row mask over every row of `index` (None: no filter), without the feature matrix."""
+    if not where:
+        return None
+    for _ in range(3):
+        n = len(index)
+        allowed = index.row_mask(where)
+        if len(allowed) == n:
+            return allowed
+    raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -486,15 +495,47 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
     (`span_lift.kept_after_marks`; None: none)."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
-    shown = dict(weighted_channels(options, q))
-    started = dict(weighted_channels(start or options, q))
-    raw, rows_fn, unmarked, base = {}, {}, {}, {}
-    for c in dict.fromkeys([*started, *shown]):  # every channel either weighs, in score order
+    raw, rows_fn = {}, {}
+    for c in _feedback_channels(options, start, q):
         raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
-        spread = float(raw[c].std())
+    return _ranker(raw, rows_fn, options, start, q, config, words, span)
+
+
+def _feedback_channels(options: ScoreOptions, start: ScoreOptions | None, q: dict[str, torch.Tensor]) -> list[str]:
+    """Every channel either the shown weights or the marks' starting ones weigh, in score order."""
+    return list(dict.fromkeys([*dict(weighted_channels(start or options, q)), *dict(weighted_channels(options, q))]))
+
+
+def _ranker(raw: dict[str, np.ndarray], rows_fn: dict[str, RowScores], options: ScoreOptions,
+            start: ScoreOptions | None, q: dict[str, torch.Tensor], config: FeedbackConfig | None,
+            words: MarkedWords | None, span: SpanLift | None) -> Callable[[Marks], FeedbackResult]:
+    """`feedback_ranker` from each channel's raw scores and marked-row similarities however they were computed."""
+    shown, started = dict(weighted_channels(options, q)), dict(weighted_channels(start or options, q))
+    unmarked, base = {}, {}
+    for c, values in raw.items():
+        spread = float(values.std())
         base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
     return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words, span)
+
+
+def _streamed_feedback_ranker(index: RiseIndex, handle: ann.AnnIndex, query_fm: FeatureMatrix,
+                              options: ScoreOptions, marked: Sequence[int], config: FeedbackConfig | None,
+                              start: ScoreOptions | None, words: MarkedWords | None, span: SpanLift | None
+                              ) -> Callable[[Marks], FeedbackResult]:
+    """`feedback_ranker` for the `marked` rows of a pool the process does not hold (`options` under
+    sample_norm='channel', as the ANN path requires): the query's and the marked rows' products with every row,
+    in one pass over the ANN file's codes (`ann.pool_channel_products`), the marked rows' features read alone."""
+    q = query_vectors(query_fm, options)
+    rows = [index.row_features(r) for r in marked]
+    column = {r: i + 1 for i, r in enumerate(marked)}
+    channels = _feedback_channels(options, start, q)
+    products = ann.pool_channel_products(index, handle, {
+        c: torch.stack([q[c].float(), *(getattr(row, c)[0].float() for row in rows)], dim=1) for c in channels})
+    raw = {c: products[c][:, 0].double().numpy() for c in channels}
+    rows_fn = {c: (lambda wanted, p=products[c]: p[:, [column[r] for r in wanted]].T.double().numpy())
+               for c in channels}
+    return _ranker(raw, rows_fn, options, start, q, config, words, span)
 
 
 def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer) -> MarkedWords:
@@ -523,7 +564,6 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
     resolved = index_weighting(index, query_fm, options)
-    fm, allowed = _matrix_and_mask(index, where)
     row_marks = {}
     for sid, relevant in marks.items():
         try:
@@ -532,12 +572,21 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
     start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
     span = span_lift.kept_after_marks(resolved.choice.behaviour, _index_holders(index))
-    result = feedback_ranker(fm, query_fm, resolved.options, config, start, words, span)(row_marks)
+    handle, _ = ann.usable_ann(index, resolved.options, "auto")
+    if handle is not None and not index.features_loaded:
+        # a large pool the process does not hold: one pass over the ANN file's codes
+        allowed = _row_mask(index, where)
+        ranker = _streamed_feedback_ranker(index, handle, query_fm, resolved.options, list(row_marks), config, start,
+                                           words, span)
+    else:
+        fm, allowed = _matrix_and_mask(index, where)
+        ranker = feedback_ranker(fm, query_fm, resolved.options, config, start, words, span)
+    result = ranker(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
     rows = top_k(total, k, allowed)[0]
     n_relevant = sum(row_marks.values())
-    ranking = Ranking.of(rows, Scores.from_parts(parts, len(fm)).take(rows), weighting=resolved, marks=row_marks,
+    ranking = Ranking.of(rows, Scores.from_parts(parts, len(total)).take(rows), weighting=resolved, marks=row_marks,
                          feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
                                    "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant,
                                    "span": result.span, "span_rejected": result.span_rejected,

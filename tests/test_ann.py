@@ -549,3 +549,40 @@ def test_a_valuation_of_a_large_pool_scores_every_row_from_the_ann_codes(tmp_pat
             for part in ("rh", "gh", "hs"):
                 torch.testing.assert_close(got.parts[part], expected.parts[part], rtol=1e-6, atol=1e-6)
         assert not index.features_loaded
+
+
+def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
+    """Relevance feedback on a pool a query ranks through the ANN index, with the feature matrix not loaded: the
+    query's and the marked rows' products with every row come from one pass over the ANN file's codes
+    (`ann.pool_channel_products`), and the ranking, its scores, parts and feedback weights equal the matrix path's
+    (float32 products of the same float16 rows, summed in another order: 1e-5 after standardising), with a filter
+    and rows appended since the ANN build."""
+    pytest.importorskip("faiss")
+    path = make_index(tmp_path / "fb.duckdb", n=300, seed=7)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=4)
+    with RiseIndex.open(path, read_only=False) as writer:
+        append(writer, clustered(12, 8), 300, prefix="new")
+    q = query(15)
+    marks = {"s3": True, "new305": True, "s40": False}
+    cases = [(ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5), None),
+             (ScoreOptions.preset("default"), "topic = 't2'")]
+    want = []
+    with RiseIndex.open(path) as index:
+        for options, where in cases:
+            want.append(attribution.top_with_feedback(index, q, marks, options, k=8, where=where))
+    monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
+    with RiseIndex.open(path) as index:
+        def no_matrix():
+            raise AssertionError("feedback loaded the pool's feature matrix")
+        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        for (options, where), expected in zip(cases, want, strict=True):
+            got = attribution.top_with_feedback(index, q, marks, options, k=8, where=where)
+            assert got.rows.tolist() == expected.rows.tolist()
+            torch.testing.assert_close(got.scores, expected.scores, rtol=1e-5, atol=1e-5)
+            assert got.parts.keys() == expected.parts.keys()
+            for part in got.parts:
+                torch.testing.assert_close(got.parts[part], expected.parts[part], rtol=1e-5, atol=1e-5)
+            assert got.feedback["weights"] == pytest.approx(expected.feedback["weights"], rel=1e-5)
+            assert got.marks == expected.marks
+        assert not index.features_loaded

@@ -65,6 +65,7 @@ from .rank import (
     SEARCH_MODES,
     check_search,
     load_ann,
+    pool_channel_products,
     rank_rows,
     score_pool_rows,
     search_summary,
@@ -90,7 +91,7 @@ __all__ = ["ANN_FORMAT", "ANN_FORMAT_VERSION", "ANN_MIN_ROWS", "CHUNK_ROWS", "FA
            "INSTALL_HINT", "MAX_PROBE_FACTOR", "META_SUFFIX", "SEARCH_MODES", "SHARD_BYTES", "TRAIN_MAX_BYTES",
            "TRAIN_PER_LIST", "AnnIndex", "AnnMeta", "AnnStatus", "FileLists", "Progress", "Reader", "ann_file_lists",
            "ann_paths", "ann_status", "build_ann", "check_search", "commit_ann", "concat_channels", "default_nlist",
-           "default_nprobe", "float32_weight", "import_faiss", "index_dims", "load_ann", "probe_factor",
-           "query_parts", "rank_rows", "score_pool_rows", "search_summary", "set_nprobe", "shard_rows_for",
-           "status_summary", "tmp_paths", "top_rows", "train_ivf", "train_rows_for", "update_ann", "usable_ann",
-           "write_ann", "write_ivf"]
+           "default_nprobe", "float32_weight", "import_faiss", "index_dims", "load_ann", "pool_channel_products",
+           "probe_factor", "query_parts", "rank_rows", "score_pool_rows", "search_summary", "set_nprobe",
+           "shard_rows_for", "status_summary", "tmp_paths", "top_rows", "train_ivf", "train_rows_for", "update_ann",
+           "usable_ann", "write_ann", "write_ivf"]

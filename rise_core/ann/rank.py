@@ -18,7 +18,7 @@ from ..errors import ConfigError, InputDataError
 from ..ranking import Ranking
 from ..scoring import FeatureMatrix, Scores
 from ..units import format_bytes
-from .search import AnnIndex, query_parts, score_features, top_rows
+from .search import AnnIndex, channel_products, query_parts, score_features, top_rows
 from .sidecar import AnnStatus, ann_paths, ann_status, import_faiss
 
 if TYPE_CHECKING:
@@ -103,6 +103,12 @@ def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix,
     back = torch.empty_like(where)
     back[where] = torch.arange(len(where))
     return Scores(*(torch.cat([getattr(p, f) for p in pieces])[back] for f in ("total", "rh", "gh", "hs")))
+
+
+def pool_channel_products(index: RiseIndex, handle: AnnIndex, vectors: dict[str, torch.Tensor]
+                          ) -> dict[str, torch.Tensor]:
+    """`search.channel_products` over every row of `index` (the rows appended since the ANN build included)."""
+    return channel_products(handle, vectors, _tail(index, handle.meta.n_rows, len(index)))
 
 
 def check_search(search: str) -> None:

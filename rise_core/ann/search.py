@@ -95,6 +95,25 @@ class AnnIndex:
         return _concat_scores(blocks)
 
 
+def channel_products(ann: AnnIndex, vectors: dict[str, torch.Tensor], tail: FeatureMatrix | None = None
+                     ) -> dict[str, torch.Tensor]:
+    """{c: (rows, m) float32}: every covered row's channel c times the columns of `vectors[c]` (d_c, m), in one pass
+    over the ANN file's codes a block at a time (each block decoded once for every channel), then the `tail` rows
+    (appended since the build) from their features: what relevance feedback needs of a pool it does not hold."""
+    n_cov = ann.meta.n_rows
+    n = n_cov + (0 if tail is None else len(tail))
+    vectors = {c: v.float() for c, v in vectors.items()}
+    out = {c: torch.empty((n, v.shape[1]), dtype=torch.float32) for c, v in vectors.items()}
+    for start in range(0, n_cov, GATHER_ROWS):
+        x = torch.from_numpy(ann.gather(np.arange(start, min(n_cov, start + GATHER_ROWS))))
+        for c, v in vectors.items():
+            out[c][start:start + len(x)] = x[:, ann.slices[c]] @ v
+    if tail is not None and len(tail):
+        for c, v in vectors.items():
+            out[c][n_cov:] = matvec(getattr(tail, c), v)
+    return out
+
+
 def score_features(part: FeatureMatrix, parts: list[tuple[str, float, torch.Tensor]]) -> Scores:
     """Exact scores of rows held as features (those appended since the ANN build), with the same products as
     `AnnIndex.score_rows` (`query_parts`' weighted query vectors)."""
