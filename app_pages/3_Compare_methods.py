@@ -1,5 +1,7 @@
 """Compare methods: the same query ranked by RISE and by hidden-state cosine, Grad-Sketch, MiniLM embeddings and BM25,
-with how far each agrees with RISE and, when the pool has labels, how well each finds them."""
+with how far each agrees with RISE and, when the pool has labels, how well each finds them; with the contrast on
+("why this and not that", shared with Attribute), every method ranks by its score for the query minus its score for
+the other answer."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import compare_ui, resources, ui, widgets
+from explorer import compare_ui, contrast_ui, resources, ui, widgets
 from rise_core.methods import COMPARE_METHODS, PEER_METHODS, compare_methods
 
 ui.page("compare")
@@ -21,6 +23,7 @@ with ui.friendly("open the index", stop=True):
 left, right = st.columns([3, 1])
 with left:
     widgets.query_inputs(path)
+    contrast_ui.versus_inputs(path)  # why this and not that: the same contrast as on Attribute, for every method
 with right:
     options = widgets.score_controls(index.config, index=index)
     k = int(st.number_input("k (top examples compared)", 1, 200, key="top_k", persist_state="session"))
@@ -32,9 +35,13 @@ with right:
                             f"a backward pass per sample, about 2.5 times as long as building this index took "
                             f"({len(index)} samples). It is kept while this server runs (docs/BERGSON.md).")]
 if st.button("Compare", type="primary", key="compare"):
-    st.session_state["cmp_query"] = widgets.query_sample()
+    typed = widgets.query_sample()
+    st.session_state["cmp_versus"] = contrast_ui.versus_sample(typed)
+    # the contrast asked for but its other answer missing (warned): nothing is compared rather than the plain query
+    st.session_state["cmp_query"] = None if contrast_ui.is_on() and st.session_state["cmp_versus"] is None else typed
 
 query = st.session_state.get("cmp_query")
+versus = st.session_state.get("cmp_versus")
 if query is None:
     st.stop()
 compare_ui.forward_pass_offer(path)
@@ -42,8 +49,13 @@ with ui.friendly("compare the rankings"):
     lm = resources.model_for(index)
     queue_peers = resources.heavy_work("peer build", Path(path).name, path) if peers else contextlib.nullcontext()
     with queue_peers:  # a peer builds its own gradient index over the pool: heavy work takes its place in the queue
-        results = compare_methods(index, [query], resources.query_features(index, lm, [query]), options,
-                                  bm25=resources.bm25_for(path),
+        results = compare_methods(index, [query], resources.query_features(index, lm, [query], versus=versus),
+                                  options, bm25=resources.bm25_for(path),
                                   embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
-                                  forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers])
+                                  forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers],
+                                  versus=None if versus is None else [versus])
+    if versus is not None:
+        contrast_ui.caption(versus)
+        st.caption("Every method ranks by its score for this answer minus its score for the other one: RISE through "
+                   "the contrast (as on Attribute), the others as the difference of their two scores.")
     compare_ui.show_comparison(results, index.samples(), k)

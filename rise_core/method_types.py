@@ -347,6 +347,10 @@ class Method:
     applies: Callable[[RiseConfig], bool] = applies_always
     feedback: FeedbackConfig | None = None
     rankers: Callable[[Source, FeedbackConfig], list[Ranker]] | None = None
+    contrasts: bool = False
+    """whether `scores` takes a contrastive query's features itself (`ContrastFeatures`: RISE's channels, the weights
+    chosen for the query applied to both answers); the others are contrasted as the difference of their two plain
+    scores (`methods.compare_methods`)."""
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - set(NEEDS)

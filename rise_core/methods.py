@@ -30,7 +30,7 @@ from . import adaptive, bergson_method, compare, span_lift
 from .attribution import feedback_ranker
 from .baselines import BM25Scorer, Scorer
 from .config import RiseConfig, ScoreOptions
-from .errors import ConfigError, ModelLoadError
+from .errors import ConfigError, InputDataError, ModelLoadError
 from .feedback import FeedbackConfig, MarkedWords, apply_feedback
 from .fusion import FUSION_RULES, fuse
 from .method_types import (
@@ -49,7 +49,7 @@ from .method_types import (
 from .models import LoadedModel
 from .readout_cache import channel_options
 from .samples import Sample
-from .scoring import FeatureMatrix, channel_choice
+from .scoring import ContrastFeatures, FeatureMatrix, channel_choice
 from .store import RiseIndex
 
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
@@ -180,7 +180,8 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
     needs_hs = channels is not None and list(channels) == ["hs"]
     applies = (lambda config: config.replace(**changes).hidden_channel) if needs_hs else applies_always
     return Method(name, description or f"RISE with {name[len('RISE'):].strip() or 'the given options'}", needs,
-                  scores, aliases, applies, feedback, rankers if feedback is not None else None)
+                  scores, aliases, applies, feedback, rankers if feedback is not None else None,
+                  contrasts=fusion is None)
 
 
 # --- the registered methods -------------------------------------------------------------------------------------------
@@ -293,7 +294,8 @@ def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: Featu
                     options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,
                     embeddings: Scorer | Callable[[], Scorer] | None = None,
                     forward: compare.ForwardVectors | None = None, lm: LoadedModel | None = None,
-                    methods: Sequence[str] | None = None) -> dict[str, MethodScores]:
+                    methods: Sequence[str] | None = None, versus: Sequence[Sample] | None = None
+                    ) -> dict[str, MethodScores]:
     """Each of `methods` (default `COMPARE_METHODS`: RISE, Hidden cosine, Grad-Sketch, MiniLM embedding, BM25) for
     `queries` (with `query_fm`, their features from the index's extractor), scored through the registry, in that
     order; a method that cannot run says why in `missing`.
@@ -301,7 +303,30 @@ def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: Featu
     `bm25`, `embeddings`: a scorer fitted on the index's pool (`compare.fit_bm25`, `compare.fit_embeddings`) or a
     function returning one, called here so that an embedding model that is not installed becomes a message; None: not
     asked for. `forward`: the pool's `compare.forward_vectors` (Grad-Sketch, and hidden cosine without HS), with `lm`
-    to run the queries; None: those methods say they need the forward pass."""
-    source = IndexSource(index, list(queries), query_fm, options, bm25=bm25, embeddings=embeddings, forward=forward,
-                         lm=lm)
-    return {m.name: m.score(source) for m in resolve(COMPARE_METHODS if methods is None else methods)}
+    to run the queries; None: those methods say they need the forward pass.
+
+    A contrast ("why this and not that": `query_fm` from `query_features(..., versus=B)`, `versus` the other answers
+    B, one for every query or one per query): every method scores score(query) - score(B), RISE's through the
+    contrast (the weights chosen for the query, applied to both, as on the Attribute page), the others as the
+    difference of their two plain scores."""
+    kinds = resolve(COMPARE_METHODS if methods is None else methods)
+
+    def source(qs: Sequence[Sample], fm: FeatureMatrix) -> IndexSource:
+        return IndexSource(index, list(qs), fm, options, bm25=bm25, embeddings=embeddings, forward=forward, lm=lm)
+    if not isinstance(query_fm, ContrastFeatures):
+        plain = source(queries, query_fm)
+        return {m.name: m.score(plain) for m in kinds}
+    if versus is None or query_fm.versus is None:
+        raise InputDataError("a contrast needs its other answers (versus) to score the methods that are not RISE")
+    contrast, a, b = source(queries, query_fm), source(queries, query_fm.plain), source(versus, query_fm.versus)
+    return {m.name: m.score(contrast) if m.contrasts else contrast_scores(m.score(a), m.score(b)) for m in kinds}
+
+
+def contrast_scores(a: MethodScores, b: MethodScores) -> MethodScores:
+    """A method's contrast from its plain scores of the queries (`a`, (Q, N)) and of their other answers (`b`, one row
+    for every query or one per query): a - b, its query cost both answers'; missing when either is."""
+    if not a.available or not b.available:
+        return a if not a.available else b
+    assert a.scores is not None and b.scores is not None
+    return MethodScores(a.name, a.scores - b.scores, ids=a.ids, build_seconds=a.build_seconds + b.build_seconds,
+                        query_seconds=a.query_seconds + b.query_seconds, index_bytes=a.index_bytes)

@@ -389,6 +389,30 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     assert len([f for f in frames(at) if "text" in f.columns]) == 6  # with Grad-Sketch
 
 
+def test_compare_methods_under_the_contrast_ranks_the_difference(app_env):
+    """With the contrast on (shared with Attribute), every method on Compare ranks by its score for the query minus
+    its score for the other answer: BM25's top list then leads with the rows the query's words reach and the other
+    answer's do not, and the page says it is a contrast; the contrast on but no other answer is a warning."""
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.checkbox(key="cmp_embed").uncheck().run()
+    at.number_input(key="top_k").set_value(5).run()
+    at.button(key="compare").click().run()
+    plain_bm25 = [f for f in frames(at) if "text" in f.columns][-1]
+    at.checkbox(key="versus_on").check().run()
+    at.text_area(key="versus_completion").input(OTHER).run()
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    assert any(c.value.startswith("Contrast: each score is") for c in at.caption)
+    assert any("minus its score for the other one" in c.value for c in at.caption)
+    contrasted = [f for f in frames(at) if "text" in f.columns][-1]
+    assert list(contrasted["id"]) != list(plain_bm25["id"]) or not contrasted["score"].equals(plain_bm25["score"])
+    assert set(contrasted["label"]) == {1}  # the trigger rows hold the query's words, not the bank's
+    at.text_area(key="versus_completion").input("  ").run()
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    assert any("Type the other answer" in w.value for w in at.warning)
+    at.checkbox(key="versus_on").uncheck().run()
+
 def test_compare_runs_bergson_only_when_asked(app_env):
     pytest.importorskip("bergson")
     from rise_core import method_types  # what a method builds over an index's pool itself, once per process

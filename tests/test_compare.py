@@ -189,3 +189,30 @@ def test_embedding_scores_equal_a_fresh_scorer(indexes, tiny_llama):
     fresh.fit(index.sample_list())
     out = compare_methods(index, QUERIES, query_features(index, tiny_llama, QUERIES), embeddings=fit_embeddings(index))
     np.testing.assert_allclose(out[EMBEDDING].scores, fresh.score(QUERIES), rtol=1e-6, atol=1e-6)
+
+
+def test_compare_methods_contrasts_every_method(indexes, tiny_llama):
+    """A contrast on the Compare page: RISE's methods score the contrast itself (the weights chosen for the query,
+    applied to both answers: RISE's ranking is `rank`'s on the same contrast), every other method the difference of
+    its two plain scores, exactly; one other answer for every query, or one per query; no other answers is an error."""
+    index = indexes[0]
+    other = Sample(prompt="what did the cat do ?", completion="the dog ran to the park .")
+    forward = forward_vectors(tiny_llama, index.sample_list(), index.config)
+    common = dict(bm25=fit_bm25(index), forward=forward, lm=tiny_llama)
+    for queries, versus in ((QUERIES[:1], [other]), (QUERIES, [other]), (QUERIES, [other, QUERIES[0]])):
+        qfm = query_features(index, tiny_llama, queries, versus=versus)
+        got = compare_methods(index, queries, qfm, versus=versus, **common)
+        a = compare_methods(index, queries, query_features(index, tiny_llama, queries), **common)
+        b = compare_methods(index, versus, query_features(index, tiny_llama, versus), **common)
+        for name in (HIDDEN_COSINE, GRAD_SKETCH, BM25):
+            np.testing.assert_array_equal(got[name].scores, a[name].scores - b[name].scores)
+        # fixed weights: the contrast is the difference of the plain scores, to float32 rounding of the channel sums
+        np.testing.assert_allclose(got[RISE_FIXED].scores, a[RISE_FIXED].scores - b[RISE_FIXED].scores, atol=1e-5)
+        assert got[RISE].scores.shape == (len(queries), N_POOL)
+    one = query_features(index, tiny_llama, QUERIES[:1], versus=[other])
+    served = rank(index, one, k=5)
+    shown = compare_methods(index, QUERIES[:1], one, versus=[other], **common)[RISE].ranking(5, query=0)
+    assert [index.samples()["id"][int(r)] for r in shown.rows] == served["id"].tolist()
+    np.testing.assert_allclose(shown.scores.numpy(), served["score"].to_numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(InputDataError, match="other answers"):
+        compare_methods(index, QUERIES[:1], one, **common)
