@@ -373,23 +373,29 @@ def top_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | 
             for q in range(len(query_fm))]
 
 
+def selection_size(n_pool: int, top_n: int | None = None, fraction: float | None = None) -> int:
+    """How many of `n_pool` rows a selection keeps: the `top_n` best (at most the pool), or the best `fraction`
+    (rounded up); exactly one of them is given."""
+    if (top_n is None) == (fraction is None):
+        raise InputDataError("give exactly one of top_n and fraction")
+    if top_n is not None:
+        if top_n < 1:
+            raise InputDataError(f"top_n must be at least 1, got {top_n}")
+        return min(int(top_n), n_pool)
+    if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
+        raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
+    return math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
+
+
 def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None,
               top_n: int | None = None, fraction: float | None = None, where: str | None = None) -> Ranking:
     """Valuation: score the pool (or the rows matching `where`) against a query set and keep the `top_n` best or the
     best `fraction` of them (rounded up), best first; weighted as in `top` (always an exact scan)."""
-    if (top_n is None) == (fraction is None):
-        raise InputDataError("give exactly one of top_n and fraction")
+    selection_size(0, top_n, fraction)  # a bad size is refused before the pool is scored
     resolved = index_weighting(index, query_fm, options)
     scores, allowed = _pool_scores(index, query_fm, resolved.options, where)
     n_pool = len(scores.total) if allowed is None else int(allowed.sum())
-    if top_n is not None:
-        if top_n < 1:
-            raise InputDataError(f"top_n must be at least 1, got {top_n}")
-        n_keep = min(int(top_n), n_pool)
-    else:
-        if not 0.0 < float(fraction) <= 1.0:  # type: ignore[arg-type]
-            raise InputDataError(f"fraction must be in (0, 1], got {fraction}")
-        n_keep = math.ceil(float(fraction) * n_pool)  # type: ignore[arg-type]
+    n_keep = selection_size(n_pool, top_n, fraction)
 
     def head(m: int) -> Ranking:
         rows = top_k(scores.total, m, allowed)[0]

@@ -170,6 +170,44 @@ def test_select_versus_other_answers(env, capsys, tmp_path):
     assert exc.value.code == 2 and "--versus-queries FILE, or one as --versus-text" in capsys.readouterr().err
 
 
+def test_select_with_marks_values_the_pool_again(env, capsys, tmp_path):
+    """`rise select --marks FILE`: the pool valued again with the marks, the top N or fraction of that: the rows and
+    scores of `rank_with_feedback` on the query set (its words, the marked words' source, the queries' texts joined),
+    the marks carried, a yes-marked row moved up; a contrast with marks is a usage error."""
+    from rise_core.attribution import marked_words, query_features, rank_with_feedback
+    from rise_core.compare import fit_bm25
+    from rise_core.config import ScoreOptions
+    from rise_core.models import load_model
+    from rise_core.samples import Sample
+
+    fixed = ["--lambda-rh", "1", "--lambda-gh", "0.5", "--lambda-hs", "0.3"]
+    plain = tmp_path / "plain.jsonl"
+    code, _, _ = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--fraction", "1", *fixed,
+                      "--out", plain)
+    ids = [json.loads(line)["id"] for line in plain.read_text().splitlines()]
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps({ids[-2]: True, ids[0]: False}))
+    out = tmp_path / "marked.jsonl"
+    code, stdout, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "6",
+                             "--marks", marks, *fixed, "--out", out)
+    assert code == 0, err
+    assert "selected 6 of 24 samples" in stdout and "feedback: 1 marked yes, 1 no" in err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and ids[-2] in [r["id"] for r in rows]  # the confirmed row moved up into the top 6
+    assert next(r for r in rows if r["id"] == ids[-2])["mark"] == "yes"
+    queries = [Sample(text="the cat sat on the mat ."), Sample(text="the bank lost money .")]
+    with RiseIndex.open(env.index) as index:
+        qfm = query_features(index, load_model(str(env.model)), queries)
+        words = marked_words(index, Sample(text="\n".join(q.full_text for q in queries)), fit_bm25(index))
+        want = rank_with_feedback(index, qfm, {ids[-2]: True, ids[0]: False},
+                                  ScoreOptions(lambda_rh=1.0, lambda_gh=0.5, lambda_hs=0.3), k=6, words=words)
+    assert [r["id"] for r in rows] == want["id"].tolist()
+    assert [r["score"] for r in rows] == pytest.approx(want["score"].tolist(), abs=1e-5)  # float32, via JSON
+    with pytest.raises(SystemExit) as exc:
+        main(["select", "--index", str(env.index), "--queries", str(env.queries), "--marks", str(marks),
+              "--versus-text", "b", "--top-n", "3", "--out", str(tmp_path / "o.jsonl")])
+    assert exc.value.code == 2 and "does not go with a contrast" in capsys.readouterr().err
+
 def test_info_text_json_and_directory(env, capsys):
     code, out, _ = _run(capsys, "info", "--index", env.index)
     assert code == 0

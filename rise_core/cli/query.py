@@ -102,6 +102,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     size.add_argument("--top-n", type=int, default=None, help="number of samples to keep")
     size.add_argument("--fraction", type=float, default=None, help="fraction of the pool to keep, in (0, 1]")
     p.add_argument("--out", required=True, help="output file: .jsonl, .csv or .parquet")
+    p.add_argument("--marks", default=None, metavar="FILE",
+                   help="relevance feedback on the selection: a JSON object {sample id: true (keep rows like this) / "
+                        "false (not this)}; scores the pool again with the marks (Rocchio per channel, channel "
+                        "re-weighting, and the queries' words the yes-marks hold, by BM25 over the pool's texts) "
+                        "and keeps the top N or fraction of that")
     v = add_versus_options(p, "query set", "each query")
     v.add_argument("--versus-queries", default=None, metavar="FILE",
                    help="one other answer per query, in the order of --queries (same file format and columns): e.g. "
@@ -379,7 +384,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         if marks is not None:
             if len(queries) != 1:
                 raise InputDataError(f"--marks are one query's: give one query, not {len(queries)}")
-            df = _rank_with_marks(index, qfm, queries[0], marks, options, args)
+            df = _rank_with_marks(index, qfm, queries[0], marks, options, args.k, args.where)
         else:
             df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where,
                                                     search=args.search)
@@ -446,16 +451,16 @@ def _marks(path: str) -> dict[str, bool]:
     return {str(k): v for k, v in data.items()}
 
 
-def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], options: Any,
-                     args: argparse.Namespace) -> pd.DataFrame:
-    """The query ranked again with its marks (the marked words from BM25 over the pool when any mark is yes); what
-    the marks chose, on stderr."""
+def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], options: Any, k: int,
+                     where: str | None) -> pd.DataFrame:
+    """The query (or query set) ranked again with its marks, its best k (the marked words from BM25 over the pool
+    when any mark is yes); what the marks chose, on stderr."""
     from ..attribution import marked_words, rank_with_feedback
     from ..compare import fit_bm25
     from ..feedback import chosen_view, lift_lines
 
     words = marked_words(index, query, fit_bm25(index)) if any(marks.values()) else None
-    df = rank_with_feedback(index, qfm, marks, options, k=args.k, where=args.where, words=words)
+    df = rank_with_feedback(index, qfm, marks, options, k=k, where=where, words=words)
     fb = df.attrs["feedback"]
     print(f"feedback: {fb['n_relevant']} marked yes, {fb['n_irrelevant']} no; the marks chose "
           f"{chosen_view(fb['weights'])}", file=sys.stderr)
@@ -468,17 +473,27 @@ def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], o
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
-    from ..attribution import query_features, select
+    from ..attribution import query_features, select, selection_size
+    from ..samples import Sample
 
     _check_out(args.out)
     queries = _queries(args)
     versus = _versus(args, args._parser_error)
+    marks = _marks(args.marks) if args.marks is not None else None
+    if marks is not None and versus is not None:
+        args._parser_error("--marks scores the query set again with its marks; it does not go with a contrast "
+                           "(--versus-*)")
     index, lm = _open_for_query(args)
     try:
         qfm = query_features(index, lm, queries, versus=versus, versus_label=_versus_label(args))
-        df = select(index, qfm, score_options_from_args(args, index.config, index.manifest.build_preset),
-                    top_n=args.top_n, fraction=args.fraction, where=args.where)
+        options = score_options_from_args(args, index.config, index.manifest.build_preset)
         n_pool = len(index) if not args.where else int(index.row_mask(args.where).sum())
+        if marks is None:
+            df = select(index, qfm, options, top_n=args.top_n, fraction=args.fraction, where=args.where)
+        else:  # the queries' words, as one text, for the words the yes-marks hold
+            words_of = Sample(text="\n".join(q.full_text for q in queries), id="queries")
+            n_keep = selection_size(n_pool, args.top_n, args.fraction)
+            df = _rank_with_marks(index, qfm, words_of, marks, options, n_keep, args.where)
     finally:
         index.close()
     _write_frame(df, args.out)
