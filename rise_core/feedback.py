@@ -43,7 +43,9 @@ import numpy as np
 import torch
 
 from .errors import InputDataError
-from .scoring import matvec
+
+WIDEN_ROWS = 8192
+"""rows of a half-precision channel widened to float32 at once for the marked rows' similarities (`unit_row_scores`)."""
 
 MAX_WORD_SHARE = 0.1
 """the marked word lifts only a word held by at most this share of the pool (a trigger is rare; a genre's or a
@@ -314,7 +316,9 @@ def unit_row_scores(matrix: torch.Tensor, scale: torch.Tensor | None = None) -> 
 
     def scores(rows: list[int]) -> np.ndarray:
         marked = matrix[rows].float()
-        out = matvec(matrix, marked.T).T  # a float16 matrix widened a chunk at a time, not copied whole
+        # a float16 matrix widened a chunk of rows at a time (as `scoring.matvec`, a layer above), not copied whole
+        out = torch.cat([marked @ matrix[s:s + WIDEN_ROWS].float().T for s in range(0, len(matrix), WIDEN_ROWS)],
+                        dim=1) if len(matrix) else marked @ matrix.float().T
         if scale is not None:
             out = out * scale.float()[None, :] * scale.float()[rows][:, None]
         return out.double().numpy()

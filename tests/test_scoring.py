@@ -115,8 +115,18 @@ def test_matvec_widens_half_rows_chunk_by_chunk():
         assert out.shape == (10, 3) and out.dtype == torch.float32
         torch.testing.assert_close(out, half.float() @ several)  # float32 dot products of 7 terms, any order
 
-    from rise_core.feedback import unit_row_scores  # the marked rows' similarities, the matrix widened in chunks
+
+
+def test_marked_rows_similarities_widen_the_matrix_in_chunks(monkeypatch):
+    """`feedback.unit_row_scores` (the marked rows' similarities) equals the dense product, the half-precision
+    matrix widened a chunk of rows at a time (float32 dot products of 7 terms: 1e-6)."""
+    from rise_core import feedback
+
+    gen = torch.Generator().manual_seed(1)
+    half = torch.randn(10, 7, generator=gen).half()
     scale = torch.rand(10, generator=gen) + 0.5
-    got = unit_row_scores(half, scale)([2, 5])
     want = (half[[2, 5]].float() @ half.float().T) * scale[None, :] * scale[[2, 5]][:, None]
-    np.testing.assert_allclose(got, want.double().numpy(), rtol=1e-6, atol=1e-6)
+    for rows in (3, 10, 64):  # chunk boundaries inside, at and beyond the matrix
+        monkeypatch.setattr(feedback, "WIDEN_ROWS", rows)
+        got = feedback.unit_row_scores(half, scale)([2, 5])
+        np.testing.assert_allclose(got, want.double().numpy(), rtol=1e-6, atol=1e-6)
