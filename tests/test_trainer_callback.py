@@ -11,6 +11,7 @@ import torch
 from conftest import CORPUS, build_tiny_model, build_tokenizer
 from index_helpers import pool_rows
 
+from rise_core.adapters import peft_wrapping
 from rise_core.callback import RiseIndexCallback
 from rise_core.cli import main
 from rise_core.config import PRESETS, RiseConfig
@@ -172,7 +173,8 @@ def trained_lora(tmp_path_factory):
     build_tiny_model("llama", len(tok), dtype=torch.float32).save_pretrained(root / "base")
     tok.save_pretrained(root / "base")
     base = transformers.AutoModelForCausalLM.from_pretrained(root / "base", dtype=torch.float32)
-    model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with peft_wrapping():  # peft's own FutureWarning, dropped as the library drops it
+        model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
     callback = RiseIndexCallback(root / "rise.duckdb", POOL, CFG, batch_size=4, checkpoints=True, preset="fixed")
     args = transformers.TrainingArguments(
         output_dir=str(root / "out"), max_steps=2, per_device_train_batch_size=4, learning_rate=5e-2, use_cpu=True,
@@ -213,6 +215,7 @@ def test_a_lora_models_index_is_queried_with_the_adapter_it_names(trained_lora, 
     assert len(json.loads(out.out)) == 3
 
 
+@pytest.mark.filterwarnings("ignore:Model has `tie_word_embeddings=True`:UserWarning")  # lm_head in modules_to_save
 def test_an_adapter_it_cannot_index_is_refused_before_training(tmp_path):
     """DoRA, modules_to_save and a peft model without a base name cannot be reproduced as merged weights here:
     refused when training begins, naming what."""
@@ -223,11 +226,13 @@ def test_an_adapter_it_cannot_index_is_refused_before_training(tmp_path):
     callback = RiseIndexCallback(tmp_path / "x.duckdb", POOL, CFG)
     for extra, what in ((dict(use_dora=True), "DoRA"), (dict(modules_to_save=["lm_head"]), "modules_to_save")):
         base = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "base", dtype=torch.float32)
-        model = peft.get_peft_model(base, peft.LoraConfig(r=4, target_modules=["q_proj"], **extra))
+        with peft_wrapping():
+            model = peft.get_peft_model(base, peft.LoraConfig(r=4, target_modules=["q_proj"], **extra))
         with pytest.raises(ModelLoadError, match=what):
             callback.on_train_begin(None, state, None, model=model)
-    unnamed = peft.get_peft_model(build_tiny_model("llama", len(tok), dtype=torch.float32),
-                                  peft.LoraConfig(r=4, target_modules=["q_proj"]))
+    with peft_wrapping():
+        unnamed = peft.get_peft_model(build_tiny_model("llama", len(tok), dtype=torch.float32),
+                                      peft.LoraConfig(r=4, target_modules=["q_proj"]))
     with pytest.raises(ModelLoadError, match="names no base model"):
         callback.on_train_begin(None, state, None, model=unnamed)
     assert not (tmp_path / "x.duckdb").exists()
