@@ -470,6 +470,23 @@ def test_the_span_lift_reads_a_widening_ann_head(pool, monkeypatch):
         assert moved  # the lift changed some query's top 10
 
 
+def grown_pool(path: Path, seed: int, n_new: int) -> Path:
+    """A 300-row index with its ANN index, then `n_new` rows appended (the tail the ANN index does not cover)."""
+    pytest.importorskip("faiss")
+    make_index(path, n=300, seed=seed)
+    with RiseIndex.open(path) as index:
+        ann.build_ann(index, nlist=8, nprobe=4)
+    with RiseIndex.open(path, read_only=False) as writer:
+        append(writer, clustered(n_new, seed + 1), 300, prefix="new")
+    return path
+
+
+def forbid_matrix(monkeypatch, index: RiseIndex) -> None:
+    """Make `index.feature_matrix()` fail: what runs after must not load every row's features."""
+    def no_matrix():
+        raise AssertionError("the pool's feature matrix was loaded")
+    monkeypatch.setattr(index, "feature_matrix", no_matrix)
+
 def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, monkeypatch):
     """`ann.score_pool_rows`, the spread's rows on the ANN path: the exact scores of any rows, covered ones from the
     ANN file's lossless codes and appended ones from their features, equal to the exact scan's (float32 products of
@@ -477,12 +494,7 @@ def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, mon
     matrix, and lifts by the spread of the rows `span_lift.spread_rows` samples."""
     from rise_core import adaptive, span_lift
 
-    pytest.importorskip("faiss")
-    path = make_index(tmp_path / "grow.duckdb", n=300, seed=3)
-    with RiseIndex.open(path) as index:
-        ann.build_ann(index, nlist=8, nprobe=4)
-    with RiseIndex.open(path, read_only=False) as writer:
-        append(writer, clustered(20, 4), 300, prefix="new")  # 20 rows appended since the ANN build: the tail
+    path = grown_pool(tmp_path / "grow.duckdb", 3, 20)  # 20 rows appended since the ANN build: the tail
     q, options = query(12), ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5)
     rows = span_lift.spread_rows(320, 40)  # 40 evenly spaced rows, the last ones in the tail
     assert len(rows) == 40 and int(rows[-1]) == 319 and int((rows >= 300).sum()) >= 2
@@ -497,9 +509,7 @@ def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, mon
     found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)
     patch_finding(monkeypatch, lambda spans, g, r, query=None: found)
     with RiseIndex.open(path) as index:
-        def no_matrix():
-            raise AssertionError("the ANN path loaded the pool's feature matrix")
-        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        forbid_matrix(monkeypatch, index)
         got = attribution.top(index, q, ScoreOptions.preset("default"), k=10, search="ann")
         assert got.search["path"] == "ann" and "span" in got.parts
         view = got.weighting.options  # the fixed weights the query was scored with
@@ -519,12 +529,7 @@ def test_a_valuation_of_a_large_pool_scores_every_row_from_the_ann_codes(tmp_pat
     appended since the ANN build included."""
     from rise_core.attribution import valuation
 
-    pytest.importorskip("faiss")
-    path = make_index(tmp_path / "big.duckdb", n=300, seed=5)
-    with RiseIndex.open(path) as index:
-        ann.build_ann(index, nlist=8, nprobe=4)
-    with RiseIndex.open(path, read_only=False) as writer:
-        append(writer, clustered(10, 6), 300, prefix="new")
+    path = grown_pool(tmp_path / "big.duckdb", 5, 10)
     q, options = query(13), ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=1.0)
     contrast = ContrastFeatures.of(q, query(14))
     want = {}
@@ -537,9 +542,7 @@ def test_a_valuation_of_a_large_pool_scores_every_row_from_the_ann_codes(tmp_pat
             assert index.features_loaded
     monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)  # as a large pool: the ANN path
     with RiseIndex.open(path) as index:
-        def no_matrix():
-            raise AssertionError("the valuation loaded the pool's feature matrix")
-        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        forbid_matrix(monkeypatch, index)
         for where, expected in want.items():
             got = (valuation(index, contrast, options, fraction=0.5) if where == "contrast" else
                    valuation(index, q, options, fraction=0.5, where=where))
@@ -557,12 +560,7 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
     (`ann.pool_channel_products`), and the ranking, its scores, parts and feedback weights equal the matrix path's
     (float32 products of the same float16 rows, summed in another order: 1e-5 after standardising), with a filter
     and rows appended since the ANN build."""
-    pytest.importorskip("faiss")
-    path = make_index(tmp_path / "fb.duckdb", n=300, seed=7)
-    with RiseIndex.open(path) as index:
-        ann.build_ann(index, nlist=8, nprobe=4)
-    with RiseIndex.open(path, read_only=False) as writer:
-        append(writer, clustered(12, 8), 300, prefix="new")
+    path = grown_pool(tmp_path / "fb.duckdb", 7, 12)
     q = query(15)
     marks = {"s3": True, "new305": True, "s40": False}
     cases = [(ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5), None),
@@ -573,9 +571,7 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
             want.append(attribution.top_with_feedback(index, q, marks, options, k=8, where=where))
     monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
     with RiseIndex.open(path) as index:
-        def no_matrix():
-            raise AssertionError("feedback loaded the pool's feature matrix")
-        monkeypatch.setattr(index, "feature_matrix", no_matrix)
+        forbid_matrix(monkeypatch, index)
         for (options, where), expected in zip(cases, want, strict=True):
             got = attribution.top_with_feedback(index, q, marks, options, k=8, where=where)
             assert got.rows.tolist() == expected.rows.tolist()
