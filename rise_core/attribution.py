@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,7 +30,7 @@ from . import adaptive, ann, span_lift
 from .adaptive import Weighting
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
-from .engine import SampleFeatures
+from .engine import RiseExtractor, SampleFeatures, TokenSketches
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit, versus_attribution
 from .feedback import (
@@ -453,6 +455,40 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
     return valuation(index, query_fm, options, top_n, fraction, where).to_frame(index)
 
 
+class TokenSketchMemo:
+    """The token sketches of the last few queries (and contrasts' other answers) explained on an index, so that
+    explaining the ten hits of one query runs its forward pass once, not ten times. Keyed by the index's state, the
+    model's fingerprint and the text's fields; bounded (the oldest go first) and safe across a server's threads."""
+
+    def __init__(self, max_entries: int = 16) -> None:
+        self.max_entries = max_entries
+        self._data: OrderedDict[tuple, TokenSketches] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, index: RiseIndex, lm: LoadedModel, extractor: RiseExtractor, sample: Sample) -> TokenSketches:
+        """`extractor.token_sketches(sample)`, from the memo when this index state, model and text ran before."""
+        m = index.manifest
+        key = (str(index.path), m.index_uuid, m.updated_at, lm.fingerprint(), m.config.fingerprint(),
+               sample.prompt, sample.completion, sample.text, repr(sample.messages))
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+        sketches = extractor.token_sketches(sample)
+        with self._lock:
+            self._data[key] = sketches
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+        return sketches
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+TOKEN_SKETCHES = TokenSketchMemo()
+
+
 def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,
             query_fm: FeatureMatrix | None = None, options: ScoreOptions | None = None
             ) -> tuple[TokenAttribution, TokenAttribution]:
@@ -470,7 +506,8 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     extractor = index.extractor(lm)
     example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options
-    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options)
+    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options,
+                       query_sketches=TOKEN_SKETCHES.get(index, lm, extractor, query))
 
 
 def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sample | str | dict,
@@ -485,7 +522,9 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
     extractor = index.extractor(lm)
     example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options  # A's weights, as the ranking used
-    return versus_attribution(extractor, example_fm, Sample.coerce(versus), query_fm.versus, options)
+    versus = Sample.coerce(versus)
+    return versus_attribution(extractor, example_fm, versus, query_fm.versus, options,
+                              versus_sketches=TOKEN_SKETCHES.get(index, lm, extractor, versus))
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,

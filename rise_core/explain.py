@@ -67,26 +67,29 @@ def token_attribution(ts: TokenSketches, q: dict[str, torch.Tensor], features: F
 
 
 def explain_hit(extractor: RiseExtractor, example: Sample, example_features: FeatureMatrix, query: Sample,
-                query_features: FeatureMatrix, options: ScoreOptions | None = None
-                ) -> tuple[TokenAttribution, TokenAttribution]:
+                query_features: FeatureMatrix, options: ScoreOptions | None = None,
+                query_sketches: TokenSketches | None = None) -> tuple[TokenAttribution, TokenAttribution]:
     """Token contributions of a pool example (against the query) and of the query (against the example).
 
     `example_features` / `query_features` are the one-row feature matrices that were scored, so the example's
-    token contributions sum to its (weighted) channel scores."""
+    token contributions sum to its (weighted) channel scores. `query_sketches`: the query's token sketches when
+    already computed (explaining several hits of one query runs its forward pass once)."""
     options = options or ScoreOptions()
     options = options.for_channels(example_features.channels).options
     ex_attr = token_attribution(extractor.token_sketches(example), query_vectors(query_features, options),
                                 example_features, options)
     # symmetric: the example plays the query role for the query's own tokens
-    q_attr = token_attribution(extractor.token_sketches(query), query_vectors(example_features, options),
-                               query_features, options)
+    q_attr = token_attribution(query_sketches or extractor.token_sketches(query),
+                               query_vectors(example_features, options), query_features, options)
     return ex_attr, q_attr
 
 
 def versus_attribution(extractor: RiseExtractor, example_features: FeatureMatrix, versus: Sample,
-                       versus_features: FeatureMatrix, options: ScoreOptions) -> TokenAttribution:
+                       versus_features: FeatureMatrix, options: ScoreOptions,
+                       versus_sketches: TokenSketches | None = None) -> TokenAttribution:
     """Token contributions of a contrast's other answer B (one row of features) to a pool example's contrast score,
-    negated: B's tokens push the score down. `options`: the resolved weights the contrast was scored with."""
+    negated: B's tokens push the score down. `options`: the resolved weights the contrast was scored with;
+    `versus_sketches`: B's token sketches when already computed."""
     options = options.for_channels(example_features.channels).options
-    return token_attribution(extractor.token_sketches(versus), query_vectors(example_features, options),
-                             versus_features, options).negated()
+    return token_attribution(versus_sketches or extractor.token_sketches(versus),
+                             query_vectors(example_features, options), versus_features, options).negated()

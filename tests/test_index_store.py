@@ -181,6 +181,37 @@ def test_explanation_sums_to_channel_scores(built, tiny_llama):
 
 
 
+def test_explaining_several_hits_runs_the_query_once(built, tiny_llama, monkeypatch):
+    """The query's token sketches are computed once for all its hits (`attribution.TOKEN_SKETCHES`), and every
+    explanation equals the one computed from scratch (`explain_hit`, both texts' sketches recomputed)."""
+    from rise_core import attribution
+    from rise_core.engine import RiseExtractor
+    from rise_core.explain import explain_hit
+
+    path, _ = built
+    attribution.TOKEN_SKETCHES.clear()
+    texts = []
+    real = RiseExtractor.token_sketches
+
+    def spy(self, sample):
+        texts.append(Sample.coerce(sample).full_text)
+        return real(self, sample)
+    with RiseIndex.open(path) as index:
+        qfm = query_features(index, tiny_llama, [QUERY])
+        hits = rank(index, qfm, k=4)["id"].tolist()
+        monkeypatch.setattr(RiseExtractor, "token_sketches", spy)
+        got = [explain(index, tiny_llama, h, QUERY, qfm) for h in hits]
+        query_text = Sample.coerce(QUERY).full_text
+        assert texts.count(query_text) == 1 and len(texts) == 1 + len(hits)
+        monkeypatch.setattr(RiseExtractor, "token_sketches", real)
+        options = attribution.index_weighting(index, qfm, None).options
+        for h, (ex, q) in zip(hits, got, strict=True):
+            want_ex, want_q = explain_hit(index.extractor(tiny_llama), index.sample(h),
+                                          index.row_features(index.row_of(h)), Sample.coerce(QUERY), qfm, options)
+            assert (ex.tokens, ex.rh, ex.gh, ex.hs) == (want_ex.tokens, want_ex.rh, want_ex.gh, want_ex.hs)
+            assert (q.tokens, q.rh, q.gh, q.hs) == (want_q.tokens, want_q.rh, want_q.gh, want_q.hs)
+    attribution.TOKEN_SKETCHES.clear()
+
 def test_an_explanation_reads_its_rows_features_alone(built, tiny_llama, monkeypatch):
     """`row_features` (what `explain` reads) equals the loaded matrix's row, read from the file while the matrix is
     not loaded (as on the ANN path, where no query loads it): an explanation reads one row, not every row."""
