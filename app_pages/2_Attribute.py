@@ -38,13 +38,9 @@ with right:
                   help="An SQL condition over the pool's columns (label, metadata, n_counted, ...): rank only the "
                        "examples that match.")
 if st.button("Attribute", type="primary", key="attribute"):
-    typed = widgets.query_sample()
-    st.session_state["attr_versus"] = contrast_ui.versus_sample(typed)
-    # the contrast asked for but its other answer missing (warned): nothing is ranked rather than the plain query
-    st.session_state["attr_query"] = None if contrast_ui.is_on() and st.session_state["attr_versus"] is None else typed
+    contrast_ui.remember_query("attr", widgets.query_sample())
 
-query = st.session_state.get("attr_query")
-versus = st.session_state.get("attr_versus")
+query, versus = contrast_ui.remembered("attr")
 if query is None:
     st.stop()
 if query.messages is not None:

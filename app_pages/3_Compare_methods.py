@@ -35,13 +35,9 @@ with right:
                             f"a backward pass per sample, about 2.5 times as long as building this index took "
                             f"({len(index)} samples). It is kept while this server runs (docs/BERGSON.md).")]
 if st.button("Compare", type="primary", key="compare"):
-    typed = widgets.query_sample()
-    st.session_state["cmp_versus"] = contrast_ui.versus_sample(typed)
-    # the contrast asked for but its other answer missing (warned): nothing is compared rather than the plain query
-    st.session_state["cmp_query"] = None if contrast_ui.is_on() and st.session_state["cmp_versus"] is None else typed
+    contrast_ui.remember_query("cmp", widgets.query_sample())
 
-query = st.session_state.get("cmp_query")
-versus = st.session_state.get("cmp_versus")
+query, versus = contrast_ui.remembered("cmp")
 if query is None:
     st.stop()
 compare_ui.forward_pass_offer(path)

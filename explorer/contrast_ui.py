@@ -80,6 +80,20 @@ def versus_sample(query: Sample | None) -> Sample | None:
     return Sample(prompt=prompt or None, completion=completion, id="versus")
 
 
+def remember_query(key: str, query: Sample | None) -> None:
+    """On a page's button: keep the typed query and its other answer under `{key}_query` / `{key}_versus` (read them
+    with `remembered`). The contrast asked for but its other answer missing (warned): no query is kept, so nothing
+    is ranked rather than the plain query."""
+    versus = versus_sample(query)
+    st.session_state[f"{key}_versus"] = versus
+    st.session_state[f"{key}_query"] = None if is_on() and versus is None else query
+
+
+def remembered(key: str) -> tuple[Sample | None, Sample | None]:
+    """(query, other answer) kept by `remember_query` under `key` (None, None before any)."""
+    return st.session_state.get(f"{key}_query"), st.session_state.get(f"{key}_versus")
+
+
 def caption(versus: Sample) -> None:
     """The line over the table saying the scores are a contrast, and with what."""
     st.caption(f"Contrast: each score is the example's score for this answer minus its score for the other answer "
