@@ -20,7 +20,8 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -283,12 +284,30 @@ def _exact_top_rows(fm: FeatureMatrix, channels: list[tuple[str, torch.Tensor, t
 
 def _matrix_and_mask(index: RiseIndex, where: str | None) -> tuple[FeatureMatrix, torch.Tensor | None]:
     """The feature matrix and the filter's row mask, of the same length (an append in between is caught)."""
+    return _with_mask(index, where, index.feature_matrix)
+
+
+def _row_mask(index: RiseIndex, where: str | None) -> torch.Tensor | None:
+    """The filter's row mask over every row of `index` (None: no filter), without the feature matrix."""
+    return _with_mask(index, where, lambda: index)[1]
+
+
+def _with_mask(index: RiseIndex, where: str | None, rows: Callable[[], Sized]) -> tuple[Any, torch.Tensor | None]:
+    """`rows()` (the feature matrix, or the index itself) and the filter's row mask over as many rows, read again
+    when a build appends in between."""
     for _ in range(3):
-        fm = index.feature_matrix()
+        got = rows()
         allowed = index.row_mask(where) if where else None
-        if allowed is None or len(allowed) == len(fm):
-            return fm, allowed
+        if allowed is None or len(allowed) == len(got):
+            return got, allowed
     raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
+
+
+def _streamed_ann(index: RiseIndex, options: ScoreOptions) -> ann.AnnIndex | None:
+    """The ANN index to read a whole pool from, a block at a time, when a query under `options` takes the ANN path
+    (a large pool) and this process does not hold the feature matrix; None: use the matrix."""
+    handle, _ = ann.usable_ann(index, options, "auto")
+    return None if handle is None or index.features_loaded else handle
 
 
 def top(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -415,24 +434,12 @@ def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOption
     """Every row's scores under fixed `options`, and the filter's row mask: from the ANN file's codes a block at a
     time where a query would take the ANN path and the feature matrix is not loaded (a large pool: it is never held
     whole), else from the feature matrix. Exact either way (float32 products of the same float16 rows)."""
-    handle, _ = ann.usable_ann(index, options, "auto")
-    if handle is not None and not index.features_loaded:
+    handle = _streamed_ann(index, options)
+    if handle is not None:
         allowed = _row_mask(index, where)
         return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(len(index))), allowed
     fm, allowed = _matrix_and_mask(index, where)
     return channel_sum(fm, query_fm, options), allowed
-
-
-def _row_mask(index: RiseIndex, where: str | None) -> torch.Tensor | None:
-    """The filter's row mask over every row of `index` (None: no filter), without the feature matrix."""
-    if not where:
-        return None
-    for _ in range(3):
-        n = len(index)
-        allowed = index.row_mask(where)
-        if len(allowed) == n:
-            return allowed
-    raise InputDataError(f"{index.path} keeps changing (a build is appending to it); try again when it finishes")
 
 
 def rank(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | None = None, k: int = 10,
@@ -617,9 +624,8 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
     start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
     span = span_lift.kept_after_marks(resolved.choice.behaviour, _index_holders(index))
-    handle, _ = ann.usable_ann(index, resolved.options, "auto")
-    if handle is not None and not index.features_loaded:
-        # a large pool the process does not hold: one pass over the ANN file's codes
+    handle = _streamed_ann(index, resolved.options)
+    if handle is not None:  # a large pool the process does not hold: one pass over the ANN file's codes
         allowed = _row_mask(index, where)
         ranker = _streamed_feedback_ranker(index, handle, query_fm, resolved.options, list(row_marks), config, start,
                                            words, span)
