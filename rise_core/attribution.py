@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence, Sized
 from typing import Any
 
@@ -45,6 +43,7 @@ from .feedback import (
     apply_feedback,
     unit_row_scores,
 )
+from .memo import BoundedMemo
 from .models import LoadedModel
 from .ranking import EXTRA_PARTS, Ranking, frame_each
 from .samples import Sample, encode_sample
@@ -462,38 +461,17 @@ def select(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions | No
     return valuation(index, query_fm, options, top_n, fraction, where).to_frame(index)
 
 
-class TokenSketchMemo:
-    """The token sketches of the last few queries (and contrasts' other answers) explained on an index, so that
-    explaining the ten hits of one query runs its forward pass once, not ten times. Keyed by the index's state, the
-    model's fingerprint and the text's fields; bounded (the oldest go first) and safe across a server's threads."""
-
-    def __init__(self, max_entries: int = 16) -> None:
-        self.max_entries = max_entries
-        self._data: OrderedDict[tuple, TokenSketches] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, index: RiseIndex, lm: LoadedModel, extractor: RiseExtractor, sample: Sample) -> TokenSketches:
-        """`extractor.token_sketches(sample)`, from the memo when this index state, model and text ran before."""
-        m = index.manifest
-        key = (str(index.path), m.index_uuid, m.updated_at, lm.fingerprint(), m.config.fingerprint(),
-               sample.prompt, sample.completion, sample.text, repr(sample.messages))
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                return self._data[key]
-        sketches = extractor.token_sketches(sample)
-        with self._lock:
-            self._data[key] = sketches
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
-        return sketches
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+TOKEN_SKETCHES: BoundedMemo[TokenSketches] = BoundedMemo(16)
+"""The token sketches of the last few queries (and contrasts' other answers) explained, so that explaining the ten
+hits of one query runs its forward pass once, not ten times (`_token_sketches`)."""
 
 
-TOKEN_SKETCHES = TokenSketchMemo()
+def _token_sketches(index: RiseIndex, lm: LoadedModel, extractor: RiseExtractor, sample: Sample) -> TokenSketches:
+    """`extractor.token_sketches(sample)`, from `TOKEN_SKETCHES` when this index state, model and text ran before."""
+    m = index.manifest
+    key = (str(index.path), m.index_uuid, m.updated_at, lm.fingerprint(), m.config.fingerprint(),
+           sample.prompt, sample.completion, sample.text, repr(sample.messages))
+    return TOKEN_SKETCHES.get(key, lambda: extractor.token_sketches(sample))
 
 
 def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | str | dict,
@@ -514,7 +492,7 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options
     return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options,
-                       query_sketches=TOKEN_SKETCHES.get(index, lm, extractor, query))
+                       query_sketches=_token_sketches(index, lm, extractor, query))
 
 
 def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sample | str | dict,
@@ -531,7 +509,7 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
     options = index_weighting(index, query_fm, options).options  # A's weights, as the ranking used
     versus = Sample.coerce(versus)
     return versus_attribution(extractor, example_fm, versus, query_fm.versus, options,
-                              versus_sketches=TOKEN_SKETCHES.get(index, lm, extractor, versus))
+                              versus_sketches=_token_sketches(index, lm, extractor, versus))
 
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,

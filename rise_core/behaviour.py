@@ -20,8 +20,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +28,7 @@ import pandas as pd
 
 from .adaptive import BEHAVIOUR_K, BEHAVIOUR_SPANS, BehaviourEvidence, BehaviourTest, representation_view
 from .config import ScoreOptions
+from .memo import BoundedMemo
 from .scoring import FeatureMatrix, channel_sum, top_k
 from .shared_spans import PoolSpans, find_shared_spans, span_pattern, texts_holding
 from .span_counts import TOKEN_RE
@@ -225,37 +224,14 @@ def features_digest(query: FeatureMatrix) -> str:
     return h.hexdigest()
 
 
-class BehaviourMemo:
+class BehaviourMemo(BoundedMemo["BehaviourEvidence | None"]):
     """The behaviour test's result per (key, gradient view), so that one query's rank, explanations and feedback run
     the test once: the key names the index's state and the query (`features_digest`, its text). Bounded (the oldest
     go first) and safe across a server's threads."""
 
     def __init__(self, max_entries: int = 256) -> None:
-        self.max_entries = max_entries
-        self._data: OrderedDict[Hashable, BehaviourEvidence | None] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(max_entries)
 
     def wrap(self, key: Hashable, test: BehaviourTest) -> BehaviourTest:
         """`test`, answered from the memo when this key and view ran before."""
-
-        def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
-            full = (key, gradient)
-            with self._lock:
-                if full in self._data:
-                    self._data.move_to_end(full)
-                    return self._data[full]
-            found = test(gradient)
-            with self._lock:
-                self._data[full] = found
-                while len(self._data) > self.max_entries:
-                    self._data.popitem(last=False)
-            return found
-
-        return run
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        return lambda gradient: self.get((key, gradient), lambda: test(gradient))

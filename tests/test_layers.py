@@ -17,7 +17,7 @@ PACKAGE = ROOT / "rise_core"
 # lines before it.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "units", "saved_config", "env_limits", "config", "samples", "sketch", "vocab_pass", "model_lock",
-     "span_counts"),
+     "span_counts", "memo"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
