@@ -79,7 +79,7 @@ def explain_hit(extractor: RiseExtractor, example: Sample, example_features: Fea
     ex_attr = token_attribution(extractor.token_sketches(example), query_vectors(query_features, options),
                                 example_features, options)
     # symmetric: the example plays the query role for the query's own tokens
-    q_attr = token_attribution(query_sketches or extractor.token_sketches(query),
+    q_attr = token_attribution(extractor.token_sketches(query) if query_sketches is None else query_sketches,
                                query_vectors(example_features, options), query_features, options)
     return ex_attr, q_attr
 
@@ -91,5 +91,5 @@ def versus_attribution(extractor: RiseExtractor, example_features: FeatureMatrix
     negated: B's tokens push the score down. `options`: the resolved weights the contrast was scored with;
     `versus_sketches`: B's token sketches when already computed."""
     options = options.for_channels(example_features.channels).options
-    return token_attribution(versus_sketches or extractor.token_sketches(versus),
+    return token_attribution(extractor.token_sketches(versus) if versus_sketches is None else versus_sketches,
                              query_vectors(example_features, options), versus_features, options).negated()
