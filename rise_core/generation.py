@@ -7,6 +7,7 @@ sequence); any other model through its chat template when it has one, else with 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 
 from .errors import ConfigError, InputDataError
+from .model_lock import seeded_global_rng
 from .samples import PROMPT_SEPARATOR
 from .saved_config import SavedConfig
 
@@ -107,8 +109,8 @@ def stream(lm: Any, prompt: str, settings: GenerationSettings | None = None) -> 
 
     def run() -> None:
         try:
-            torch.manual_seed(settings.seed)
-            with torch.no_grad():
+            sampled = settings.temperature > 0  # greedy decoding draws nothing: it needs neither seed nor lock
+            with seeded_global_rng(settings.seed) if sampled else contextlib.nullcontext(), torch.no_grad():
                 lm.model.generate(input_ids=ids, attention_mask=mask, streamer=streamer,
                                   **_generate_kwargs(lm, settings))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread

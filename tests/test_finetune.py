@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 import warnings
 
 import pytest
@@ -16,6 +17,8 @@ from rise_core.cli import main as cli_main
 from rise_core.config import RiseConfig
 from rise_core.errors import IndexMismatchError, ModelLoadError
 from rise_core.finetune import FinetuneConfig, FinetuneError, finetune, pool_loss, read_manifest
+from rise_core.generation import GenerationSettings, answer
+from rise_core.model_lock import seeded_global_rng
 from rise_core.models import load_model
 from rise_core.store import RiseIndex, build_index
 
@@ -193,3 +196,48 @@ def test_cli_finetune_then_build_with_the_adapter(base_dir, tmp_path, capsys):
     assert cli_main(["build", str(pool), "--index", str(ix), "--model", base_dir, "--adapter", str(out),
                      "--device", "cpu", "--seq-len", "32"]) == 0
     assert RiseIndex.open(ix).manifest.model_info["adapter"]["path"] == str(out.resolve())
+
+
+def test_seeded_global_rng_seeds_the_block_and_restores_the_callers_generator():
+    torch.manual_seed(5)
+    expected_after = torch.rand(3)
+    torch.manual_seed(5)
+    with seeded_global_rng(1):
+        inside = torch.rand(4)
+    assert torch.equal(inside, torch.rand(4, generator=torch.Generator().manual_seed(1)))
+    assert torch.equal(torch.rand(3), expected_after)  # as if the block had drawn nothing
+
+
+def test_a_sampled_answer_in_the_middle_of_a_training_step_changes_neither(base_dir, tmp_path):
+    """A fine-tune's dropout and a sampled answer both draw from torch's one global generator. A sampled answer asked
+    for by another thread while a training step runs its forward pass (here: started from a hook in that pass) waits
+    for the step's seeded block (`seeded_global_rng`), so the adapter equals the one trained alone, bit for bit, and
+    the answer equals the one sampled alone."""
+    recipe = dataclasses.replace(RECIPE, dropout=0.5, epochs=1)
+    settings = GenerationSettings(max_new_tokens=8, temperature=1.5, seed=3)
+    sampler = load_model(base_dir)
+    answer_alone = answer(sampler, "what is a cat ?", settings)
+    finetune(load_model(base_dir), POOL, tmp_path / "alone", recipe)
+
+    lm = load_model(base_dir)
+    answers: list[str] = []
+    threads: list[threading.Thread] = []
+
+    def sample_meanwhile(module, args):
+        if not threads:  # once, in the first step's forward pass
+            threads.append(threading.Thread(target=lambda: answers.append(answer(sampler, "what is a cat ?", settings))))
+            threads[0].start()
+            threads[0].join(timeout=1.0)  # unguarded, the answer (a tiny model, 8 tokens) is done well within this
+
+    hook = lm.model.model.layers[0].register_forward_pre_hook(sample_meanwhile)
+    try:
+        finetune(lm, POOL, tmp_path / "meanwhile", recipe)
+    finally:
+        hook.remove()
+    threads[0].join()
+    assert answers == [answer_alone]
+    alone = load_file(str(tmp_path / "alone" / "adapter_model.safetensors"))
+    meanwhile = load_file(str(tmp_path / "meanwhile" / "adapter_model.safetensors"))
+    assert alone.keys() == meanwhile.keys()
+    for k in alone:  # the same seeded masks and arithmetic in the same order on this CPU
+        torch.testing.assert_close(meanwhile[k], alone[k], rtol=0, atol=0)
