@@ -1,7 +1,8 @@
 """A bounded memo for a server's threads: the last few results of a costly computation, by key (the oldest go first).
 
-The behaviour test's results per query (`behaviour.BehaviourMemo`) and the token sketches of the queries being
-explained (`attribution.TOKEN_SKETCHES`) are kept in one.
+The behaviour test's results per query (`behaviour.BehaviourMemo`), the token sketches of the queries being
+explained (`attribution.TOKEN_SKETCHES`) and the opened ANN files and appended rows' features (`ann.rank`) are kept in
+one.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from rise_core.cli import main
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
 from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError
+from rise_core.memo import BoundedMemo
 from rise_core.samples import Sample
 from rise_core.scoring import ContrastFeatures, FeatureMatrix, score_pool
 from rise_core.sketch import SketchSet
@@ -292,7 +292,7 @@ def test_missing_faiss_names_the_install(tmp_path, monkeypatch, capsys):
 
 def test_missing_faiss_with_an_ann_index_falls_back_or_refuses(pool, monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
-    monkeypatch.setattr(ann.rank, "_LOADED", OrderedDict())  # nothing opened before
+    monkeypatch.setattr(ann.rank, "_LOADED", BoundedMemo(4))  # nothing opened before
     monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
     with RiseIndex.open(pool) as index:
         with pytest.raises(ConfigError, match="pip install faiss-cpu"):

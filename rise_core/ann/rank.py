@@ -5,8 +5,6 @@ info`) and which path ranked a query."""
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +13,7 @@ import torch
 from ..adaptive import Weighting
 from ..config import ScoreOptions
 from ..errors import ConfigError, InputDataError
+from ..memo import BoundedMemo
 from ..ranking import Ranking
 from ..scoring import FeatureMatrix, Scores
 from ..units import format_bytes
@@ -31,28 +30,8 @@ SEARCH_MODES = ("auto", "exact", "ann")
 # (benchmarks/query_latency.py) and is exact
 ANN_MIN_ROWS = 50_000
 
-_LOADED: OrderedDict[tuple[str, int, int, str], AnnIndex] = OrderedDict()
-_TAILS: OrderedDict[tuple[str, str, int, int], FeatureMatrix] = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _cache_get(cache: OrderedDict, key: Any) -> Any:
-    """cache[key] (marked most recently used), or None."""
-    with _LOCK:
-        hit = cache.get(key)
-        if hit is not None:
-            cache.move_to_end(key)
-        return hit
-
-
-def _cache_put(cache: OrderedDict, key: Any, value: Any, size: int) -> Any:
-    """Store value under key, dropping the least recently used entries beyond `size`; returns value."""
-    with _LOCK:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > size:
-            cache.popitem(last=False)
-    return value
+_LOADED: BoundedMemo[AnnIndex] = BoundedMemo(4)  # by file version: path, mtime, size, metadata
+_TAILS: BoundedMemo[FeatureMatrix] = BoundedMemo(2)  # the rows appended since the ANN build, by index and rows
 
 
 def load_ann(index: RiseIndex, status: AnnStatus | None = None) -> AnnIndex:
@@ -65,8 +44,7 @@ def load_ann(index: RiseIndex, status: AnnStatus | None = None) -> AnnIndex:
     faiss_path, _ = ann_paths(index.path)
     st = faiss_path.stat()
     key = (str(faiss_path.resolve()), st.st_mtime_ns, st.st_size, meta.to_json())
-    hit = _cache_get(_LOADED, key)
-    return hit if hit is not None else _cache_put(_LOADED, key, AnnIndex.read(faiss_path, meta), 4)
+    return _LOADED.get(key, lambda: AnnIndex.read(faiss_path, meta))
 
 
 def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
@@ -74,8 +52,7 @@ def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
     if stop <= start:
         return None
     key = (str(index.path), index.manifest.index_uuid, start, stop)
-    hit = _cache_get(_TAILS, key)
-    return hit if hit is not None else _cache_put(_TAILS, key, index.load_features(start, stop), 2)
+    return _TAILS.get(key, lambda: index.load_features(start, stop))
 
 
 def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions,
