@@ -5,6 +5,7 @@ appended since the build (scored exactly)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,17 @@ class AnnIndex:
         """float32 (len(rows), d) stored vectors of these rows: exactly the index's float16 features."""
         return self.ivf.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64))
 
+    def blocks(self, rows: np.ndarray) -> Iterator[tuple[int, torch.Tensor]]:
+        """(offset in `rows`, float32 stored vectors of the next GATHER_ROWS of them): the rows decoded a block at a
+        time, so no more than one block is held."""
+        for start in range(0, len(rows), GATHER_ROWS):
+            yield start, torch.from_numpy(self.gather(rows[start:start + GATHER_ROWS]))
+
     def score_rows(self, rows: np.ndarray, parts: list[tuple[str, float, torch.Tensor]]) -> Scores:
         """Exact scores of these covered rows, block by block: the same products as `attribution.top_rows`'s
         rescoring (float32 rows of the stored float16 values times the float32 query vector)."""
         blocks = []
-        for s in range(0, len(rows), GATHER_ROWS):
-            x = torch.from_numpy(self.gather(rows[s:s + GATHER_ROWS]))
+        for _, x in self.blocks(rows):
             blocks.append(Scores.from_parts({c: float32_weight(lam, len(x))
                                              * matvec(x[:, self.slices[c]].contiguous(), q) for c, lam, q in parts},
                                             len(x)))
@@ -104,8 +110,7 @@ def channel_products(ann: AnnIndex, vectors: dict[str, torch.Tensor], tail: Feat
     n = n_cov + (0 if tail is None else len(tail))
     vectors = {c: v.float() for c, v in vectors.items()}
     out = {c: torch.empty((n, v.shape[1]), dtype=torch.float32) for c, v in vectors.items()}
-    for start in range(0, n_cov, GATHER_ROWS):
-        x = torch.from_numpy(ann.gather(np.arange(start, min(n_cov, start + GATHER_ROWS))))
+    for start, x in ann.blocks(np.arange(n_cov)):
         for c, v in vectors.items():
             out[c][start:start + len(x)] = x[:, ann.slices[c]] @ v
     if tail is not None and len(tail):
