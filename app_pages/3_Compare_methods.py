@@ -28,7 +28,8 @@ with right:
     options = widgets.score_controls(index.config, index=index)
     k = int(st.number_input("k (top examples compared)", 1, 200, key="top_k", persist_state="session"))
     embed = st.checkbox("MiniLM embeddings", value=True, key="cmp_embed",
-                        help="Embeds every pool text once (all-MiniLM-L6-v2 on the CPU), then reuses the embeddings.")
+                        help="Embeds every pool text once (all-MiniLM-L6-v2 on the CPU), then reuses the embeddings; a "
+                        "large pool only when you start it (the button below the query).")
     peers = [name for name in PEER_METHODS
              if st.checkbox(name, value=False, key=f"cmp_peer_{name}",
                             help=f"{name} builds its own gradient index over the pool the first time: a forward and "
@@ -41,6 +42,8 @@ query, versus = contrast_ui.remembered("cmp")
 if query is None:
     st.stop()
 compare_ui.forward_pass_offer(path)
+if embed:
+    compare_ui.embedding_offer(path)
 with ui.friendly("compare the rankings"):
     lm = resources.model_for(index)
     queue_peers = resources.heavy_work("peer build", Path(path).name, path) if peers else contextlib.nullcontext()

@@ -1,5 +1,5 @@
-"""The Compare methods page's view: the offer to run the pool's forward pass (Grad-Sketch), and RISE against the other
-methods -- agreement, the top-k lists side by side, and label metrics when the pool has binary labels."""
+"""The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch) and, on a large pool, its
+MiniLM embedding, and RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when the pool has binary labels."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from .plain import code, md
-from .resources import forward_for, open_index, run_forward
+from .request_limits import request_limits
+from .resources import embedding_cost, embeddings_for, embeddings_ready, forward_for, open_index, run_forward
 from .ui import friendly
 from .views import binary_labels, label_table, top_list
 
@@ -37,6 +38,29 @@ def forward_pass_offer(path: str) -> None:
     if forward_for(path) is not None:
         slot.caption(f"Grad-Sketch: the forward pass over the {len(index)} pool samples is done (kept while this "
                      "server runs).")
+
+
+def embedding_offer(path: str) -> None:
+    """MiniLM on a pool too large to embed in a request (`RequestLimits.max_inline_embed_rows`): say what it costs
+    and embed it, in the server's queue, only when asked."""
+    index = open_index(path)
+    n = len(index)
+    if n <= request_limits().max_inline_embed_rows:
+        return
+    slot = st.empty()
+    if embeddings_ready(path) is None:
+        with slot.container():
+            st.info(f"**MiniLM embedding** embeds every pool text once: **{n:,} texts**, {embedding_cost(n)} on this "
+                    "server. It waits its turn in the server's queue and is kept while this server runs.",
+                    icon=":material/info:")
+            run = st.button(f"Embed the {n:,} pool texts with MiniLM", key="cmp_embed_pool",
+                            icon=":material/play_arrow:")
+        if not run:
+            return
+        with friendly("embed the pool with MiniLM"):
+            embeddings_for(path, asked=True)
+    if embeddings_ready(path) is not None:
+        slot.caption(f"MiniLM: the {n:,} pool texts are embedded (kept while this server runs).")
 
 
 def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:

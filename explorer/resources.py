@@ -16,11 +16,12 @@ from rise_core.config import ScoreOptions
 from rise_core.models import LoadedModel, load_model
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
-from rise_core.units import format_bytes
+from rise_core.units import format_bytes, format_seconds
 
 from . import auth
 from .job_queue import JobQueue, QueueLimits
 from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry
+from .request_limits import MINILM_TEXTS_PER_S, request_limits
 
 if TYPE_CHECKING:
     from rise_core.baselines import BM25Scorer, EmbeddingScorer
@@ -116,16 +117,54 @@ def bm25_for(path: str | Path) -> BM25Scorer:
     return _bm25(str(path), _stamp(open_index(path)))
 
 
-@st.cache_resource(max_entries=2, show_spinner="Embedding the pool with MiniLM…")
-def _embeddings(path: str, stamp: str) -> EmbeddingScorer:
+@st.cache_resource
+def _embedded_pools() -> dict[tuple[str, str], EmbeddingScorer]:
+    """MiniLM embeddings of pools, shared by the sessions of this server: the latest two."""
+    return {}
+
+
+def embeddings_ready(path: str | Path) -> EmbeddingScorer | None:
+    """The pool's MiniLM embeddings if they were fitted for the index as it is now, else None."""
+    return _embedded_pools().get((str(path), _stamp(open_index(path))))
+
+
+def embedding_cost(n_rows: int) -> str:
+    """How long embedding `n_rows` pool texts takes on this kind of machine ("about 36 min")."""
+    return f"about {format_seconds(n_rows / MINILM_TEXTS_PER_S)}"
+
+
+def embeddings_for(path: str | Path, *, asked: bool = False) -> EmbeddingScorer:
+    """MiniLM embeddings of the index's pool (kept until the index changes; the latest two pools). A pool of up to
+    `RequestLimits.max_inline_embed_rows` rows is embedded here; a larger one only when `asked` (a click that said
+    what it costs), in the server's queue with a progress bar, else `Unavailable` saying how. ModelLoadError when
+    MiniLM is not installed."""
     from rise_core.compare import fit_embeddings
+    from rise_core.method_types import Unavailable
 
-    return fit_embeddings(open_index(path))
-
-
-def embeddings_for(path: str | Path) -> EmbeddingScorer:
-    """MiniLM embeddings of the index's pool (cached until the index changes); ModelLoadError when not installed."""
-    return _embeddings(str(path), _stamp(open_index(path)))
+    index = open_index(path)
+    key, store = (str(path), _stamp(index)), _embedded_pools()
+    if key in store:
+        return store[key]
+    n, limit = len(index), request_limits().max_inline_embed_rows
+    if n <= limit:
+        with st.spinner("Embedding the pool with MiniLM…"):
+            scorer = fit_embeddings(index)
+    elif not asked:
+        raise Unavailable(f"embedding its {n:,} pool texts takes {embedding_cost(n)} on this server, more than a "
+                          f"request may spend ({limit:,} rows, RISE_MAX_INLINE_EMBED_ROWS): start it with the button "
+                          "above; it runs once, in the server's queue")
+    else:
+        with heavy_work("MiniLM embeddings", Path(path).name, str(path)):
+            scorer = store.get(key)  # another session may have embedded this pool while this one waited
+            if scorer is None:
+                bar = st.progress(0.0, text=f"Embedding {n:,} pool texts with MiniLM ({embedding_cost(n)})…")
+                scorer = fit_embeddings(index, progress=lambda done, total: bar.progress(
+                    done / total, text=f"{done:,}/{total:,} pool texts embedded"))
+                bar.empty()
+    store[key] = scorer
+    while len(store) > 2:
+        store.pop(next(iter(store)))
+    return scorer
 
 
 @st.cache_resource

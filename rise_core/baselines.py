@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,8 +191,9 @@ class EmbeddingScorer(Scorer):
             if bars_were_on:
                 hf_logging.enable_progress_bar()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm embeddings, shape (len(texts), dim), float32, in the order given."""
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Unit-norm embeddings, shape (len(texts), dim), float32, in the order given; `progress(done, total)` after
+        each batch."""
         import torch
 
         self._load()
@@ -219,11 +220,14 @@ class EmbeddingScorer(Scorer):
                 if out is None:
                     out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
                 out[idx] = pooled.cpu().numpy()
+                if progress is not None:
+                    progress(start + len(idx), len(texts))
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
-    def fit(self, pool: Sequence[Sample]) -> None:
+    def fit(self, pool: Sequence[Sample], progress: Callable[[int, int], None] | None = None) -> None:
+        """Embed the pool's texts (`progress(done, total)` after each batch)."""
         samples = _coerce_all(pool, "pool")
-        self._pool_embeddings = self.encode([s.full_text for s in samples])
+        self._pool_embeddings = self.encode([s.full_text for s in samples], progress)
 
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
         if self._pool_embeddings is None:

