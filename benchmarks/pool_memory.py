@@ -9,7 +9,9 @@ steps used to load it (7.3 KB a row at the default dims, held for the process's 
 - `valuation` (Select data, `rise select`) of every row from the ANN codes, first and second call, against the same
   valuation once the matrix is loaded (and the load itself);
 - relevance feedback (`top_with_feedback`, 3 marks) streamed from the ANN codes (one pass for the query and the
-  marked rows), against the same on a loaded matrix: the memory each takes on top (peak during the calls).
+  marked rows), against the same on a loaded matrix: the memory each takes on top (peak during the calls);
+- the Compare page's RISE (`methods.compare_methods`, RISE fixed weights: every row's score) from the ANN codes,
+  against the same once the matrix is loaded (peak during the calls).
 
 Each measurement runs in a fresh process (`harness.in_child`), one thread; memory is the process's anonymous resident
 memory (RssAnon: the heap, not the page cache of the memory-mapped ANN file), before and after, and for feedback the
@@ -73,9 +75,20 @@ def _child(index_path: str, what: str, queue: Any) -> None:
             out["load_seconds"] = timed(index.feature_matrix)
             out["seconds"] = timed(lambda: valuation(index, query, options, fraction=1.0))
             out["again_seconds"] = timed(lambda: valuation(index, query, options, fraction=1.0))
-        elif what.startswith("feedback, 3 marks"):
+        elif what.startswith(("feedback, 3 marks", "compare")):
             if what.endswith("on the loaded matrix"):
                 index.feature_matrix()
+            if what.startswith("compare"):
+                from rise_core.methods import RISE_FIXED, compare_methods
+                from rise_core.samples import Sample
+
+                def work() -> Any:
+                    return compare_methods(index, [Sample(text="q")], query, options, methods=[RISE_FIXED])
+            else:
+                ids = index.rows_frame([ROW, 10, 20])["id"].tolist()
+
+                def work() -> Any:
+                    return top_with_feedback(index, query, dict(zip(ids, (True, False, False), strict=True)), options)
             before, peak, stop = anon_mb(), [0], threading.Event()
 
             def poll() -> None:
@@ -84,11 +97,8 @@ def _child(index_path: str, what: str, queue: Any) -> None:
                     time.sleep(0.002)
             watcher = threading.Thread(target=poll)
             watcher.start()
-            ids = index.rows_frame([ROW, 10, 20])["id"].tolist()
-            out["seconds"] = timed(lambda: top_with_feedback(index, query, dict(zip(ids, (True, False, False),
-                                                                                     strict=True)), options))
-            out["again_seconds"] = timed(lambda: top_with_feedback(index, query, dict(zip(ids, (True, False, False),
-                                                                                           strict=True)), options))
+            out["seconds"] = timed(work)
+            out["again_seconds"] = timed(work)
             stop.set()
             watcher.join()
             out["peak_extra_mb"] = peak[0] - before
@@ -102,7 +112,8 @@ def _child(index_path: str, what: str, queue: Any) -> None:
 
 MEASURES = ("explain: the row alone", "explain: the matrix, then the row", "valuation: from the ANN codes",
             "valuation: the matrix loaded first", "feedback, 3 marks, streamed from the ANN codes",
-            "feedback, 3 marks, on the loaded matrix")
+            "feedback, 3 marks, on the loaded matrix", "compare: RISE from the ANN codes",
+            "compare: RISE on the loaded matrix")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -428,6 +428,30 @@ def valuation(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions |
     return _noted(dataclasses.replace(ranking, search=None), query_fm)
 
 
+def streams_pool(index: RiseIndex, options: ScoreOptions) -> bool:
+    """Whether a query under `options` reads this pool a block at a time (a large pool with an ANN index, its feature
+    matrix not loaded: `_streamed_ann`) rather than from its feature matrix: what Compare asks before scoring."""
+    return _streamed_ann(index, options) is not None
+
+
+def pool_scores_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions) -> np.ndarray:
+    """(Q, N) float64: every pool row's score for each query, as `top` ranks the rows (the weights chosen for the
+    query, the span lift where its behaviour test lifts), scored as a valuation scores them (`_pool_scores`: from the
+    ANN file's codes a block at a time on a large pool): Compare's RISE on a pool it does not hold."""
+    out = []
+    holds = None
+    for q in range(len(query_fm)):
+        one = query_fm if len(query_fm) == 1 else query_fm.select([q])
+        resolved = index_weighting(index, one, options)
+        total = _pool_scores(index, one, resolved.options, None)[0].total.double()
+        found = span_lift.lifting(resolved.choice.behaviour)
+        if found is not None:
+            holds = holds or _index_holders(index)
+            total = total + span_lift.lift_vector(total, found, holds)
+        out.append(total.numpy())
+    return np.stack(out) if out else np.zeros((0, len(index)))
+
+
 def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, where: str | None
                  ) -> tuple[Scores, torch.Tensor | None]:
     """Every row's scores under fixed `options`, and the filter's row mask: from the ANN file's codes a block at a

@@ -62,20 +62,38 @@ def no_hs_reason(index: RiseIndex) -> str:
 
 class StoredHidden:
     """An index's pool mean final hidden states as unit rows, rebuilt from the stored HS channel and pool mean (mean
-    hidden = hs_unit * hs_norm + mean) when sliced; a pool sample with no counted token is zero."""
+    hidden = hs_unit * hs_norm + mean) when sliced; a pool sample with no counted token is zero. `streamed`: each
+    slice is read from the file (`RiseIndex.load_features`) rather than from the feature matrix, so a large pool is
+    never held whole."""
 
-    def __init__(self, index: RiseIndex) -> None:
-        self.fm, mean = index.feature_matrix(), index.hidden_mean
-        if not self.fm.has_hs or mean is None:
+    def __init__(self, index: RiseIndex, streamed: bool = False) -> None:
+        self.index, self.streamed = index, streamed
+        self.fm, mean = (None if streamed else index.feature_matrix()), index.hidden_mean
+        has_hs = index.config.hidden_channel if self.fm is None else self.fm.has_hs
+        if not has_hs or mean is None:
             raise ConfigError(no_hs_reason(index))
+        self.n_rows = len(index) if self.fm is None else len(self.fm)
         self.mean = mean.double()
         self.empty = index.row_mask("n_counted = 0")  # their HS is zero, not a mean hidden state
 
     def __len__(self) -> int:
-        return len(self.fm)
+        return self.n_rows
 
-    def __getitem__(self, rows: slice) -> torch.Tensor:
-        out = self.fm.hs[rows].double() * self.fm.hs_norm[rows].double()[:, None] + self.mean
+    def _hs(self, rows: slice | Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.fm is not None:
+            return self.fm.hs[rows], self.fm.hs_norm[rows]
+        if isinstance(rows, slice):
+            start, stop, step = rows.indices(self.n_rows)
+            if step != 1:
+                raise ValueError("StoredHidden reads contiguous slices")
+            part = self.index.load_features(start, stop)
+            return part.hs, part.hs_norm
+        parts = [self.index.row_features(int(r)) for r in rows]
+        return torch.cat([p.hs for p in parts]), torch.cat([p.hs_norm for p in parts])
+
+    def __getitem__(self, rows: slice | Sequence[int]) -> torch.Tensor:
+        hs, hs_norm = self._hs(rows)
+        out = hs.double() * hs_norm.double()[:, None] + self.mean
         out[self.empty[rows]] = 0.0
         return unit_rows(out)
 

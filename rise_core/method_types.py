@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import compare, span_lift
+from . import attribution, compare, span_lift
 from .adaptive import BehaviourTest
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .behaviour import per_query_tests, samples_frame, samples_spans
@@ -145,6 +145,10 @@ class TaskSource:
             self.memo[key] = make()
         return self.memo[key]
 
+    def streamed_rise_scores(self, options: Callable[[RiseConfig], ScoreOptions]) -> np.ndarray | None:
+        """None: a task's pool is always scored from its features (`rise_inputs`)."""
+        return None
+
     def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
         """The pool's and queries' RISE features under the source's config with `changes`, and that config."""
         cache = self.need_cache(name)
@@ -265,6 +269,19 @@ class IndexSource:
         """The index's pool samples, in row order."""
         return self.index.sample_list()
 
+    @cached_property
+    def streams_pool(self) -> bool:
+        """Whether a query under the source's options reads this index's pool a block at a time (a large pool with an
+        ANN index, its feature matrix not loaded: `attribution.streams_pool`): then no method loads that matrix."""
+        return attribution.streams_pool(self.index, self.options or ScoreOptions.preset("default"))
+
+    def streamed_rise_scores(self, options: Callable[[RiseConfig], ScoreOptions]) -> np.ndarray | None:
+        """(Q, N) RISE scores under `options(config)` as `attribution.top` ranks the rows, read a block at a time
+        (`attribution.pool_scores_each`) when the source `streams_pool`; None: score the features (`rise_inputs`)."""
+        if not self.streams_pool:
+            return None
+        return attribution.pool_scores_each(self.index, self.query_fm, options(self.index.config))
+
     def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
         """The index's stored features, the queries' and the index's config (its own: `changes` are refused)."""
         if changes:
@@ -274,7 +291,7 @@ class IndexSource:
     def hidden_vectors(self, name: str) -> tuple[torch.Tensor, compare.StoredHidden | torch.Tensor]:
         """(queries, pool) unit mean final hidden states: rebuilt from the HS channel, or from the forward pass."""
         if self.index.config.hidden_channel:
-            pool = compare.StoredHidden(self.index)
+            pool = compare.StoredHidden(self.index, streamed=self.streams_pool)
             return pool.rebuild(self.query_fm), pool
         if self.q_forward is None:
             raise Unavailable(compare.no_hs_reason(self.index))

@@ -143,12 +143,19 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
     def options_for(source_options: ScoreOptions, config: RiseConfig) -> ScoreOptions:
         return _variant_options(source_options, config, channels, sample_norm, lambdas, weighting)
 
-    def scores(src: Source) -> np.ndarray:
-        pool_fm, query_fm, config = src.rise_inputs(name, changes)
+    def checked_options(config: RiseConfig, source_options: ScoreOptions | None) -> ScoreOptions:
         if channels is not None and not set(channels) & set(config.channels):
             raise Unavailable(f"no {'+'.join(channels).upper()} channel here (the features were computed with "
                               "hidden_channel off, or before it existed)")
-        options = options_for(src.options or ScoreOptions.preset("default"), config)
+        return options_for(source_options or ScoreOptions.preset("default"), config)
+
+    def scores(src: Source) -> np.ndarray:
+        if fusion is None and not changes:  # a large pool the source does not hold: read a block at a time
+            streamed = src.streamed_rise_scores(lambda config: checked_options(config, src.options))
+            if streamed is not None:
+                return streamed
+        pool_fm, query_fm, config = src.rise_inputs(name, changes)
+        options = checked_options(config, src.options)
         tests = src.behaviour_tests(pool_fm, query_fm) if options.weighting == "auto" else None
         rise = span_lift.lifted_scores(pool_fm, query_fm, options, tests, src.span_holders()).double().numpy()
         if fusion is None:

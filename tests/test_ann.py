@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from index_helpers import patch_finding
@@ -487,6 +488,7 @@ def forbid_matrix(monkeypatch, index: RiseIndex) -> None:
         raise AssertionError("the pool's feature matrix was loaded")
     monkeypatch.setattr(index, "feature_matrix", no_matrix)
 
+
 def test_the_ann_path_scores_sampled_rows_without_the_pools_matrix(tmp_path, monkeypatch):
     """`ann.score_pool_rows`, the spread's rows on the ANN path: the exact scores of any rows, covered ones from the
     ANN file's lossless codes and appended ones from their features, equal to the exact scan's (float32 products of
@@ -582,3 +584,42 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
             assert got.feedback["weights"] == pytest.approx(expected.feedback["weights"], rel=1e-5)
             assert got.marks == expected.marks
         assert not index.features_loaded
+
+
+@pytest.mark.parametrize("lifted", [False, True], ids=["plain", "lifted"])
+def test_compare_on_a_large_pool_never_loads_the_feature_matrix(tmp_path, monkeypatch, lifted):
+    """The Compare page's RISE, RISE fixed weights and hidden cosine on a pool a query ranks through the ANN index
+    (its feature matrix not loaded) read the pool a block at a time: RISE as a valuation does (every row from the ANN
+    file's codes, the weights chosen for the query, the span lift where its test lifts), hidden cosine a slice of the
+    file at a time. The scores equal the feature matrix's (float32 products of the same float16 rows, summed in
+    another order: 1e-6), for the query and for a contrast with another answer, rows appended since the ANN build
+    included; the matrix is never loaded."""
+    from rise_core import adaptive
+    from rise_core.methods import HIDDEN_COSINE, RISE, RISE_FIXED, compare_methods
+
+    if lifted:  # the behaviour test fires: the rows holding its span ("synthetic 3", "synthetic 13", ...) are lifted
+        found = adaptive.BehaviourEvidence("3", "text", 5, 10, 0.05, 1e-4, 0)
+        patch_finding(monkeypatch, lambda spans, g, r, query=None: found)
+    path = grown_pool(tmp_path / "cmp.duckdb", 7, 12)
+    q, other = query(15), query(16)
+    methods, options = [RISE, RISE_FIXED, HIDDEN_COSINE], ScoreOptions.preset("default")
+    asks = {"query": (q, None), "contrast": (ContrastFeatures.of(q, other), [Sample(text="the other answer")])}
+
+    def compared(index: RiseIndex) -> dict:
+        return {ask: compare_methods(index, [Sample(text="the query")], fm, options, methods=methods, versus=versus)
+                for ask, (fm, versus) in asks.items()}
+
+    with RiseIndex.open(path) as index:  # a small pool: the feature matrix
+        want = compared(index)
+        assert index.features_loaded
+    monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)  # as a large pool: read a block at a time
+    with RiseIndex.open(path) as index:
+        forbid_matrix(monkeypatch, index)
+        got = compared(index)
+        assert not index.features_loaded
+    for ask in asks:
+        for m in methods:
+            assert got[ask][m].available, got[ask][m].missing
+            np.testing.assert_allclose(got[ask][m].scores, want[ask][m].scores, rtol=1e-6, atol=1e-6)
+    rise = want["query"][RISE].scores[0]
+    assert not np.allclose(rise, want["query"][RISE_FIXED].scores[0]) or not lifted  # the lift moved RISE's scores
