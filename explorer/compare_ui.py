@@ -1,5 +1,6 @@
 """The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch) and, on a large pool, its
-MiniLM embedding, and RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when the pool has binary labels."""
+MiniLM embedding; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
+the pool has binary labels."""
 
 from __future__ import annotations
 
