@@ -208,6 +208,9 @@ def test_seeded_global_rng_seeds_the_block_and_restores_the_callers_generator():
     assert torch.equal(torch.rand(3), expected_after)  # as if the block had drawn nothing
 
 
+PROMPT = "what is a cat ?"
+
+
 def test_a_sampled_answer_in_the_middle_of_a_training_step_changes_neither(base_dir, tmp_path):
     """A fine-tune's dropout and a sampled answer both draw from torch's one global generator. A sampled answer asked
     for by another thread while a training step runs its forward pass (here: started from a hook in that pass) waits
@@ -216,7 +219,7 @@ def test_a_sampled_answer_in_the_middle_of_a_training_step_changes_neither(base_
     recipe = dataclasses.replace(RECIPE, dropout=0.5, epochs=1)
     settings = GenerationSettings(max_new_tokens=8, temperature=1.5, seed=3)
     sampler = load_model(base_dir)
-    answer_alone = answer(sampler, "what is a cat ?", settings)
+    answer_alone = answer(sampler, PROMPT, settings)
     finetune(load_model(base_dir), POOL, tmp_path / "alone", recipe)
 
     lm = load_model(base_dir)
@@ -225,7 +228,7 @@ def test_a_sampled_answer_in_the_middle_of_a_training_step_changes_neither(base_
 
     def sample_meanwhile(module, args):
         if not threads:  # once, in the first step's forward pass
-            threads.append(threading.Thread(target=lambda: answers.append(answer(sampler, "what is a cat ?", settings))))
+            threads.append(threading.Thread(target=lambda: answers.append(answer(sampler, PROMPT, settings))))
             threads[0].start()
             threads[0].join(timeout=1.0)  # unguarded, the answer (a tiny model, 8 tokens) is done well within this
 
