@@ -42,14 +42,15 @@ query, versus = contrast_ui.remembered("cmp")
 if query is None:
     st.stop()
 compare_ui.forward_pass_offer(path)
+compare_ui.pool_fit_offer(path, resources.BM25_FIT, "indexes every pool text once")
 if embed:
-    compare_ui.embedding_offer(path)
+    compare_ui.pool_fit_offer(path, resources.MINILM_FIT, "embeds every pool text once")
 with ui.friendly("compare the rankings"):
     lm = resources.model_for(index)
     queue_peers = resources.heavy_work("peer build", Path(path).name, path) if peers else contextlib.nullcontext()
     with queue_peers:  # a peer builds its own gradient index over the pool: heavy work takes its place in the queue
         results = compare_methods(index, [query], resources.query_features(index, lm, [query], versus=versus),
-                                  options, bm25=resources.bm25_for(path),
+                                  options, bm25=lambda: resources.bm25_for(path),
                                   embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
                                   forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers],
                                   versus=None if versus is None else [versus])

@@ -1,5 +1,5 @@
-"""The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch) and, on a large pool, its
-MiniLM embedding; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
+"""The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch) and, on a large pool, to
+fit BM25 and MiniLM over it; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
 the pool has binary labels."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from .plain import code, md
-from .request_limits import request_limits
-from .resources import embedding_cost, embeddings_for, embeddings_ready, forward_for, open_index, run_forward
+from .resources import PoolFit, fitted_for, fitted_ready, forward_for, open_index, run_forward
 from .ui import friendly
 from .views import binary_labels, label_table, top_list
 
@@ -41,27 +40,26 @@ def forward_pass_offer(path: str) -> None:
                      "server runs).")
 
 
-def embedding_offer(path: str) -> None:
-    """MiniLM on a pool too large to embed in a request (`RequestLimits.max_inline_embed_rows`): say what it costs
-    and embed it, in the server's queue, only when asked."""
-    index = open_index(path)
-    n = len(index)
-    if n <= request_limits().max_inline_embed_rows:
+def pool_fit_offer(path: str, kind: PoolFit, what: str) -> None:
+    """A text baseline (`kind`: BM25's index, MiniLM's embeddings) on a pool too large to fit in a request
+    (`PoolFit.max_inline_rows`): say what it costs and fit it, in the server's queue, only when asked. `what`: what
+    the fit does, for the message ("embeds every pool text once")."""
+    n = len(open_index(path))
+    if n <= kind.max_inline_rows():
         return
     slot = st.empty()
-    if embeddings_ready(path) is None:
+    if fitted_ready(kind, path) is None:
         with slot.container():
-            st.info(f"**MiniLM embedding** embeds every pool text once: **{n:,} texts**, {embedding_cost(n)} on this "
-                    "server. It waits its turn in the server's queue and is kept while this server runs.",
-                    icon=":material/info:")
-            run = st.button(f"Embed the {n:,} pool texts with MiniLM", key="cmp_embed_pool",
+            st.info(f"**{kind.name}** {what}: **{n:,} texts**, {kind.cost(n)} on this server. It waits its turn in "
+                    "the server's queue and is kept while this server runs.", icon=":material/info:")
+            run = st.button(f"Fit the {kind.name} over the {n:,} pool texts", key=f"cmp_fit_{kind.limit}",
                             icon=":material/play_arrow:")
         if not run:
             return
-        with friendly("embed the pool with MiniLM"):
-            embeddings_for(path, asked=True)
-    if embeddings_ready(path) is not None:
-        slot.caption(f"MiniLM: the {n:,} pool texts are embedded (kept while this server runs).")
+        with friendly(f"fit the {kind.name} over the pool"):
+            fitted_for(kind, path, asked=True)
+    if fitted_ready(kind, path) is not None:
+        slot.caption(f"{kind.name}: fitted over the {n:,} pool texts (kept while this server runs).")
 
 
 def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:

@@ -274,7 +274,7 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                                       where=where)
         with st.spinner("Checking the pool and ranking it with the baselines…"):
             pool, plan = prepare_check(index, lm, list(queries), config, rankings={RISE: ranking(max(ks))},
-                                       bm25=lambda: resources.bm25_for(path),
+                                       bm25=lambda: resources.bm25_for(path, asked=True),
                                        embeddings=lambda: resources.embeddings_for(path, asked=True))
         out = root / f"{Path(path).stem}-{plan.digest[:12]}"
         _start(CounterfactualJob(lm=lm, pool=pool, plan=plan, out_dir=out))

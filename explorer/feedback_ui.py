@@ -126,11 +126,13 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     words = None
     if any(marks.values()):
         limit = FeedbackLimits.from_env().words_max_rows
-        if len(index) <= limit:
-            words = attribution.marked_words(index, query, resources.bm25_for(index.path))
+        fitted = resources.fitted_ready(resources.BM25_FIT, index.path)  # fitted on request on Compare, whatever the size
+        if fitted is not None or len(index) <= limit:
+            words = attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True))
         else:
             st.caption(f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
-                       "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS).")
+                       "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is "
+                       "fitted over the pool from the Compare page.")
     ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
     fb = ranked.attrs["feedback"]
     st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")

@@ -6,12 +6,13 @@ forward pass each: a pasted list of a hundred thousand one-line queries, or an u
 limits allow 100,000), would hold the machine for hours. Typed texts are bounded where they are typed (`max_chars`,
 which Streamlit also enforces on the server) at the length of a pool cell.
 
-A pool's MiniLM embedding (the Compare page's baseline, and a counterfactual check's) is fitted once per pool and
-kept; a pool of up to `max_inline_embed_rows` rows is embedded in the request that first asks for it, a larger one
-only on a click that says what it costs, in the server's queue (`explorer.resources.embeddings_for`).
+The text baselines fitted over a whole pool (BM25's index and MiniLM's embeddings: the Compare page's, a
+counterfactual check's, the marked words') are fitted once per pool and kept; a pool of up to `max_inline_bm25_rows`
+(`max_inline_embed_rows`) rows is fitted in the request that first asks for it, a larger one only on a click that
+says what it costs, in the server's queue (`explorer.resources.fitted_for`).
 
-Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_EMBED_ROWS. The CLI and the
-Python API have no such limits.
+Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
+RISE_MAX_INLINE_EMBED_ROWS. The CLI and the Python API have no such limits.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from rise_core.errors import InputDataError
 
 T = TypeVar("T")
 
+BM25_TEXTS_PER_S = 19_894
+"""BM25's indexing speed on this 2-core machine: 100,000 Alpaca rows (the 1,000 repeated) in 5.0 s, adding 119 MB
+(`python -m benchmarks.embed_pool --pool ../shared/data/dev/alpaca_clean_sample.jsonl --bm25-scale 100`,
+2026-11-25): the estimate the app gives before indexing a large pool."""
+
 MINILM_TEXTS_PER_S = 49
 """MiniLM's embedding speed on this 2-core machine: 48.7 texts a second, the median of 3 on 1,000 Alpaca rows of 351
 characters on average (`python -m benchmarks.embed_pool --pool ../shared/data/dev/alpaca_clean_sample.jsonl
@@ -37,11 +43,16 @@ class RequestLimits(EnvLimits):
       reads the first `seq_len` tokens (a few thousand characters) of a query.
     - 500 queries or samples a click: at the default model's 436 tokens/s on this 2-core machine (docs/PERFORMANCE.md)
       and 256 tokens each, about 5 minutes of the machine; larger query sets are for `rise select`.
+    - 200,000 pool rows indexed for BM25 in a request: 10 s and 0.24 GB at BM25_TEXTS_PER_S on Alpaca-length rows, and
+      about a minute and 1.6 GB for rows of 80 words under load (`feedback_ui.FeedbackLimits`, the same bound on the
+      marked words).
     - 10,000 pool rows embedded by MiniLM in a request: about 3.5 minutes at MINILM_TEXTS_PER_S, like a click's query
       limit; a larger pool is embedded only when asked, as queued heavy work (at 100,000 rows, over half an hour)."""
 
     max_text_chars: int = env_field(100_000, "RISE_MAX_TEXT_CHARS", "characters a typed text")
     max_queries: int = env_field(500, "RISE_MAX_QUERIES", "queries or samples a click")
+    max_inline_bm25_rows: int = env_field(200_000, "RISE_MAX_INLINE_BM25_ROWS", "pool rows indexed for BM25 in a "
+                                          "request")
     max_inline_embed_rows: int = env_field(10_000, "RISE_MAX_INLINE_EMBED_ROWS", "pool rows embedded in a request")
 
     def check_count(self, items: Sequence[T], what: str) -> Sequence[T]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from rise_core.units import format_bytes, format_seconds
 from . import auth
 from .job_queue import JobQueue, QueueLimits
 from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry
-from .request_limits import MINILM_TEXTS_PER_S, request_limits
+from .request_limits import BM25_TEXTS_PER_S, MINILM_TEXTS_PER_S, request_limits
 
 if TYPE_CHECKING:
     from rise_core.baselines import BM25Scorer, EmbeddingScorer
@@ -105,66 +106,97 @@ def _stamp(index: RiseIndex) -> str:
     return f"{m.index_uuid}:{m.updated_at}:{len(index)}"
 
 
-@st.cache_resource(max_entries=4, show_spinner="Indexing the pool for BM25…")
-def _bm25(path: str, stamp: str) -> BM25Scorer:
+@dataclass(frozen=True)
+class PoolFit:
+    """A text baseline fitted once over every text of a pool (BM25's index, MiniLM's embeddings) and kept: how fast it
+    fits (texts a second on this 2-core machine, `python -m benchmarks.embed_pool`), how many rows a request may fit
+    (`RequestLimits`), how many pools are kept."""
+
+    name: str
+    texts_per_s: float
+    limit: str  # the RequestLimits field: rows fitted in a request
+    env: str
+    keep: int
+    fit: Callable[..., Any]  # (index, progress) -> a fitted Scorer
+
+    def cost(self, n_rows: int) -> str:
+        """How long fitting `n_rows` pool texts takes on this kind of machine ("about 34 min")."""
+        return f"about {format_seconds(n_rows / self.texts_per_s)}"
+
+    def max_inline_rows(self) -> int:
+        return int(getattr(request_limits(), self.limit))
+
+
+def _fit_bm25(index: RiseIndex, progress: Any = None) -> BM25Scorer:
     from rise_core.compare import fit_bm25
 
-    return fit_bm25(open_index(path))
+    return fit_bm25(index)
 
 
-def bm25_for(path: str | Path) -> BM25Scorer:
-    """A BM25 scorer fitted on the index's pool, in `samples()` order (cached until the index changes)."""
-    return _bm25(str(path), _stamp(open_index(path)))
+def _fit_embeddings(index: RiseIndex, progress: Any = None) -> EmbeddingScorer:
+    from rise_core.compare import fit_embeddings
+
+    return fit_embeddings(index, progress=progress)
+
+
+BM25_FIT = PoolFit("BM25 index", BM25_TEXTS_PER_S, "max_inline_bm25_rows", "RISE_MAX_INLINE_BM25_ROWS", 4, _fit_bm25)
+MINILM_FIT = PoolFit("MiniLM embeddings", MINILM_TEXTS_PER_S, "max_inline_embed_rows", "RISE_MAX_INLINE_EMBED_ROWS", 2,
+                     _fit_embeddings)
 
 
 @st.cache_resource
-def _embedded_pools() -> dict[tuple[str, str], EmbeddingScorer]:
-    """MiniLM embeddings of pools, shared by the sessions of this server: the latest two."""
+def _fitted_pools() -> dict[tuple[str, str, str], Any]:
+    """Text baselines fitted on pools, shared by the sessions of this server: by (kind, index path, index state), the
+    latest `PoolFit.keep` pools of each kind."""
     return {}
 
 
-def embeddings_ready(path: str | Path) -> EmbeddingScorer | None:
-    """The pool's MiniLM embeddings if they were fitted for the index as it is now, else None."""
-    return _embedded_pools().get((str(path), _stamp(open_index(path))))
+def fitted_ready(kind: PoolFit, path: str | Path) -> Any:
+    """`kind` fitted on the index's pool as it is now, else None."""
+    return _fitted_pools().get((kind.name, str(path), _stamp(open_index(path))))
 
 
-def embedding_cost(n_rows: int) -> str:
-    """How long embedding `n_rows` pool texts takes on this kind of machine ("about 36 min")."""
-    return f"about {format_seconds(n_rows / MINILM_TEXTS_PER_S)}"
-
-
-def embeddings_for(path: str | Path, *, asked: bool = False) -> EmbeddingScorer:
-    """MiniLM embeddings of the index's pool (kept until the index changes; the latest two pools). A pool of up to
-    `RequestLimits.max_inline_embed_rows` rows is embedded here; a larger one only when `asked` (a click that said
-    what it costs), in the server's queue with a progress bar, else `Unavailable` saying how. ModelLoadError when
-    MiniLM is not installed."""
-    from rise_core.compare import fit_embeddings
+def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
+    """`kind` fitted on the index's pool, in `samples()` order (kept until the index changes). A pool of up to
+    `kind.max_inline_rows()` rows is fitted here; a larger one only when `asked` (a click that said what it costs), in
+    the server's queue with a progress line, else `Unavailable` saying how."""
     from rise_core.method_types import Unavailable
 
     index = open_index(path)
-    key, store = (str(path), _stamp(index)), _embedded_pools()
+    key, store = (kind.name, str(path), _stamp(index)), _fitted_pools()
     if key in store:
         return store[key]
-    n, limit = len(index), request_limits().max_inline_embed_rows
+    n, limit = len(index), kind.max_inline_rows()
     if n <= limit:
-        with st.spinner("Embedding the pool with MiniLM…"):
-            scorer = fit_embeddings(index)
+        with st.spinner(f"Fitting the {kind.name} on the pool…"):
+            fitted = kind.fit(index)
     elif not asked:
-        raise Unavailable(f"embedding its {n:,} pool texts takes {embedding_cost(n)} on this server, more than a "
-                          f"request may spend ({limit:,} rows, RISE_MAX_INLINE_EMBED_ROWS): start it with the button "
-                          "above; it runs once, in the server's queue")
+        raise Unavailable(f"its {kind.name} over {n:,} pool texts takes {kind.cost(n)} on this server, more than a "
+                          f"request may spend ({limit:,} rows, {kind.env}): start it with the button above; it runs "
+                          "once, in the server's queue")
     else:
-        with heavy_work("MiniLM embeddings", Path(path).name, str(path)):
-            scorer = store.get(key)  # another session may have embedded this pool while this one waited
-            if scorer is None:
-                bar = st.progress(0.0, text=f"Embedding {n:,} pool texts with MiniLM ({embedding_cost(n)})…")
-                scorer = fit_embeddings(index, progress=lambda done, total: bar.progress(
-                    done / total, text=f"{done:,}/{total:,} pool texts embedded"))
+        with heavy_work(kind.name, Path(path).name, str(path)):
+            fitted = store.get(key)  # another session may have fitted this pool while this one waited
+            if fitted is None:
+                bar = st.progress(0.0, text=f"The {kind.name} over {n:,} pool texts ({kind.cost(n)})…")
+                fitted = kind.fit(index, progress=lambda done, total: bar.progress(
+                    done / total, text=f"{done:,}/{total:,} pool texts"))
                 bar.empty()
-    store[key] = scorer
-    while len(store) > 2:
-        store.pop(next(iter(store)))
-    return scorer
+    store[key] = fitted
+    mine = [k for k in store if k[0] == kind.name]
+    for old in mine[:max(0, len(mine) - kind.keep)]:
+        store.pop(old, None)
+    return fitted
+
+
+def bm25_for(path: str | Path, *, asked: bool = False) -> BM25Scorer:
+    """A BM25 scorer fitted on the index's pool, in `samples()` order (`fitted_for`)."""
+    return fitted_for(BM25_FIT, path, asked=asked)
+
+
+def embeddings_for(path: str | Path, *, asked: bool = False) -> EmbeddingScorer:
+    """MiniLM embeddings of the index's pool (`fitted_for`); ModelLoadError when MiniLM is not installed."""
+    return fitted_for(MINILM_FIT, path, asked=asked)
 
 
 @st.cache_resource

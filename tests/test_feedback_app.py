@@ -45,11 +45,21 @@ def test_marks_rerank_and_download():
 @pytest.mark.usefixtures("app_env")
 def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     """Above RISE_FEEDBACK_WORDS_MAX_ROWS the marks move the channels only (no BM25 fitted on the pool), and the page
-    says so."""
+    says so; once BM25 is fitted over the pool on request (the Compare page's offer), the marked words use it."""
+    import dataclasses
+    import os
+    from pathlib import Path
+
+    from explorer_env import INDEX_NAME
+
     from explorer import resources
+    from rise_core.compare import fit_bm25
+    from rise_core.store import RiseIndex
 
     monkeypatch.setenv("RISE_FEEDBACK_WORDS_MAX_ROWS", "1")
-    monkeypatch.setattr(resources, "bm25_for", lambda path: pytest.fail("BM25 fitted above the limit"))
+    resources._fitted_pools().clear()  # a BM25 another test fitted would be used
+    monkeypatch.setattr(resources, "BM25_FIT", dataclasses.replace(
+        resources.BM25_FIT, fit=lambda *a, **k: pytest.fail("BM25 fitted above the limit")))
     at = type_query(new_app("app_pages/2_Attribute.py"))
     at.button(key="attribute").click().run()
     first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
@@ -60,3 +70,13 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     assert any("the marked words are off for pools over 1 rows" in c.value for c in at.caption)
     reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
     assert "words" not in reranked.columns
+
+    path = Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME  # BM25 fitted on request, as the Compare page's button does
+    with RiseIndex.open(path) as index:
+        resources._fitted_pools()[(resources.BM25_FIT.name, str(path), resources._stamp(index))] = fit_bm25(index)
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    assert not any("the marked words are off" in c.value for c in at.caption)
+    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
+    assert "words" in reranked.columns
+    resources._fitted_pools().clear()
