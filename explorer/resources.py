@@ -4,6 +4,7 @@ moving a slider never reruns the model."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -147,13 +148,28 @@ MINILM_FIT = PoolFit("MiniLM embeddings", MINILM_TEXTS_PER_S, "max_inline_embed_
 @st.cache_resource
 def _fitted_pools() -> dict[tuple[str, str, str], Any]:
     """Text baselines fitted on pools, shared by the sessions of this server: by (kind, index path, index state), the
-    latest `PoolFit.keep` pools of each kind."""
+    latest `PoolFit.keep` pools of each kind (read and written under `_FITTED_LOCK`)."""
     return {}
+
+
+_FITTED_LOCK = threading.Lock()
 
 
 def fitted_ready(kind: PoolFit, path: str | Path) -> Any:
     """`kind` fitted on the index's pool as it is now, else None."""
-    return _fitted_pools().get((kind.name, str(path), _stamp(open_index(path))))
+    key = (kind.name, str(path), _stamp(open_index(path)))
+    with _FITTED_LOCK:
+        return _fitted_pools().get(key)
+
+
+def _keep_fitted(kind: PoolFit, key: tuple[str, str, str], fitted: Any) -> None:
+    """Keep `fitted` under `key`, dropping the oldest pools of its kind beyond `kind.keep`."""
+    with _FITTED_LOCK:
+        store = _fitted_pools()
+        store[key] = fitted
+        mine = [k for k in store if k[0] == kind.name]
+        for old in mine[:max(0, len(mine) - kind.keep)]:
+            del store[old]
 
 
 def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
@@ -163,9 +179,10 @@ def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
     from rise_core.method_types import Unavailable
 
     index = open_index(path)
-    key, store = (kind.name, str(path), _stamp(index)), _fitted_pools()
-    if key in store:
-        return store[key]
+    key = (kind.name, str(path), _stamp(index))
+    fitted = fitted_ready(kind, path)
+    if fitted is not None:
+        return fitted
     n, limit = len(index), kind.max_inline_rows()
     if n <= limit:
         with st.spinner(f"Fitting the {kind.name} on the pool…"):
@@ -176,16 +193,13 @@ def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
                           "once, in the server's queue")
     else:
         with heavy_work(kind.name, Path(path).name, str(path)):
-            fitted = store.get(key)  # another session may have fitted this pool while this one waited
+            fitted = fitted_ready(kind, path)  # another session may have fitted this pool while this one waited
             if fitted is None:
                 bar = st.progress(0.0, text=f"The {kind.name} over {n:,} pool texts ({kind.cost(n)})…")
                 fitted = kind.fit(index, progress=lambda done, total: bar.progress(
                     done / total, text=f"{done:,}/{total:,} pool texts"))
                 bar.empty()
-    store[key] = fitted
-    mine = [k for k in store if k[0] == kind.name]
-    for old in mine[:max(0, len(mine) - kind.keep)]:
-        store.pop(old, None)
+    _keep_fitted(kind, key, fitted)
     return fitted
 
 

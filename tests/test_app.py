@@ -502,6 +502,24 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_queue(app_env, monkeyp
     resources._fitted_pools().clear()
 
 
+def test_fitted_pools_keep_the_latest_of_each_kind():
+    """The server keeps the latest `PoolFit.keep` pools of each text baseline (MiniLM 2, BM25 4): a third MiniLM pool
+    drops the oldest MiniLM one and no BM25 one."""
+    from explorer import resources
+
+    resources._fitted_pools().clear()
+    for i in range(4):
+        resources._keep_fitted(resources.BM25_FIT, ("BM25 index", f"b{i}", "s"), i)
+    for i in range(3):
+        resources._keep_fitted(resources.MINILM_FIT, ("MiniLM embeddings", f"m{i}", "s"), i)
+    kept = list(resources._fitted_pools())
+    assert [k[1] for k in kept if k[0] == "MiniLM embeddings"] == ["m1", "m2"]
+    assert [k[1] for k in kept if k[0] == "BM25 index"] == ["b0", "b1", "b2", "b3"]
+    resources._keep_fitted(resources.BM25_FIT, ("BM25 index", "b4", "s"), 4)
+    assert [k[1] for k in resources._fitted_pools() if k[0] == "BM25 index"] == ["b1", "b2", "b3", "b4"]
+    resources._fitted_pools().clear()
+
+
 def test_select_data_scores_and_exports(app_env):
     at = new_app("app_pages/4_Select_data.py")
     at.text_area(key="sel_text").input("the cat sat on the mat .\n\nthe kitten is sleeping .").run()
