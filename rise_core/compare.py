@@ -63,8 +63,8 @@ def no_hs_reason(index: RiseIndex) -> str:
 class StoredHidden:
     """An index's pool mean final hidden states as unit rows, rebuilt from the stored HS channel and pool mean (mean
     hidden = hs_unit * hs_norm + mean) when sliced; a pool sample with no counted token is zero. `streamed`: each
-    slice is read from the file (`RiseIndex.load_features`) rather than from the feature matrix, so a large pool is
-    never held whole."""
+    slice's HS columns alone are read from the file (`RiseIndex.load_hidden`) rather than from the feature matrix, so
+    a large pool is never held whole."""
 
     def __init__(self, index: RiseIndex, streamed: bool = False) -> None:
         self.index, self.streamed = index, streamed
@@ -86,8 +86,7 @@ class StoredHidden:
             start, stop, step = rows.indices(self.n_rows)
             if step != 1:
                 raise ValueError("StoredHidden reads contiguous slices")
-            part = self.index.load_features(start, stop)
-            return part.hs, part.hs_norm
+            return self.index.load_hidden(start, stop)
         parts = [self.index.row_features(int(r)) for r in rows]
         return torch.cat([p.hs for p in parts]), torch.cat([p.hs_norm for p in parts])
 

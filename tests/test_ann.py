@@ -6,6 +6,7 @@ matrix, plus noise), written straight into small DuckDB indexes without a model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -623,3 +624,17 @@ def test_compare_on_a_large_pool_never_loads_the_feature_matrix(tmp_path, monkey
             np.testing.assert_allclose(got[ask][m].scores, want[ask][m].scores, rtol=1e-6, atol=1e-6)
     rise = want["query"][RISE].scores[0]
     assert not np.allclose(rise, want["query"][RISE_FIXED].scores[0]) or not lifted  # the lift moved RISE's scores
+
+
+def test_load_hidden_reads_the_hs_columns_alone(tmp_path):
+    """`RiseIndex.load_hidden`, what streamed hidden cosine reads: the HS channel and its norms of any row range, equal
+    to the feature matrix's (the same stored float16 and float32 values, bit for bit); an index without HS says so."""
+    path = make_index(tmp_path / "hs.duckdb", n=50, seed=4)
+    with RiseIndex.open(path) as index:
+        hs, hs_norm = index.load_hidden(7, 31)
+        fm = index.feature_matrix()
+        assert torch.equal(hs, fm.hs[7:31]) and torch.equal(hs_norm, fm.hs_norm[7:31])
+        assert index.load_hidden(5, 5)[0].shape == (0, HIDDEN)
+    plain = make_index(tmp_path / "plain.duckdb", n=10, config=dataclasses.replace(CFG, hidden_channel=False))
+    with RiseIndex.open(plain) as index, pytest.raises(IndexMismatchError, match="no HS channel"):
+        index.load_hidden(0, 5)

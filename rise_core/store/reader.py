@@ -268,11 +268,24 @@ class IndexReader(IndexConnection):
 
     def load_features(self, start: int, stop: int) -> FeatureMatrix:
         """Features of rows start..stop-1, read from the file (not the cached matrix): the ANN build streams them."""
+        parts = self._read_rows(start, stop, (*self._feature_columns(), "loss"))
+        return FeatureMatrix(**{k: torch.from_numpy(v) for k, v in parts.items()})
+
+    def load_hidden(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(hs, hs_norm) of rows start..stop-1 alone, read from the file: what hidden cosine reads of a pool it does
+        not hold (a sixth of a row's bytes at the default dims). IndexMismatchError without the HS channel."""
+        if not self.config.hidden_channel:
+            raise IndexMismatchError(f"{self.path} has no HS channel (built with hidden_channel off)")
+        parts = self._read_rows(start, stop, ("hs", "hs_norm"))
+        return torch.from_numpy(parts["hs"]), torch.from_numpy(parts["hs_norm"])
+
+    def _read_rows(self, start: int, stop: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """These feature columns (blobs as (n, dim) float16, norms as float32, loss as float32 with NULL as nan) of
+        rows start..stop-1, in row order; IndexStoreError for missing, unnumbered or norm-less rows."""
         d_rh, d_gh = self.config.feature_dims
         n = stop - start
-        names = self._feature_columns()
         with self._cursor("load features from") as cur:
-            table = cur.sql(f"SELECT row, {', '.join(names)}, loss FROM rise_features WHERE row >= $1 AND row < $2",
+            table = cur.sql(f"SELECT row, {', '.join(names)} FROM rise_features WHERE row >= $1 AND row < $2",
                             params=[start, stop]).to_arrow_table()
         rows = table.column("row").to_numpy()
         if len(rows) != n:
@@ -280,14 +293,14 @@ class IndexReader(IndexConnection):
         dims = {"rh": d_rh, "gh": d_gh, "hs": int(self._hidden_mean.numel()) if self._hidden_mean is not None else 0}
         parts = {}
         for name in names:
-            if name.endswith("_norm"):
+            if name == "loss":  # each sample's mean loss, for the per-query channel rule; NULL reads as nan
+                parts[name] = table.column(name).to_numpy(zero_copy_only=False).astype(np.float32)
+            elif name.endswith("_norm"):
                 if table.column(name).null_count:
                     raise IndexStoreError(f"{self.path} is corrupted: rows without their {name}")
                 parts[name] = table.column(name).to_numpy().astype(np.float32)
             else:
                 parts[name] = blob_matrix(table.column(name), n, dims[name], self.path)
-        # each sample's mean loss, for the per-query channel rule (rise_core.adaptive); NULL reads as nan
-        parts["loss"] = table.column("loss").to_numpy(zero_copy_only=False).astype(np.float32)
         del table
         expected = np.arange(start, stop)
         if not np.array_equal(rows, expected):
@@ -295,7 +308,7 @@ class IndexReader(IndexConnection):
             if not np.array_equal(rows[order], expected):
                 raise IndexStoreError(f"{self.path} is corrupted: feature rows are not numbered {start}..{stop - 1}")
             parts = {k: v[order] for k, v in parts.items()}
-        return FeatureMatrix(**{k: torch.from_numpy(v) for k, v in parts.items()})
+        return parts
 
     def info(self) -> dict[str, Any]:
         """Manifest, counts and size on disk, for `rise info` and the app."""
