@@ -125,6 +125,7 @@ class PoolFit:
         return f"about {format_seconds(n_rows / self.texts_per_s)}"
 
     def max_inline_rows(self) -> int:
+        """The rows a request may fit (the `RequestLimits` field named `limit`, as the app was started)."""
         return int(getattr(request_limits(), self.limit))
 
 
@@ -188,9 +189,9 @@ def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
         with st.spinner(f"Fitting the {kind.name} on the pool…"):
             fitted = kind.fit(index)
     elif not asked:
-        raise Unavailable(f"its {kind.name} over {n:,} pool texts takes {kind.cost(n)} on this server, more than a "
-                          f"request may spend ({limit:,} rows, {kind.env}): start it with the button above; it runs "
-                          "once, in the server's queue")
+        raise Unavailable(f"fitting its {kind.name} over {n:,} pool texts ({kind.cost(n)} on this server) is more "
+                          f"than a request may do ({limit:,} rows, {kind.env}): start it with the button above; it "
+                          "runs once, in the server's queue")
     else:
         with heavy_work(kind.name, Path(path).name, str(path)):
             fitted = fitted_ready(kind, path)  # another session may have fitted this pool while this one waited
