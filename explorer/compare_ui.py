@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
+from rise_core.metrics import binary_labels, label_table
+
 from .plain import code, md
 from .resources import PoolFit, fitted_for, fitted_ready, forward_for, open_index, run_forward
 from .ui import friendly
-from .views import binary_labels, label_table, top_list
+from .views import top_list
 
 if TYPE_CHECKING:
     from rise_core.methods import MethodScores

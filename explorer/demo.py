@@ -25,6 +25,7 @@ from rise_core.config import PRESETS, RiseConfig
 from rise_core.errors import InputDataError, RiseError
 from rise_core.evaluation import DEFAULT_KS, TASK_KS, Task, load_task
 from rise_core.ingest import PoolData, content_hash, read_pool
+from rise_core.metrics import binary_labels
 from rise_core.samples import Sample
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from rise_core.store import RiseIndex
 
 from .build_plan import head_pool, index_file_name
-from .views import binary_labels
 
 DEMO_POOL = "howdy"
 DEMO_ROWS = 120

@@ -16,7 +16,6 @@ import plotly.graph_objects as go
 
 from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
-from rise_core.metrics import as_binary, average_precision, precision_at_k
 from rise_core.ranking import Ranking
 from rise_core.samples import Sample
 from rise_core.store import sample_from_row
@@ -54,41 +53,6 @@ def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
 def overlap_at_k(ids_a: Sequence[Any], ids_b: Sequence[Any], k: int) -> float:
     """Fraction of the top-k of ranking A that is also in the top-k of ranking B (1.0 = same set)."""
     return ranking_overlap(ids_a, ids_b, k)
-
-
-_LABEL_WORDS = {"1": 1, "0": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1.0": 1, "0.0": 0,
-                "positive": 1, "negative": 0, "pos": 1, "neg": 0}
-
-
-def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None:
-    """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise.
-
-    Words are mapped to 0/1 here; `metrics.as_binary`, the rule the metrics apply, checks and converts the result."""
-    if values is None:
-        return None
-    s = pd.Series(list(values), dtype=object)
-    if len(s) == 0 or s.isna().any():
-        return None
-    out = []
-    for v in s:
-        key = str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v).strip().lower()
-        if key not in _LABEL_WORDS:
-            return None
-        out.append(_LABEL_WORDS[key])
-    try:
-        return as_binary(np.asarray(out))
-    except InputDataError:
-        return None
-
-
-def label_metrics(scores: np.ndarray, labels: np.ndarray, k: int) -> dict[str, float]:
-    """precision@k and AP over the full ranking of one method's scores against binary labels."""
-    return {f"precision@{k}": precision_at_k(scores, labels, k), "AP": average_precision(scores, labels)}
-
-
-def label_table(scores: dict[str, np.ndarray], labels: np.ndarray, k: int) -> pd.DataFrame:
-    """`label_metrics` of several methods' (N,) scores: one row per method (index `method`)."""
-    return pd.DataFrame({name: label_metrics(s, labels, k) for name, s in scores.items()}).T.rename_axis("method")
 
 
 # --- result tables --------------------------------------------------------------------------------------------------

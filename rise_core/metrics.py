@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -275,3 +276,40 @@ def spearman(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] |
     ra, rb = ra - ra.mean(), rb - rb.mean()
     denom = math.sqrt(float((ra**2).sum() * (rb**2).sum()))
     return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
+
+
+# --- a pool's own labels (the Compare page, `rise query --compare`) ---------------------------------------------
+
+_LABEL_WORDS = {"1": 1, "0": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1.0": 1, "0.0": 0,
+                "positive": 1, "negative": 0, "pos": 1, "neg": 0}
+
+
+def binary_labels(values: pd.Series | Sequence[Any] | None) -> np.ndarray | None:
+    """Pool labels as 0/1 when they look binary (bool, 0/1, 'true'/'false', 'yes'/'no'); None otherwise.
+
+    Words are mapped to 0/1 here; `metrics.as_binary`, the rule the metrics apply, checks and converts the result."""
+    if values is None:
+        return None
+    s = pd.Series(list(values), dtype=object)
+    if len(s) == 0 or s.isna().any():
+        return None
+    out = []
+    for v in s:
+        key = str(int(v)) if isinstance(v, (bool, np.bool_)) else str(v).strip().lower()
+        if key not in _LABEL_WORDS:
+            return None
+        out.append(_LABEL_WORDS[key])
+    try:
+        return as_binary(np.asarray(out))
+    except InputDataError:
+        return None
+
+
+def label_metrics(scores: np.ndarray, labels: np.ndarray, k: int) -> dict[str, float]:
+    """precision@k and AP over the full ranking of one method's scores against binary labels."""
+    return {f"precision@{k}": precision_at_k(scores, labels, k), "AP": average_precision(scores, labels)}
+
+
+def label_table(scores: dict[str, np.ndarray], labels: np.ndarray, k: int) -> pd.DataFrame:
+    """`label_metrics` of several methods' (N,) scores: one row per method (index `method`)."""
+    return pd.DataFrame({name: label_metrics(s, labels, k) for name, s in scores.items()}).T.rename_axis("method")

@@ -19,7 +19,7 @@ from rise_core.bundled import queries_for_pool
 from rise_core.config import RiseConfig
 from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
-from rise_core.metrics import spearman
+from rise_core.metrics import binary_labels, spearman
 from rise_core.ranking import Ranking
 from rise_core.store import sample_from_row
 from rise_core.units import format_bytes, format_seconds, one_line
@@ -33,7 +33,6 @@ from explorer.jobs import BuildJob  # noqa: E402
 from explorer.plain import highlight_html  # noqa: E402
 from explorer.uploads import parse_typed_queries  # noqa: E402
 from explorer.views import (  # noqa: E402
-    binary_labels,
     channel_values,
     overlap_at_k,
     ranking_frame,
