@@ -485,3 +485,59 @@ def test_query_marks_do_not_go_with_each(env, capsys, tmp_path):
     assert exc.value.code == 2 and "--marks ranks one query again" in capsys.readouterr().err
     code, _, err = _run(capsys, "query", "--index", env.index, "--marks", tmp_path / "absent.json", "--text", "a")
     assert code == 1 and "no such file" in err
+
+
+def test_query_compare_ranks_with_every_method(env, capsys):
+    """`rise query --compare`: the Compare page from a terminal. RISE's top k is `rise query`'s, BM25's the top k of
+    BM25 fitted on the pool (a known answer: the same scorer run here), the agreement table and the label metrics (the
+    pool's 0/1 labels) are printed; json and csv carry the same lists; under a contrast BM25 ranks by the query's
+    score minus the other answer's."""
+    import numpy as np
+
+    from rise_core.compare import fit_bm25
+    from rise_core.samples import Sample
+
+    query, other = "the cat sat on the mat .", "the bank lost money ."
+    code, out, err = _run(capsys, "query", "--index", env.index, "--text", query, "--compare", "-k", "5")
+    assert code == 0, err
+    assert "Agreement with RISE" in out and "Against the pool's labels:" in out and "precision@5" in out
+    for name in ("RISE", "RISE fixed weights", "Hidden cosine", "BM25"):
+        assert f"{name}: top 5" in out
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", query, "--compare", "--format", "json",
+                        "-k", "5")
+    assert code == 0
+    got = json.loads(out)
+    assert got["reference"] == "RISE" and {r["method"] for r in got["agreement"]} >= {"RISE fixed weights", "BM25"}
+    assert {r["method"] for r in got["labels"]} >= {"RISE", "BM25"}
+    _, plain, _ = _run(capsys, "query", "--index", env.index, "--text", query, "--format", "json", "-k", "5")
+    assert [h["id"] for h in got["top"]["RISE"]] == [h["id"] for h in json.loads(plain)]
+    with RiseIndex.open(env.index) as index:
+        ids = index.samples()["id"].to_numpy()
+        bm25 = fit_bm25(index)
+        plain_scores = bm25.score([Sample(text=query)])[0]
+        contrast_scores = plain_scores - bm25.score([Sample(text=other)])[0]
+    for hits, scores in ((got["top"]["BM25"], plain_scores), (None, contrast_scores)):
+        if hits is None:
+            code, out, err = _run(capsys, "query", "--index", env.index, "--text", query, "--versus-text", other,
+                                  "--compare", "RISE,BM25", "--format", "json", "-k", "5")
+            assert code == 0 and "minus its score for the other answer" in err
+            hits = json.loads(out)["top"]["BM25"]
+        best = np.argsort(-scores, kind="stable")[:5]
+        assert [h["score"] for h in hits] == pytest.approx(scores[best].tolist(), abs=1e-6)
+        assert {h["id"] for h in hits} <= set(ids[scores >= scores[best[-1]]])  # the top 5, ties in any order
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", query, "--compare", "RISE,BM25",
+                        "--format", "csv", "-k", "3")
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns[:4]) == ["method", "rank", "id", "score"] and len(table) == 6
+    assert table.groupby("method")["rank"].apply(list).to_dict() == {"RISE": [1, 2, 3], "BM25": [1, 2, 3]}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--compare", "RISE,Nonsense"], "unknown methods ['Nonsense']"),
+    (["--compare", "--where", "label = 1"], "--compare ranks the whole pool"),
+    (["--compare", "--explain"], "--compare ranks the whole pool"),
+])
+def test_query_compare_usage_errors_exit_2(capsys, extra, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["query", "--index", "x.duckdb", "--text", "the cat", *extra])
+    assert exc.value.code == 2 and message in capsys.readouterr().err

@@ -18,6 +18,7 @@ from ..errors import InputDataError
 from ..generation import GenerationSettings
 from ..ranking import EXTRA_PARTS
 from ..units import one_line
+from .compare import add_compare_option, compare_methods_of, run_compare
 from .options import (
     add_field_options,
     add_model_options,
@@ -36,7 +37,9 @@ EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --completion "Once upon a time ..." \\
       --versus-prompt "Why is the sky blue?" --versus-completion "Sunlight scatters ..."   # why this, not that
   rise query --index pool.duckdb --prompt "Howdy! Why is the sky blue?" --generate \\
-      --versus-prompt "Why is the sky blue?" --versus-generate   # the model answers both, then the contrast"""
+      --versus-prompt "Why is the sky blue?" --versus-generate   # the model answers both, then the contrast
+  rise query --index pool.duckdb --text "..." --compare               # RISE beside BM25, MiniLM, hidden cosine
+  rise query --index pool.duckdb --text "..." --compare "RISE,BM25" --format json"""
 
 EXAMPLES_SELECT = """examples:
   rise select --index pool.duckdb --queries val.jsonl --top-n 1000 --out selected.jsonl
@@ -82,6 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
+    add_compare_option(p)
     v = add_versus_options(p, "query", "the query")
     v.add_argument("--versus-generate", action="store_true",
                    help="let the index's model answer --versus-prompt (e.g. the prompt without the trigger; streamed "
@@ -368,6 +372,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if marks is not None and (args.each or args.explain or versus is not None or args.versus_generate):
         args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
                            "--versus-*")
+    compared = None
+    if args.compare is not None:
+        if marks is not None or args.each or args.explain or args.where:
+            args._parser_error("--compare ranks the whole pool with every method for the query (or the query set); "
+                               "it does not go with --marks, --each, --explain or --where")
+        compared = compare_methods_of(args)
     if not args.generate:
         queries = _queries(args)
         if args.explain and len(queries) != 1:
@@ -381,6 +391,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
             versus = _generated(lm, args, args.versus_prompt, "versus")
         options = score_options_from_args(args, index.config, index.manifest.build_preset)
         qfm = query_features(index, lm, queries, versus=versus, versus_label=_versus_label(args))
+        if compared is not None:
+            return run_compare(args, index, lm, queries, qfm, options, versus, compared)
         if marks is not None:
             if len(queries) != 1:
                 raise InputDataError(f"--marks are one query's: give one query, not {len(queries)}")
