@@ -534,6 +534,7 @@ def test_query_compare_ranks_with_every_method(env, capsys):
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--compare", "RISE,Nonsense"], "unknown methods ['Nonsense']"),
+    (["--compare", ",,"], "--compare: name at least one method"),
     (["--compare", "--where", "label = 1"], "--compare ranks the whole pool"),
     (["--compare", "--explain"], "--compare ranks the whole pool"),
 ])

@@ -35,6 +35,8 @@ def compare_methods_of(args: argparse.Namespace) -> list[str]:
     from ..saved_config import parse_list
 
     names = list(parse_list(args.compare, what="--compare"))
+    if not names:
+        args._parser_error(f"--compare: name at least one method, or give --compare alone for {DEFAULT_COMPARE}")
     try:
         return [m.name for m in resolve(names)]
     except ConfigError as exc:
