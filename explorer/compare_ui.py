@@ -4,6 +4,7 @@ the pool has binary labels."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -12,56 +13,73 @@ import streamlit as st
 from rise_core.metrics import binary_labels, label_table
 
 from .plain import code, md
-from .resources import PoolFit, fitted_for, fitted_ready, forward_for, open_index, run_forward
+from .resources import FORWARD_PASS, PoolFit, fitted_ready, forward_for, open_index, pool_pass, start_fit, start_forward
 from .ui import friendly
 from .views import top_list
 
 if TYPE_CHECKING:
     from rise_core.methods import MethodScores
 
+    from .jobs import PoolPassJob
+
 
 def forward_pass_offer(path: str) -> None:
-    """Grad-Sketch needs the model over the whole pool: say what that costs and run it only when asked."""
+    """Grad-Sketch needs the model over the whole pool: say what that costs and run it, in the background, only when
+    asked."""
     index = open_index(path)
-    slot = st.empty()
-    if forward_for(path) is None:
-        extra = ("" if index.config.hidden_channel
-                 else " The same pass gives hidden cosine (this index has no HS channel).")
-        with slot.container():
-            st.info(f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
-                    f"sample) needs one forward pass of {code(index.manifest.model_id)} over all **{len(index)} pool "
-                    f"samples**, about as long as building the index took.{extra}", icon=":material/info:")
-            run = st.button(f"Run Grad-Sketch over {len(index)} pool samples", key="cmp_grad",
-                            icon=":material/play_arrow:")
-        if not run:
-            return
-        with friendly("run the forward pass over the pool"):
-            run_forward(path)
+    n = len(index)
     if forward_for(path) is not None:
-        slot.caption(f"Grad-Sketch: the forward pass over the {len(index)} pool samples is done (kept while this "
-                     "server runs).")
+        st.caption(f"Grad-Sketch: the forward pass over the {n:,} pool samples is done (kept while this server runs).")
+        return
+    extra = "" if index.config.hidden_channel else " The same pass gives hidden cosine (this index has no HS channel)."
+    _pass_offer(FORWARD_PASS, path, lambda: start_forward(path), "cmp_grad",
+                f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
+                f"sample) needs one forward pass of {code(index.manifest.model_id)} over all **{n:,} pool samples**, "
+                f"about as long as building the index took.{extra}", f"Run Grad-Sketch over {n:,} pool samples")
 
 
 def pool_fit_offer(path: str, kind: PoolFit, what: str) -> None:
     """A text baseline (`kind`: BM25's index, MiniLM's embeddings) on a pool too large to fit in a request
-    (`PoolFit.max_inline_rows`): say what it costs and fit it, in the server's queue, only when asked. `what`: what
-    the fit does, for the message ("embeds every pool text once")."""
+    (`PoolFit.max_inline_rows`): say what it costs and fit it, in the background, only when asked. `what`: what the
+    fit does, for the message ("embeds every pool text once")."""
     n = len(open_index(path))
     if n <= kind.max_inline_rows():
         return
-    slot = st.empty()
-    if fitted_ready(kind, path) is None:
-        with slot.container():
-            st.info(f"**{kind.name}** {what}: **{n:,} texts**, {kind.cost(n)} on this server. It waits its turn in "
-                    "the server's queue and is kept while this server runs.", icon=":material/info:")
-            run = st.button(f"Fit the {kind.name} over the {n:,} pool texts", key=f"cmp_fit_{kind.limit}",
-                            icon=":material/play_arrow:")
-        if not run:
-            return
-        with friendly(f"fit the {kind.name} over the pool"):
-            fitted_for(kind, path, asked=True)
     if fitted_ready(kind, path) is not None:
-        slot.caption(f"{kind.name}: fitted over the {n:,} pool texts (kept while this server runs).")
+        st.caption(f"{kind.name}: fitted over the {n:,} pool texts (kept while this server runs).")
+        return
+    _pass_offer(kind.name, path, lambda: start_fit(kind, path), f"cmp_fit_{kind.limit}",
+                f"**{kind.name}** {what}: **{n:,} texts**, {kind.cost(n)} on this server.",
+                f"Fit the {kind.name} over the {n:,} pool texts")
+
+
+def _pass_offer(what: str, path: str, start: Callable[[], PoolPassJob], key: str, cost: str, label: str) -> None:
+    """The offer of a pass over the pool (`resources.start_pool_pass`): its cost and a button, or, once started, its
+    progress (live, with Stop) and its outcome. It runs in the background, in the server's queue: the page may be
+    used or left meanwhile."""
+    job = pool_pass(what, path)
+    if job is not None and job.running:
+        _live_pass(what, path)
+        return
+    if job is not None and job.status == "failed":
+        st.error(md(job.message()), icon=":material/error:")
+    elif job is not None and job.status in ("stopped", "cancelled"):
+        st.caption(md(job.message()))
+    st.info(f"{cost} It runs in the background, in the server's queue (the page stays usable), and is kept while "
+            "this server runs.", icon=":material/info:")
+    if st.button(label, key=key, icon=":material/play_arrow:"):
+        with friendly(f"start the {what} over the pool"):
+            start()
+        st.rerun()
+
+
+@st.fragment(run_every=1.0)
+def _live_pass(what: str, path: str) -> None:
+    job = pool_pass(what, path)
+    if job is None or not job.running:
+        st.rerun()
+    st.progress(job.fraction, text=job.message())
+    st.button(f"Stop the {what}", key=f"cmp_stop_{what}", on_click=job.stop)
 
 
 def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:

@@ -10,9 +10,10 @@ import atexit
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -107,6 +108,12 @@ class BackgroundJob:
     def running(self) -> bool:
         return self.status in self.active_statuses
 
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the work started (until it ended); 0 before it starts."""
+        end = self.finished_at if not self.running else time.monotonic()
+        return max(0.0, end - self.started_at) if self.started_at else 0.0
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the thread ends (tests, scripts); True if it has ended."""
         if self._thread is not None:
@@ -197,11 +204,6 @@ class BuildJob(BackgroundJob):
         if self.status == "done":
             return 1.0
         return min(1.0, self.phase_done / self.phase_total) if self.phase_total else 0.0
-
-    @property
-    def elapsed(self) -> float:
-        end = self.finished_at if not self.running else time.monotonic()
-        return max(0.0, end - self.started_at) if self.started_at else 0.0
 
     @property
     def eta_seconds(self) -> float | None:
@@ -393,3 +395,56 @@ class FinetuneJob(BackgroundJob):
         m = self.manifest
         return (f"Done: final epoch loss {m.get('final_loss', float('nan')):.3f}, {m.get('tokens_per_s')} tokens/s. "
                 f"The adapter is in {self.out_dir}.")
+
+
+class _PassStopped(Exception):
+    """Raised from a pool pass's progress callback when its job was asked to stop."""
+
+
+@dataclass
+class PoolPassJob(BackgroundJob):
+    """One pass over every sample of an index's pool in a background thread, its result kept by the server when it
+    is done (`keep`): a text baseline fitted on a pool too large for a request (MiniLM's embeddings, BM25's index) or
+    the model's forward pass for Grad-Sketch. The page that started it may rerun or be left meanwhile (a pass in the
+    request was lost to any click); stopping ends it at the next batch that reports progress."""
+
+    what: str  # "MiniLM embeddings", "forward pass"
+    n_rows: int
+    run: Callable[[Callable[[int, int], None]], Any]  # progress(done, total) -> the result
+    keep: Callable[[Any], None]
+    done_rows: int = 0
+
+    def _thread_name(self) -> str:
+        return f"rise-pass-{self.what.replace(' ', '-')}"
+
+    def _work(self) -> str:
+        def progress(done: int, total: int) -> None:
+            if self._stop.is_set():
+                raise _PassStopped
+            self.done_rows = done
+
+        try:
+            result = self.run(progress)
+        except _PassStopped:
+            return "stopped"
+        self.keep(result)
+        self.done_rows = self.n_rows
+        return "done"
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.status == "done" else min(1.0, self.done_rows / self.n_rows) if self.n_rows else 0.0
+
+    def message(self) -> str:
+        """One line for the page: the queue position, the rows done so far, or the outcome."""
+        if self.status in ("queued", "cancelled"):
+            return self.queued_message()
+        if self.running:
+            verb = "Stopping" if self._stop.is_set() else "Running"
+            return (f"{verb}: the {self.what} over {self.n_rows:,} pool samples, {self.done_rows:,} done "
+                    f"(elapsed {format_seconds(self.elapsed)}).")
+        if self.status == "failed":
+            return f"The {self.what} failed: {self.error}"
+        if self.status == "stopped":
+            return f"The {self.what} was stopped after {format_seconds(self.elapsed)}; start it again to rerun it."
+        return f"The {self.what} over {self.n_rows:,} pool samples is done ({format_seconds(self.elapsed)})."

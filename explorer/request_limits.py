@@ -9,7 +9,7 @@ which Streamlit also enforces on the server) at the length of a pool cell.
 The text baselines fitted over a whole pool (BM25's index and MiniLM's embeddings: the Compare page's, a
 counterfactual check's, the marked words') are fitted once per pool and kept; a pool of up to `max_inline_bm25_rows`
 (`max_inline_embed_rows`) rows is fitted in the request that first asks for it, a larger one only on a click that
-says what it costs, in the server's queue (`explorer.resources.fitted_for`).
+says what it costs, as a background job in the server's queue (`explorer.resources.start_fit`).
 
 Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
 RISE_MAX_INLINE_EMBED_ROWS. The CLI and the Python API have no such limits.
@@ -46,14 +46,15 @@ class RequestLimits(EnvLimits):
     - 200,000 pool rows indexed for BM25 in a request: 10 s and 0.24 GB at BM25_TEXTS_PER_S on Alpaca-length rows, and
       about a minute and 1.6 GB for rows of 80 words under load (`feedback_ui.FeedbackLimits`, the same bound on the
       marked words).
-    - 10,000 pool rows embedded by MiniLM in a request: about 3.5 minutes at MINILM_TEXTS_PER_S, like a click's query
-      limit; a larger pool is embedded only when asked, as queued heavy work (at 100,000 rows, over half an hour)."""
+    - 2,000 pool rows embedded by MiniLM in a request: about 40 s at MINILM_TEXTS_PER_S. A request is lost to any click
+      on the page meanwhile (Streamlit stops the script to rerun it), so a larger pool is embedded only when asked, as a
+      background job in the server's queue (at 100,000 rows, over half an hour)."""
 
     max_text_chars: int = env_field(100_000, "RISE_MAX_TEXT_CHARS", "characters a typed text")
     max_queries: int = env_field(500, "RISE_MAX_QUERIES", "queries or samples a click")
     max_inline_bm25_rows: int = env_field(200_000, "RISE_MAX_INLINE_BM25_ROWS", "pool rows indexed for BM25 in a "
                                           "request")
-    max_inline_embed_rows: int = env_field(10_000, "RISE_MAX_INLINE_EMBED_ROWS", "pool rows embedded in a request")
+    max_inline_embed_rows: int = env_field(2_000, "RISE_MAX_INLINE_EMBED_ROWS", "pool rows embedded in a request")
 
     def check_count(self, items: Sequence[T], what: str) -> Sequence[T]:
         """`items` (queries, samples) when there are at most `max_queries` of them, else an InputDataError that names

@@ -22,7 +22,7 @@ from rise_core.units import format_bytes, format_seconds
 
 from . import auth
 from .job_queue import JobQueue, QueueLimits
-from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry
+from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry, PoolPassJob
 from .request_limits import BM25_TEXTS_PER_S, MINILM_TEXTS_PER_S, request_limits
 
 if TYPE_CHECKING:
@@ -149,24 +149,25 @@ MINILM_FIT = PoolFit("MiniLM embeddings", MINILM_TEXTS_PER_S, "max_inline_embed_
 @st.cache_resource
 def _fitted_pools() -> dict[tuple[str, str, str], Any]:
     """Text baselines fitted on pools, shared by the sessions of this server: by (kind, index path, index state), the
-    latest `PoolFit.keep` pools of each kind (read and written under `_FITTED_LOCK`)."""
+    latest `PoolFit.keep` pools of each kind (read and written under `_KEPT_LOCK`)."""
     return {}
 
 
-_FITTED_LOCK = threading.Lock()
+_KEPT_LOCK = threading.Lock()  # around what the server keeps of passes over pools: fits, forward passes, jobs
 
 
 def fitted_ready(kind: PoolFit, path: str | Path) -> Any:
     """`kind` fitted on the index's pool as it is now, else None."""
     key = (kind.name, str(path), _stamp(open_index(path)))
-    with _FITTED_LOCK:
+    with _KEPT_LOCK:
         return _fitted_pools().get(key)
 
 
-def _keep_fitted(kind: PoolFit, key: tuple[str, str, str], fitted: Any) -> None:
-    """Keep `fitted` under `key`, dropping the oldest pools of its kind beyond `kind.keep`."""
-    with _FITTED_LOCK:
-        store = _fitted_pools()
+def _keep_fitted(kind: PoolFit, key: tuple[str, str, str], fitted: Any, store: dict | None = None) -> None:
+    """Keep `fitted` under `key` in `store` (default `_fitted_pools()`; a background job is given it, since Streamlit's
+    caches are the script thread's), dropping the oldest pools of its kind beyond `kind.keep`."""
+    store = _fitted_pools() if store is None else store
+    with _KEPT_LOCK:
         store[key] = fitted
         mine = [k for k in store if k[0] == kind.name]
         for old in mine[:max(0, len(mine) - kind.keep)]:
@@ -220,28 +221,78 @@ def _forward_passes() -> dict[tuple[str, str], ForwardVectors]:
     return {}
 
 
+FORWARD_PASS = "forward pass"
+
+
 def forward_for(path: str | Path) -> ForwardVectors | None:
     """The pool's forward-pass vectors if they were computed for the index as it is now, else None."""
-    return _forward_passes().get((str(path), _stamp(open_index(path))))
+    key = (str(path), _stamp(open_index(path)))
+    with _KEPT_LOCK:
+        return _forward_passes().get(key)
 
 
-def run_forward(path: str | Path) -> ForwardVectors:
-    """One forward pass of the index's model over its whole pool (Grad-Sketch, hidden states), with a progress bar."""
+def _keep_forward(key: tuple[str, str], vectors: ForwardVectors, store: dict) -> None:
+    with _KEPT_LOCK:
+        store[key] = vectors
+        while len(store) > 2:
+            store.pop(next(iter(store)))
+
+
+@st.cache_resource
+def _pool_passes() -> dict[tuple[str, str, str], PoolPassJob]:
+    """The passes over a pool started from the pages (`start_pool_pass`), by (what, index path, index state): the
+    latest MAX_POOL_PASSES."""
+    return {}
+
+
+MAX_POOL_PASSES = 8
+
+
+def pool_pass(what: str, path: str | Path) -> PoolPassJob | None:
+    """The last pass `what` started over the index's pool as it is now, else None."""
+    with _KEPT_LOCK:
+        return _pool_passes().get((what, str(path), _stamp(open_index(path))))
+
+
+def start_pool_pass(what: str, path: str | Path, run: Callable[[Callable[[int, int], None]], Any],
+                    keep: Callable[[Any], None]) -> PoolPassJob:
+    """Queue one pass over the index's pool (`jobs.PoolPassJob`: `run(progress)`, then `keep(result)`) for the
+    session's user, a viewer too: it is part of comparing, like a page's own heavy work, and the queue bounds what one
+    user may start. A pass of the same pool already running (or done) is returned instead of starting another."""
+    user = auth.current_user()
+    index = open_index(path)
+    key = (what, str(path), _stamp(index))
+    with _KEPT_LOCK:
+        running = _pool_passes().get(key)
+    if running is not None and (running.running or running.status == "done"):
+        return running
+    job = PoolPassJob(what=what, n_rows=len(index), run=run, keep=keep)
+    job_queue().submit(job, owner=user.name, kind=what, label=Path(path).name, key=f"{what}:{path}")
+    with _KEPT_LOCK:
+        passes = _pool_passes()
+        passes[key] = job
+        while len(passes) > MAX_POOL_PASSES:
+            passes.pop(next(iter(passes)))
+    return job
+
+
+def start_forward(path: str | Path) -> PoolPassJob:
+    """The model's forward pass over the index's whole pool (Grad-Sketch, hidden states) as a background pass."""
     from rise_core.compare import forward_vectors
 
     index = open_index(path)
-    key, lm = (str(path), _stamp(index)), model_for(index)
-    with heavy_work("forward pass", Path(path).name, str(path)):
-        bar = st.progress(0.0, text=f"Running the model over {len(index)} pool samples…")
-        vectors = forward_vectors(lm, index.sample_list(), index.config,
-                                  progress=lambda done, total: bar.progress(done / total,
-                                                                            text=f"{done}/{total} samples"))
-        bar.empty()
-    store = _forward_passes()
-    store[key] = vectors
-    while len(store) > 2:
-        store.pop(next(iter(store)))
-    return vectors
+    key, lm, store = (str(path), _stamp(index)), model_for(index), _forward_passes()
+    return start_pool_pass(FORWARD_PASS, path,
+                           lambda progress: forward_vectors(lm, index.sample_list(), index.config, progress=progress),
+                           lambda vectors: _keep_forward(key, vectors, store))
+
+
+def start_fit(kind: PoolFit, path: str | Path) -> PoolPassJob:
+    """`kind` fitted on the index's pool as a background pass, kept when done (`fitted_ready`)."""
+    index = open_index(path)
+    key, store = (kind.name, str(path), _stamp(index)), _fitted_pools()
+    return start_pool_pass(kind.name, path, lambda progress: kind.fit(index, progress=progress),
+                           lambda fitted: _keep_fitted(kind, key, fitted, store))
 
 
 def list_indexes(index_dir: Path) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -302,6 +303,7 @@ def test_index_without_hs_has_no_hs_controls(plain_index_dir, monkeypatch):
     assert_clean(at)
     assert any("Hidden cosine" in c.value and "no HS channel" in c.value for c in at.caption)
     at.button(key="cmp_grad").click().run()  # the forward pass gives Grad-Sketch and hidden cosine
+    finish_pool_passes(at)
     assert_clean(at)
     assert {"Hidden cosine", "Grad-Sketch"} <= set(agreement(at).index)
 
@@ -359,6 +361,16 @@ def agreement(at: AppTest):
     return next(f for f in frames(at) if "spearman" in f.columns)
 
 
+def finish_pool_passes(at: AppTest) -> None:
+    """Wait for the passes over a pool a page started in the background (`resources.start_pool_pass`: the
+    Grad-Sketch forward pass, a large pool's fit), then run the page again, as its live status does when they end."""
+    from explorer import resources
+
+    for job in [j for j in resources._pool_passes().values() if j.running]:
+        assert job.wait(120) and job.status == "done", job.message()
+    at.run()
+
+
 def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     assert at.title[0].value.endswith("Compare methods")
@@ -381,7 +393,8 @@ def test_compare_methods_agreement_lists_and_label_metrics(app_env):
     assert list(labels.index) == ["RISE", "RISE fixed weights", "Hidden cosine", "MiniLM embedding", "BM25"]
     assert "precision@5" in labels.columns
 
-    at.button(key="cmp_grad").click().run()  # one forward pass over the pool, on request
+    at.button(key="cmp_grad").click().run()  # one forward pass over the pool, on request, in the background
+    finish_pool_passes(at)
     assert_clean(at)
     assert list(agreement(at).index) == ["RISE fixed weights", "Hidden cosine", "Grad-Sketch", "MiniLM embedding",
                                          "BM25"]
@@ -453,28 +466,36 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     ("MiniLM embedding", "MiniLM embeddings", "RISE_MAX_INLINE_EMBED_ROWS", "fit_embeddings", -2),
     ("BM25", "BM25 index", "RISE_MAX_INLINE_BM25_ROWS", "fit_bm25", -1),
 ], ids=["minilm", "bm25"])
-def test_compare_fits_a_large_pool_only_when_asked_in_the_queue(app_env, monkeypatch, method, kind, env, fit_name,
-                                                                 list_at):
+def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, monkeypatch, method, kind, env,
+                                                                     fit_name, list_at):
     """A pool beyond RISE_MAX_INLINE_EMBED_ROWS (RISE_MAX_INLINE_BM25_ROWS) is not embedded (indexed for BM25) by a
-    Compare click: MiniLM, about 49 texts a second here, would hold the request for half an hour at 100,000 rows. The
-    method is left out with the reason, the page offers the fit with its cost, and the offer's button fits the pool
-    once, as a job of the server's queue; the next Compare then ranks with it, the same list as a fit done in the
-    request."""
+    Compare click: MiniLM, about 49 texts a second here, would hold the request for half an hour at 100,000 rows, and
+    a click meanwhile would lose it. The method is left out with the reason, the page offers the fit with its cost,
+    and the offer's button starts it once, as a background job of the server's queue (the page shows its progress
+    meanwhile); the next Compare then ranks with it, the same list as a fit done in the request."""
     from explorer import resources
     from rise_core import compare
 
     monkeypatch.setenv(env, str(N_POOL))  # the index holds N_POOL + 1 rows
     resources._fitted_pools().clear()
-    fitted, slots = [], []
+    resources._pool_passes().clear()
+    fitted, submitted = [], []
     fit = getattr(compare, fit_name)
-    monkeypatch.setattr(compare, fit_name, lambda index, **kw: fitted.append(len(index)) or fit(index, **kw))
-    slot = resources.JobQueue.slot
+    release = threading.Event()
 
-    def recorded_slot(queue, **kw):
-        slots.append(kw["kind"])
-        return slot(queue, **kw)
+    def slow_fit(index, **kw):  # held until the test has seen the page while it runs
+        assert release.wait(60)
+        fitted.append(len(index))
+        return fit(index, **kw)
 
-    monkeypatch.setattr(resources.JobQueue, "slot", recorded_slot)
+    monkeypatch.setattr(compare, fit_name, slow_fit)
+    submit = resources.JobQueue.submit
+
+    def recorded_submit(queue, job, **kw):
+        submitted.append(kw["kind"])
+        return submit(queue, job, **kw)
+
+    monkeypatch.setattr(resources.JobQueue, "submit", recorded_submit)
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
@@ -485,8 +506,12 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_queue(app_env, monkeyp
 
     at.button(key=offer).click().run()
     assert_clean(at)
-    assert fitted == [N_POOL + 1] and slots == [kind]
-    assert method in agreement(at).index
+    assert submitted == [kind] and any(b.key == f"cmp_stop_{kind}" for b in at.button), "running: Stop is offered"
+    assert method not in agreement(at).index  # the page is usable while it runs
+    release.set()
+    finish_pool_passes(at)
+    assert_clean(at)
+    assert fitted == [N_POOL + 1] and method in agreement(at).index
     assert offer not in [b.key for b in at.button]
     assert any(f"{kind}: fitted over the {N_POOL + 1:,} pool texts" in c.value for c in at.caption)
     queued = [f for f in frames(at) if "text" in f.columns][list_at]
@@ -496,10 +521,49 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_queue(app_env, monkeyp
     monkeypatch.setenv(env, str(N_POOL + 1))
     resources._fitted_pools().clear()
     at.button(key="compare").click().run()
-    assert fitted == [N_POOL + 1, N_POOL + 1] and slots == [kind]  # in the request, not queued
+    assert fitted == [N_POOL + 1, N_POOL + 1] and submitted == [kind]  # in the request, not a job
     inline = [f for f in frames(at) if "text" in f.columns][list_at]
     pd.testing.assert_frame_equal(inline, queued)
     resources._fitted_pools().clear()
+    resources._pool_passes().clear()
+
+
+def test_a_pool_pass_can_be_stopped(app_env, monkeypatch):
+    """Stop on a running pass (the Grad-Sketch forward pass here) ends it at its next batch: the page says it was
+    stopped, keeps nothing, and offers it again."""
+    from explorer import resources
+    from rise_core import compare
+
+    resources._pool_passes().clear()
+    resources._forward_passes().clear()  # a pass another test ran would leave nothing to start
+    started, release = threading.Event(), threading.Event()
+    forward = compare.forward_vectors
+
+    def held_forward(lm, samples, config, progress=None, **kw):
+        if progress is None:  # the query's own pass, in the request
+            return forward(lm, samples, config, **kw)
+
+        def held(done, total):
+            started.set()
+            assert release.wait(60)
+            progress(done, total)
+        return forward(lm, samples, config, progress=held, **kw)
+
+    monkeypatch.setattr(compare, "forward_vectors", held_forward)
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.checkbox(key="cmp_embed").uncheck().run()
+    at.button(key="compare").click().run()
+    at.button(key="cmp_grad").click().run()
+    assert started.wait(60)
+    (job,) = resources._pool_passes().values()
+    job.stop()
+    release.set()
+    assert job.wait(60) and job.status == "stopped"
+    at.run()
+    assert_clean(at)
+    assert any("was stopped" in c.value for c in at.caption) and "cmp_grad" in [b.key for b in at.button]
+    assert "Grad-Sketch" not in agreement(at).index
+    resources._pool_passes().clear()
 
 
 def test_fitted_pools_keep_the_latest_of_each_kind():
