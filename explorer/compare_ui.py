@@ -12,6 +12,7 @@ import streamlit as st
 
 from rise_core.metrics import binary_labels, label_table
 
+from . import auth
 from .plain import code, md
 from .resources import FORWARD_PASS, PoolFit, fitted_ready, forward_for, open_index, pool_pass, start_fit, start_forward
 from .ui import friendly
@@ -79,7 +80,10 @@ def _live_pass(what: str, path: str) -> None:
     if job is None or not job.running:
         st.rerun()
     st.progress(job.fraction, text=job.message())
-    st.button(f"Stop the {what}", key=f"cmp_stop_{what}", on_click=job.stop)
+    user = auth.current_user()
+    st.button(f"Stop the {what}", key=f"cmp_stop_{what}", on_click=job.stop,
+              disabled=not (user.can_edit or user.name == job.owner),
+              help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
 
 
 def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:

@@ -412,6 +412,7 @@ class PoolPassJob(BackgroundJob):
     n_rows: int
     run: Callable[[Callable[[int, int], None]], Any]  # progress(done, total) -> the result
     keep: Callable[[Any], None]
+    owner: str = ""  # who started it: they (or an editor) may stop it
     done_rows: int = 0
 
     def _thread_name(self) -> str:

@@ -266,7 +266,7 @@ def start_pool_pass(what: str, path: str | Path, run: Callable[[Callable[[int, i
         running = _pool_passes().get(key)
     if running is not None and (running.running or running.status == "done"):
         return running
-    job = PoolPassJob(what=what, n_rows=len(index), run=run, keep=keep)
+    job = PoolPassJob(what=what, n_rows=len(index), run=run, keep=keep, owner=user.name)
     job_queue().submit(job, owner=user.name, kind=what, label=Path(path).name, key=f"{what}:{path}")
     with _KEPT_LOCK:
         passes = _pool_passes()

@@ -529,9 +529,9 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, mo
 
 
 def test_a_pool_pass_can_be_stopped(app_env, monkeypatch):
-    """Stop on a running pass (the Grad-Sketch forward pass here) ends it at its next batch: the page says it was
-    stopped, keeps nothing, and offers it again."""
-    from explorer import resources
+    """Stop on a running pass (the Grad-Sketch forward pass here), offered to whoever started it (or an editor), ends
+    it at its next batch: the page says it was stopped, keeps nothing, and offers it again."""
+    from explorer import auth, resources
     from rise_core import compare
 
     resources._pool_passes().clear()
@@ -556,6 +556,14 @@ def test_a_pool_pass_can_be_stopped(app_env, monkeypatch):
     at.button(key="cmp_grad").click().run()
     assert started.wait(60)
     (job,) = resources._pool_passes().values()
+    at.run()  # while it runs: its progress, and Stop for whoever started it (or an editor)
+    stop_key = "cmp_stop_forward pass"
+    assert not at.button(key=stop_key).disabled
+    owner = auth.current_user
+    monkeypatch.setattr(auth, "current_user", lambda: auth.User("viv", auth.VIEWER, "token"))
+    at.run()
+    assert at.button(key=stop_key).disabled, "another viewer may not stop it"
+    monkeypatch.setattr(auth, "current_user", owner)
     job.stop()
     release.set()
     assert job.wait(60) and job.status == "stopped"
