@@ -58,4 +58,4 @@ with ui.friendly("compare the rankings"):
         contrast_ui.caption(versus)
         st.caption("Every method ranks by its score for this answer minus its score for the other one: RISE through "
                    "the contrast (as on Attribute), the others as the difference of their two scores.")
-    compare_ui.show_comparison(results, index.samples(), k)
+    compare_ui.show_comparison(results, index, k)

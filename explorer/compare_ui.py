@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from rise_core.metrics import binary_labels, label_table
@@ -20,6 +19,7 @@ from .views import top_list
 
 if TYPE_CHECKING:
     from rise_core.methods import MethodScores
+    from rise_core.store import RiseIndex
 
     from .jobs import PoolPassJob
 
@@ -86,9 +86,9 @@ def _live_pass(what: str, path: str) -> None:
               help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
 
 
-def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int) -> None:
+def show_comparison(results: dict[str, MethodScores], index: RiseIndex, k: int) -> None:
     """Agreement of each method with RISE, the methods' top-k lists side by side, and label metrics when the pool has
-    binary labels."""
+    binary labels; of the pool it reads the top rows and the label column alone."""
     from rise_core.agreement import agreement_table
     from rise_core.methods import RISE
 
@@ -104,13 +104,14 @@ def show_comparison(results: dict[str, MethodScores], pool: pd.DataFrame, k: int
     st.dataframe(table, key="cmp_agreement", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in table.columns})
 
+    label_values = index.column("label")
     st.markdown(f"**Top {k} of each method**")
     for col, (name, r) in zip(st.columns(len(ready)), ready.items(), strict=True):
         col.markdown(f"**{name}**")
-        col.dataframe(top_list(pool, r.ranking(k)), hide_index=True, column_config={
-            "score": st.column_config.NumberColumn(format="%.4f")})
+        col.dataframe(top_list(r.ranking(k).to_frame(index), bool(label_values.notna().any())), hide_index=True,
+                      column_config={"score": st.column_config.NumberColumn(format="%.4f")})
 
-    labels = binary_labels(pool["label"]) if "label" in pool.columns else None
+    labels = binary_labels(label_values)
     if labels is not None and labels.any():
         st.markdown(f"**Against the pool's labels** ({int(labels.sum())} positives of {labels.size})")
         st.dataframe(label_table({name: r.mean() for name, r in ready.items()}, labels, k).round(4), key="cmp_labels")

@@ -99,12 +99,11 @@ def contribution_chart(hits: pd.DataFrame, shown: Sequence[str]) -> go.Figure:
     return fig
 
 
-def top_list(pool: pd.DataFrame, ranking: Ranking) -> pd.DataFrame:
-    """A method's top k (its `MethodScores.ranking`) as a compact list for side-by-side display: rank, id, the label
-    when the pool has labels, score and text."""
-    table = results_table(ranking_table(pool, ranking))
-    has_labels = "label" in table.columns and pool["label"].notna().any()
-    return table[["rank", "id", *(["label"] if has_labels else []), "score", "text"]]
+def top_list(hits: pd.DataFrame, labels: bool) -> pd.DataFrame:
+    """A method's top k (`MethodScores.ranking(k).to_frame(index)`, or `ranking_table`) as a compact list for
+    side-by-side display: rank, id, the label when the pool has labels (`labels`), score and text."""
+    table = results_table(hits)
+    return table[["rank", "id", *(["label"] if labels and "label" in table.columns else []), "score", "text"]]
 
 
 def ranking_frame(pool: pd.DataFrame, scores: np.ndarray, k: int) -> pd.DataFrame:

@@ -253,7 +253,8 @@ class IndexSource:
 
     @cached_property
     def ids(self) -> tuple:
-        return tuple(self.index.samples()["id"])
+        """The pool's ids in row order (the id column alone: not every text of a large pool)."""
+        return tuple(self.index.column("id"))
 
     def behaviour_tests(self, pool_fm: FeatureMatrix, query_fm: FeatureMatrix) -> Callable[[int], BehaviourTest]:
         """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""

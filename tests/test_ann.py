@@ -22,7 +22,7 @@ from rise_core.attribution import rank, rank_each
 from rise_core.cli import main
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
-from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError
+from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError, InputDataError
 from rise_core.memo import BoundedMemo
 from rise_core.samples import Sample
 from rise_core.scoring import ContrastFeatures, FeatureMatrix, score_pool
@@ -638,3 +638,18 @@ def test_load_hidden_reads_the_hs_columns_alone(tmp_path):
     plain = make_index(tmp_path / "plain.duckdb", n=10, config=dataclasses.replace(CFG, hidden_channel=False))
     with RiseIndex.open(plain) as index, pytest.raises(IndexMismatchError, match="no HS channel"):
         index.load_hidden(0, 5)
+
+
+def test_one_column_of_the_pool_is_read_alone(tmp_path):
+    """`RiseIndex.column`, what Compare reads of a large pool instead of every text: one column of the samples view in
+    row order, the same values as `samples()`'s; a name that is not one of its columns (an SQL fragment included) is
+    refused before any query."""
+    path = make_index(tmp_path / "col.duckdb", n=30, seed=6)
+    with RiseIndex.open(path) as index:
+        whole = index.samples()
+        for name in ("id", "label", "topic", "text", "n_counted"):
+            assert index.column(name).equals(whole[name]), name
+        for bad in ("nope", "row", 'id" FROM samples; DROP TABLE samples; --', "id, text"):
+            with pytest.raises(InputDataError, match="no column"):
+                index.column(bad)
+        assert len(index.samples()) == 30

@@ -36,6 +36,7 @@ from explorer.views import (  # noqa: E402
     channel_values,
     overlap_at_k,
     ranking_frame,
+    ranking_table,
     results_table,
     table_bytes,
     top_list,
@@ -240,10 +241,11 @@ def test_ranking_frame_and_results_table():
     assert list(ranked["id"]) == ["b", "c"] and list(ranked["rank"]) == [1, 2] and list(ranked["topic"]) == ["u", "v"]
     with pytest.raises(InputDataError):
         ranking_frame(pool, np.zeros(2), k=1)
-    compact = top_list(pool, Ranking.best(np.array([0.1, 0.9, 0.5]), 2))  # a method's ranking, as Compare shows it
+    compact = top_list(ranked, labels=True)  # a method's ranking, as Compare shows it
     assert list(compact.columns) == ["rank", "id", "label", "score", "text"] and list(compact["id"]) == ["b", "c"]
+    assert list(top_list(ranked, labels=False).columns) == ["rank", "id", "score", "text"]
     with pytest.raises(InputDataError, match="only 3 rows"):
-        top_list(pool, Ranking.best(np.zeros(5), 5))
+        ranking_table(pool, Ranking.best(np.zeros(5), 5))
     table = results_table(ranked.assign(rh=[0.4, 0.2], gh=[0.5, 0.3]))
     assert list(table.columns) == ["rank", "id", "score", "label", "topic", "RH", "GH", "text"]
     assert list(table["text"]) == ["p\nq", "r"]

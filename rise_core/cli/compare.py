@@ -69,8 +69,7 @@ def run_compare(args: argparse.Namespace, index: Any, lm: Any, queries: list[Any
     reference = next(iter(ready))
     agreement = _agreement(ready, reference, args.k)
     tops = {name: r.ranking(args.k).to_frame(index) for name, r in ready.items()}
-    pool_labels = index.samples()["label"] if "label" in index.columns else None
-    labels = binary_labels(pool_labels) if pool_labels is not None else None
+    labels = binary_labels(index.column("label"))
     scored = (label_table({name: r.mean() for name, r in ready.items()}, labels, args.k)
               if labels is not None and labels.any() else None)
     if args.format == "json":

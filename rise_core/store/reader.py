@@ -133,6 +133,16 @@ class IndexReader(IndexConnection):
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return InputDataError(f"filter {where!r} failed: {message}. Columns: {', '.join(self.filter_columns())}")
 
+    def column(self, name: str) -> pd.Series:
+        """One column of the `samples` view (`filter_columns`: id, a text field, the label, metadata or stats) for every
+        row, in row order and indexed by row: what a page needs of a large pool without reading every text."""
+        if name not in self.filter_columns() or name == "row":
+            raise InputDataError(f"no column {name!r} in {self.path}; columns: {', '.join(self.filter_columns()[1:])}")
+        quoted = '"' + name.replace('"', '""') + '"'
+        with self._cursor("read a column from") as cur:
+            df = cur.execute(f"SELECT row, {quoted} FROM samples ORDER BY row").df()
+        return df.set_index("row")[name]
+
     def samples(self, where: str | None = None) -> pd.DataFrame:
         """Samples with their label, metadata and stats columns, indexed by feature row (`feature_matrix()` order).
 
