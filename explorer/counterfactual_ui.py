@@ -29,7 +29,6 @@ from rise_core.counterfactual import (
     side_by_side,
     training_pool,
 )
-from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import ConfigError
 from rise_core.generation import GenerationSettings
 from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
@@ -41,7 +40,7 @@ from rise_core.units import format_seconds
 from .counterfactual_charts import curve_figure
 from .jobs import BackgroundJob
 from .plain import code
-from .request_limits import request_limits
+from .request_limits import CheckLimits, request_limits
 from .ui import friendly, settings
 
 CHECK_DIR_ENV = "RISE_COUNTERFACTUAL_DIR"
@@ -55,20 +54,6 @@ RETRAINED_COLUMNS = ["arm", "method", "k", "seed", "n_removed", "n_positive_remo
 
 GENERATION_TOKENS_PER_S = 20.0  # greedy decoding of the embedded 135M model on 2 CPU cores, measured about 20-40/s:
 # the estimate takes the slow end, since a check shares the machine
-
-
-@dataclass(frozen=True)
-class CheckLimits(EnvLimits):
-    """What one check started from the app may ask for: a shared server must not take days of retraining from one
-    form. Defaults fit the shipped Howdy! check (2 ks, 1-3 seeds, 40 prompts, 64 tokens: about an hour here); the
-    `rise counterfactual` command has no such limits. Settings: RISE_CHECK_MAX_KS, RISE_CHECK_MAX_SEEDS,
-    RISE_CHECK_MAX_PROMPTS, RISE_CHECK_MAX_TOKENS, RISE_CHECK_MAX_RETRAINS."""
-
-    max_ks: int = env_field(3, "RISE_CHECK_MAX_KS", "values of k")
-    max_seeds: int = env_field(3, "RISE_CHECK_MAX_SEEDS", "random seeds")
-    max_prompts: int = env_field(100, "RISE_CHECK_MAX_PROMPTS", "held-out prompts")
-    max_new_tokens: int = env_field(128, "RISE_CHECK_MAX_TOKENS", "answer tokens")
-    max_retrains: int = env_field(8, "RISE_CHECK_MAX_RETRAINS", "retrains")
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.env_limits import EnvLimits, env_field
 from rise_core.feedback import chosen_view, lift_lines
 
 from . import resources
-
-
-@dataclass(frozen=True)
-class FeedbackLimits(EnvLimits):
-    """What the marks may cost the server: the marked words need BM25 fitted on the pool (once per index, cached), about
-    28 s and 0.8 GB for 100k rows of 80 words on this 2-core machine under load; above the limit the marks move the
-    channels only, and the page says so. Setting: RISE_FEEDBACK_WORDS_MAX_ROWS (`rise query --marks` has no limit)."""
-
-    words_max_rows: int = env_field(200_000, "RISE_FEEDBACK_WORDS_MAX_ROWS", "rows")
-
+from .request_limits import FeedbackLimits
 
 MARK_CHOICES = ("", "yes", "no")
 EDITOR_KEY = "feedback_editor"  # the mark editor's key is this plus a digest of the query and the rows it shows

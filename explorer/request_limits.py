@@ -11,8 +11,12 @@ counterfactual check's, the marked words') are fitted once per pool and kept; a 
 (`max_inline_embed_rows`) rows is fitted in the request that first asks for it, a larger one only on a click that
 says what it costs, as a background job in the server's queue (`explorer.resources.start_fit`).
 
+What the marks may cost (`FeedbackLimits`) and what one counterfactual check started from a form may ask for
+(`CheckLimits`) live here too: every limit of a page's request in one module, free of Streamlit.
+
 Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
-RISE_MAX_INLINE_EMBED_ROWS. The CLI and the Python API have no such limits.
+RISE_MAX_INLINE_EMBED_ROWS, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*. The CLI and the Python API have no such
+limits.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class RequestLimits(EnvLimits):
     - 500 queries or samples a click: at the default model's 436 tokens/s on this 2-core machine (docs/PERFORMANCE.md)
       and 256 tokens each, about 5 minutes of the machine; larger query sets are for `rise select`.
     - 200,000 pool rows indexed for BM25 in a request: 10 s and 0.24 GB at BM25_TEXTS_PER_S on Alpaca-length rows, and
-      about a minute and 1.6 GB for rows of 80 words under load (`feedback_ui.FeedbackLimits`, the same bound on the
+      about a minute and 1.6 GB for rows of 80 words under load (`FeedbackLimits`, the same bound on the
       marked words).
     - 2,000 pool rows embedded by MiniLM in a request: about 40 s at MINILM_TEXTS_PER_S. A request is lost to any click
       on the page meanwhile (Streamlit stops the script to rerun it), so a larger pool is embedded only when asked, as a
@@ -64,6 +68,29 @@ class RequestLimits(EnvLimits):
                                  f"(RISE_MAX_QUERIES). Use fewer, or the command line (`rise select`, `rise diagnose`) for a "
                                  "large set")
         return items
+
+
+@dataclass(frozen=True)
+class FeedbackLimits(EnvLimits):
+    """What the marks may cost the server: the marked words need BM25 fitted on the pool (once per index, cached), about
+    28 s and 0.8 GB for 100k rows of 80 words on this 2-core machine under load; above the limit the marks move the
+    channels only, and the page says so. Setting: RISE_FEEDBACK_WORDS_MAX_ROWS (`rise query --marks` has no limit)."""
+
+    words_max_rows: int = env_field(200_000, "RISE_FEEDBACK_WORDS_MAX_ROWS", "rows")
+
+
+@dataclass(frozen=True)
+class CheckLimits(EnvLimits):
+    """What one check started from the app may ask for: a shared server must not take days of retraining from one
+    form. Defaults fit the shipped Howdy! check (2 ks, 1-3 seeds, 40 prompts, 64 tokens: about an hour here); the
+    `rise counterfactual` command has no such limits. Settings: RISE_CHECK_MAX_KS, RISE_CHECK_MAX_SEEDS,
+    RISE_CHECK_MAX_PROMPTS, RISE_CHECK_MAX_TOKENS, RISE_CHECK_MAX_RETRAINS."""
+
+    max_ks: int = env_field(3, "RISE_CHECK_MAX_KS", "values of k")
+    max_seeds: int = env_field(3, "RISE_CHECK_MAX_SEEDS", "random seeds")
+    max_prompts: int = env_field(100, "RISE_CHECK_MAX_PROMPTS", "held-out prompts")
+    max_new_tokens: int = env_field(128, "RISE_CHECK_MAX_TOKENS", "answer tokens")
+    max_retrains: int = env_field(8, "RISE_CHECK_MAX_RETRAINS", "retrains")
 
 
 def request_limits() -> RequestLimits:

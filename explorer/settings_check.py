@@ -13,10 +13,8 @@ from rise_core.errors import ConfigError
 from rise_core.ingest_limits import PoolLimits
 from rise_core.store.filters import FilterLimits
 
-from .counterfactual_ui import CheckLimits
-from .feedback_ui import FeedbackLimits
 from .job_queue import QueueLimits
-from .request_limits import RequestLimits
+from .request_limits import CheckLimits, FeedbackLimits, RequestLimits
 
 APP_LIMITS: tuple[type[EnvLimits], ...] = (RequestLimits, PoolLimits, FilterLimits, QueueLimits, FeedbackLimits,
                                            CheckLimits)

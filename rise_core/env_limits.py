@@ -9,8 +9,8 @@ least value allowed); the base gives the dataclass, from the declarations alone:
   "VARIABLE='value': give a whole number of at least 1 (unit)".
 
 Used by the upload limits (`ingest_limits.PoolLimits`), the filter limits (`store.filters.FilterLimits`), the server's
-job queue (`explorer.job_queue.QueueLimits`), the app's counterfactual checks (`explorer.counterfactual_ui.CheckLimits`)
-the marked words of its relevance feedback (`explorer.feedback_ui.FeedbackLimits`), and what one page request
+job queue (`explorer.job_queue.QueueLimits`), the app's counterfactual checks (`explorer.request_limits.CheckLimits`)
+the marked words of its relevance feedback (`explorer.request_limits.FeedbackLimits`), and what one page request
 may run through the model (`explorer.request_limits.RequestLimits`).
 """
 

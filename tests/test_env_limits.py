@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from explorer.counterfactual_ui import CheckLimits
 from explorer.job_queue import QueueLimits
+from explorer.request_limits import CheckLimits
 from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import ConfigError
 from rise_core.ingest_limits import PoolLimits

@@ -11,7 +11,8 @@ from explorer_env import INDEX_NAME, N_POOL, build_explorer_env
 
 from explorer.auth import EDITOR, VIEWER, AccessDeniedError, AccessSettings, User, is_loopback
 from explorer.build_plan import plan_index_write
-from explorer.counterfactual_ui import CheckLimits, CheckRequest
+from explorer.counterfactual_ui import CheckRequest
+from explorer.request_limits import CheckLimits
 from rise_core.errors import ConfigError
 from rise_core.store import list_indexes
 
