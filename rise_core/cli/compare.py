@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..units import one_line
+from .output import hit_text, records
 
 DEFAULT_COMPARE = "RISE,RISE fixed weights,Hidden cosine,MiniLM embedding,BM25"
 
@@ -73,9 +74,9 @@ def run_compare(args: argparse.Namespace, index: Any, lm: Any, queries: list[Any
     scored = (label_table({name: r.mean() for name, r in ready.items()}, labels, args.k)
               if labels is not None and labels.any() else None)
     if args.format == "json":
-        print(json.dumps({"reference": reference, "agreement": _records(agreement.reset_index()),
-                          "top": {name: _records(_top_columns(df)) for name, df in tops.items()},
-                          "labels": None if scored is None else _records(scored.reset_index()),
+        print(json.dumps({"reference": reference, "agreement": records(agreement.reset_index()),
+                          "top": {name: records(_top_columns(df)) for name, df in tops.items()},
+                          "labels": None if scored is None else records(scored.reset_index()),
                           "missing": missing}, ensure_ascii=False, indent=1))
     elif args.format == "csv":
         long = pd.concat([_top_columns(df).assign(method=name) for name, df in tops.items()], ignore_index=True)
@@ -102,17 +103,6 @@ def _top_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df[keep]
 
 
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return json.loads(df.to_json(orient="records", force_ascii=False, date_format="iso"))
-
-
-def _text(row: pd.Series) -> str:
-    if isinstance(row.get("text"), str):
-        return row["text"]
-    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
-    return f"{prompt} ⇒ {row.get('completion')}" if prompt else str(row.get("completion"))
-
-
 def _print_compare(agreement: pd.DataFrame, reference: str, tops: dict[str, pd.DataFrame],
                    scored: pd.DataFrame | None, k: int, width: int) -> None:
     if len(agreement):
@@ -127,7 +117,7 @@ def _print_compare(agreement: pd.DataFrame, reference: str, tops: dict[str, pd.D
         for _, row in df.iterrows():
             label = f"  {one_line(row['label'], 8):>8}" if has_label else ""
             print(f"{int(row['rank']):>5}  {one_line(row['id'], 24):<24}  {row['score']:>10.4f}{label}  "
-                  f"{one_line(_text(row), width)}")
+                  f"{one_line(hit_text(row), width)}")
         print()
     if scored is not None:
         print("Against the pool's labels:")

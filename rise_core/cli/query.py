@@ -27,6 +27,7 @@ from .options import (
     read_pool_from_args,
     score_options_from_args,
 )
+from .output import hit_text, records
 
 EXAMPLES_QUERY = """examples:
   rise query --index pool.duckdb --text "Howdy! Once upon a time a dragon ..."
@@ -278,17 +279,6 @@ def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
     return index, lm
 
 
-def _hit_text(row: pd.Series) -> str:
-    if isinstance(row.get("text"), str):
-        return row["text"]
-    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
-    return f"{prompt} ⇒ {row.get('completion')}" if prompt else str(row.get("completion"))
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return json.loads(df.to_json(orient="records", force_ascii=False, date_format="iso"))
-
-
 def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
     values = getattr(attr, channel)
     order = sorted(range(len(values)), key=lambda i: -abs(values[i]))[:n]
@@ -320,7 +310,7 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
             f"{one_line(row['id'], id_width):<{id_width}}", f"{row['score']:>8.4f}", *(f"{row[c]:>8.4f}" for c in numbers)]
         if has_label:
             cells.append(f"{one_line(row['label'], 8):>8}")
-        print("  ".join(cells) + "  " + one_line(_hit_text(row), width))
+        print("  ".join(cells) + "  " + one_line(hit_text(row), width))
         if explanations and row["id"] in explanations:
             ex_attr, q_attr, *versus = explanations[row["id"]]
             for channel in channels:
@@ -345,7 +335,7 @@ def _write_frame(df: pd.DataFrame, out: str) -> None:
     try:
         if suffix == ".jsonl":
             with open(path, "w", encoding="utf-8") as fh:
-                for rec in _records(df):
+                for rec in records(df):
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         elif suffix == ".csv":
             df.to_csv(path, index=False)
@@ -417,14 +407,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
             print(f"\nWhat the top hits share:\n{format_table(shared)}")
     elif args.format == "json":
-        records = _records(df)
+        hits = records(df)
         if explanations:
-            for rec in records:
+            for rec in hits:
                 ex_attr, q_attr, *versus_attr = explanations[rec["id"]]
                 rec["explanation"] = {"example": _attr_json(ex_attr), "query": _attr_json(q_attr)}
                 if versus_attr:
                     rec["explanation"]["versus"] = _attr_json(versus_attr[0])
-        print(json.dumps(records, ensure_ascii=False, indent=1))
+        print(json.dumps(hits, ensure_ascii=False, indent=1))
     else:
         if explanations:
             raise InputDataError("--explain needs --format table or json")
