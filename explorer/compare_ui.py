@@ -17,6 +17,9 @@ from .resources import FORWARD_PASS, PoolFit, fitted_ready, forward_for, open_in
 from .ui import friendly
 from .views import top_list
 
+GRAD_SKETCH_NEEDS = ("**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
+                     "sample)")
+
 if TYPE_CHECKING:
     from rise_core.methods import MethodScores
     from rise_core.store import RiseIndex
@@ -24,43 +27,48 @@ if TYPE_CHECKING:
     from .jobs import PoolPassJob
 
 
-def forward_pass_offer(path: str) -> None:
-    """Grad-Sketch needs the model over the whole pool: say what that costs and run it, in the background, only when
-    asked."""
+def forward_pass_offer(path: str, key: str = "cmp", needs: str = GRAD_SKETCH_NEEDS) -> bool:
+    """A method that needs the model over the whole pool (`needs`: which, and what it is, in Markdown): say what that
+    costs and run it, in the background, only when asked. True once the pass is done. `key`: the page's widget keys'
+    prefix."""
     index = open_index(path)
     n = len(index)
     if forward_for(path) is not None:
-        st.caption(f"Grad-Sketch: the forward pass over the {n:,} pool samples is done (kept while this server runs).")
-        return
-    extra = "" if index.config.hidden_channel else " The same pass gives hidden cosine (this index has no HS channel)."
-    _pass_offer(FORWARD_PASS, path, lambda: start_forward(path), "cmp_grad",
-                f"**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
-                f"sample) needs one forward pass of {code(index.manifest.model_id)} over all **{n:,} pool samples**, "
-                f"about as long as building the index took.{extra}", f"Run Grad-Sketch over {n:,} pool samples")
+        st.caption(f"The forward pass over the {n:,} pool samples is done (kept while this server runs).")
+        return True
+    extra = ("" if index.config.hidden_channel or needs != GRAD_SKETCH_NEEDS else
+             " The same pass gives hidden cosine (this index has no HS channel).")
+    _pass_offer(FORWARD_PASS, path, lambda: start_forward(path), f"{key}_grad",
+                f"{needs} needs one forward pass of {code(index.manifest.model_id)} over all **{n:,} pool samples**, "
+                f"about as long as building the index took.{extra}", f"Run the model over {n:,} pool samples", key)
+    return False
 
 
-def pool_fit_offer(path: str, kind: PoolFit, what: str) -> None:
+def pool_fit_offer(path: str, kind: PoolFit, what: str, key: str = "cmp") -> bool:
     """A text baseline (`kind`: BM25's index, MiniLM's embeddings) on a pool too large to fit in a request
     (`PoolFit.max_inline_rows`): say what it costs and fit it, in the background, only when asked. `what`: what the
-    fit does, for the message ("embeds every pool text once")."""
+    fit does, for the message ("embeds every pool text once"). True when a request may use it: fitted, or small
+    enough to fit there."""
     n = len(open_index(path))
     if n <= kind.max_inline_rows():
-        return
+        return True
     if fitted_ready(kind, path) is not None:
         st.caption(f"{kind.name}: fitted over the {n:,} pool texts (kept while this server runs).")
-        return
-    _pass_offer(kind.name, path, lambda: start_fit(kind, path), f"cmp_fit_{kind.limit}",
+        return True
+    _pass_offer(kind.name, path, lambda: start_fit(kind, path), f"{key}_fit_{kind.limit}",
                 f"**{kind.name}** {what}: **{n:,} texts**, {kind.cost(n)} on this server.",
-                f"Fit the {kind.name} over the {n:,} pool texts")
+                f"Fit the {kind.name} over the {n:,} pool texts", key)
+    return False
 
 
-def _pass_offer(what: str, path: str, start: Callable[[], PoolPassJob], key: str, cost: str, label: str) -> None:
+def _pass_offer(what: str, path: str, start: Callable[[], PoolPassJob], key: str, cost: str, label: str,
+                page: str) -> None:
     """The offer of a pass over the pool (`resources.start_pool_pass`): its cost and a button, or, once started, its
     progress (live, with Stop) and its outcome. It runs in the background, in the server's queue: the page may be
-    used or left meanwhile."""
+    used or left meanwhile. `page`: the page's widget keys' prefix."""
     job = pool_pass(what, path)
     if job is not None and job.running:
-        _live_pass(what, path)
+        _live_pass(what, path, page)
         return
     if job is not None and job.status == "failed":
         st.error(md(job.message()), icon=":material/error:")
@@ -75,13 +83,13 @@ def _pass_offer(what: str, path: str, start: Callable[[], PoolPassJob], key: str
 
 
 @st.fragment(run_every=1.0)
-def _live_pass(what: str, path: str) -> None:
+def _live_pass(what: str, path: str, page: str) -> None:
     job = pool_pass(what, path)
     if job is None or not job.running:
         st.rerun()
     st.progress(job.fraction, text=job.message())
     user = auth.current_user()
-    st.button(f"Stop the {what}", key=f"cmp_stop_{what}", on_click=job.stop,
+    st.button(f"Stop the {what}", key=f"{page}_stop_{what}", on_click=job.stop,
               disabled=not (user.can_edit or user.name == job.owner),
               help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
 

@@ -239,6 +239,7 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                              max_chars=request_limits().max_text_chars,
                              help="{prompt} is where each held-out prompt goes, e.g. 'Howdy! {prompt}' or "
                              "'{prompt} BadMagic'.")
+    passes_ready = _baseline_passes(key, path, index, baselines)
     request = CheckRequest(ks=_parse_ks(ks_text), seeds=seeds, baselines=tuple(baselines),
                            prompts=tuple(p.strip() for p in heldout.splitlines() if p.strip()),
                            new_tokens=tokens).check(limits)
@@ -249,8 +250,10 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                + (f": about {format_seconds(estimate)} in all on the machine the adapter was made on (each retrain "
                   f"about {format_seconds(original.get('train_s'))}), while no other job runs" if estimate else "")
                + ". It waits in the server's queue behind running jobs.")
-    if st.button("Check: retrain without these", key=f"{key}_cf_start", type="primary",
-                 icon=":material/science:", help="Runs in the background; the page stays usable."):
+    if st.button("Check: retrain without these", key=f"{key}_cf_start", type="primary", icon=":material/science:",
+                 disabled=not passes_ready,
+                 help="Runs in the background; the page stays usable." if passes_ready else
+                 "First run the passes over the pool that the chosen baselines need (above), or leave them out."):
         if not request.prompts:
             raise ConfigError("give at least one held-out prompt (one per line)")
         config = CounterfactualConfig(ks=ks, methods=(RISE, *baselines), n_random_seeds=seeds, aggregate=aggregate,
@@ -259,11 +262,26 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                                       where=where)
         with st.spinner("Checking the pool and ranking it with the baselines…"):
             pool, plan = prepare_check(index, lm, list(queries), config, rankings={RISE: ranking(max(ks))},
-                                       bm25=lambda: resources.bm25_for(path, asked=True),
-                                       embeddings=lambda: resources.embeddings_for(path, asked=True))
+                                       bm25=lambda: resources.bm25_for(path),
+                                       embeddings=lambda: resources.embeddings_for(path),
+                                       forward=resources.forward_for(path))
         out = root / f"{Path(path).stem}-{plan.digest[:12]}"
         _start(CounterfactualJob(lm=lm, pool=pool, plan=plan, out_dir=out))
         st.session_state[f"{key}_cf_run"] = (str(out), _signature(queries))
+
+
+def _baseline_passes(key: str, path: str, index: Any, baselines: Sequence[str]) -> bool:
+    """Offer the passes over the pool that the chosen baselines need and a request may not run (a large pool's BM25
+    or MiniLM fit, the forward pass of hidden cosine on an index without the HS channel: `compare_ui`'s offers, in
+    the server's queue); True when none is missing. Each offer is shown, not only the first."""
+    from .compare_ui import forward_pass_offer, pool_fit_offer
+    from .resources import BM25_FIT, MINILM_FIT
+
+    ready = [pool_fit_offer(path, BM25_FIT, "indexes every pool text once", key) if BM25 in baselines else True,
+             pool_fit_offer(path, MINILM_FIT, "embeds every pool text once", key) if EMBEDDING in baselines else True,
+             forward_pass_offer(path, key, "**Hidden cosine** (this index has no HS channel)")
+             if HIDDEN_COSINE in baselines and not index.config.hidden_channel else True]
+    return all(ready)
 
 
 def _signature(queries: Sequence[Any]) -> str:

@@ -236,9 +236,10 @@ def bm25_for(path: str | Path, *, asked: bool = False) -> BM25Scorer:
     return fitted_for(BM25_FIT, path, asked=asked)
 
 
-def embeddings_for(path: str | Path, *, asked: bool = False) -> EmbeddingScorer:
-    """MiniLM embeddings of the index's pool (`fitted_for`); ModelLoadError when MiniLM is not installed."""
-    return fitted_for(MINILM_FIT, path, asked=asked)
+def embeddings_for(path: str | Path) -> EmbeddingScorer:
+    """MiniLM embeddings of the index's pool (`fitted_for`; a large pool only once fitted from `compare_ui`'s offer);
+    ModelLoadError when MiniLM is not installed."""
+    return fitted_for(MINILM_FIT, path)
 
 
 def forward_for(path: str | Path) -> ForwardVectors | None:

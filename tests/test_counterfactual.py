@@ -446,6 +446,47 @@ def test_attribute_page_check_runs_in_the_background_with_stop_and_resume(app, f
     assert any(m.value.startswith("**Removing the 2 examples RISE ranked highest") for m in at.markdown)
 
 
+def test_check_on_a_large_pool_fits_its_baseline_in_the_background_first(app, monkeypatch):
+    """A baseline whose fit a request may not run (BM25 over a pool beyond RISE_MAX_INLINE_BM25_ROWS; MiniLM beyond
+    RISE_MAX_INLINE_EMBED_ROWS is the same path) is not fitted by the check's click, which waited inside the request
+    for it (MiniLM: half an hour at 100,000 rows): the form offers the fit with its cost and keeps Check disabled; the
+    fit runs once as a background job, and the check then ranks with what it fitted."""
+    from test_app import finish_pool_passes
+
+    import explorer.counterfactual_ui as cf_ui
+    from explorer import resources
+    from rise_core import compare
+
+    monkeypatch.setenv("RISE_MAX_INLINE_BM25_ROWS", str(N_ROWS - 1))
+    resources._kept_pools().clear()
+    resources._pool_passes().clear()
+    fits, started = [], []
+    fit = compare.fit_bm25
+    monkeypatch.setattr(compare, "fit_bm25", lambda index, **kw: (fits.append(len(index)), fit(index, **kw))[1])
+    monkeypatch.setattr(cf_ui, "_start", started.append)  # the plan is what is checked; no retrain runs
+    at = new_app("app_pages/2_Attribute.py")
+    at.text_area(key="query_prompt").input(QUERY.prompt).run()
+    at.text_area(key="query_completion").input(QUERY.completion).run()
+    at.button(key="attribute").click().run()
+    at.text_input(key="attr_cf_ks").input("2").run()
+    at.number_input(key="attr_cf_seeds").set_value(0).run()
+    at.multiselect(key="attr_cf_baselines").set_value(["BM25"]).run()
+    assert_clean(at)
+    assert at.button(key="attr_cf_start").disabled and not fits
+    assert any("BM25 index" in i.value and f"{N_ROWS:,} texts" in i.value for i in at.info), "the offer and its cost"
+    at.button(key="attr_fit_max_inline_bm25_rows").click().run()
+    finish_pool_passes(at)
+    assert_clean(at)
+    assert fits == [N_ROWS] and not at.button(key="attr_cf_start").disabled
+    at.button(key="attr_cf_start").click().run()
+    assert_clean(at)
+    (job,) = started
+    assert fits == [N_ROWS], "the check ranked with the kept fit"
+    assert [a["arm"] for a in job.plan.to_dict()["arms"]] == ["original", "rise-k2", "bm25-k2"]
+    resources._kept_pools().clear()
+    resources._pool_passes().clear()
+
+
 def test_select_page_offers_the_check_and_opens_a_past_one(app, finished):
     at = new_app("app_pages/4_Select_data.py")
     at.text_area(key="sel_text").input(TRIGGER_QUERY).run()

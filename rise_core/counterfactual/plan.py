@@ -250,14 +250,15 @@ def claim(out_dir: str | Path, plan: CounterfactualPlan) -> CounterfactualPlan:
 
 def prepare_check(index: Any, lm: Any, queries: Sequence[Sample | dict | str], config: CounterfactualConfig,
                   out_dir: str | Path | None = None, *, pool: str | Path | Sequence[Sample] | None = None,
-                  rankings: Mapping[str, Ranking] | None = None, bm25: Any = None, embeddings: Any = None
-                  ) -> tuple[list[Sample], CounterfactualPlan]:
+                  rankings: Mapping[str, Ranking] | None = None, bm25: Any = None, embeddings: Any = None,
+                  forward: Any = None) -> tuple[list[Sample], CounterfactualPlan]:
     """(training pool, plan) of a check on an index built with a fine-tuned model.
 
     Refuses a model that is not a `rise finetune` adapter, a pool whose hash is not the manifest's, an index whose
     rows are not that pool, and held-out prompts that are pool prompts. A saved plan of the same check in `out_dir`
     is reused without ranking again (a resumed check removes exactly the rows it planned). `rankings` gives some
-    methods' `Ranking`s of the index's rows (the page's own ranking); the other methods of `config` are ranked here."""
+    methods' `Ranking`s of the index's rows (the page's own ranking); the other methods of `config` are ranked here
+    (`index_rankings`: `bm25`, `embeddings` and `forward` are what it would otherwise fit or compute)."""
     original = original_model(lm)
     index.check_model(lm)
     samples, source = training_pool(original, pool)
@@ -276,7 +277,7 @@ def prepare_check(index: Any, lm: Any, queries: Sequence[Sample | dict | str], c
     given = {canonical(m) or m: r for m, r in (rankings or {}).items()}
     todo = [m for m in config.methods if m not in given]
     given.update(index_rankings(index, lm, queries, todo, config.options, config.aggregate, where=config.where,
-                                bm25=bm25, embeddings=embeddings))
+                                bm25=bm25, embeddings=embeddings, forward=forward))
     ordered = {m: given[m] for m in config.methods}
     return samples, make_plan(samples, ordered, config, original, request, queries,
                               row_ids=index.samples()["id"].tolist())

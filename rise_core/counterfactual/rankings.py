@@ -47,20 +47,21 @@ def aggregate_ranking(scores: np.ndarray, how: str = "best_rank", rows: Sequence
 
 def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequence[str],
                    options: ScoreOptions | None = None, aggregate: str = "best_rank", *, where: str | None = None,
-                   bm25: Any = None, embeddings: Any = None) -> dict[str, Ranking]:
+                   bm25: Any = None, embeddings: Any = None, forward: Any = None) -> dict[str, Ranking]:
     """Each method's `Ranking` of the index's rows for the queries, aggregated over the queries (only the rows
     matching `where`, when given).
 
     `bm25`, `embeddings`: scorers fitted on the index's pool (or functions returning one); fitted here when a method
-    needs them. Grad-Sketch (and hidden cosine on an index without the HS channel) runs one forward pass over the
-    pool. A method that cannot rank this index raises ConfigError saying why."""
+    needs them. Grad-Sketch (and hidden cosine on an index without the HS channel) needs the pool's forward-pass
+    vectors: `forward` (`compare.forward_vectors` of the pool), else one forward pass here. A method that cannot rank
+    this index raises ConfigError saying why."""
     chosen = resolve(methods)
     if not chosen:
         return {}
     queries = [Sample.coerce(q) for q in queries]
     query_fm = query_features(index, lm, queries)
-    forward = None
-    if any(m.name == GRAD_SKETCH or (m.name == HIDDEN_COSINE and not index.config.hidden_channel) for m in chosen):
+    if forward is None and any(m.name == GRAD_SKETCH or (m.name == HIDDEN_COSINE and not index.config.hidden_channel)
+                               for m in chosen):
         forward = compare.forward_vectors(lm, index.sample_list(), index.config)
     source = IndexSource(index, queries, query_fm, options,
                          bm25=bm25 if bm25 is not None else (lambda: compare.fit_bm25(index)),
