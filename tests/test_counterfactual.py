@@ -176,6 +176,24 @@ def test_plan_names_an_index_rankings_rows_by_the_index_ids():
                   row_ids=["x", *row_ids[1:]])
 
 
+def test_index_rankings_use_the_pool_forward_pass_they_are_given(index, tuned, monkeypatch):
+    """Grad-Sketch (and hidden cosine without the HS channel) need the model over the pool: given the pool's forward
+    vectors (the app's kept pass), `index_rankings` ranks with them and runs no pass of its own; the same list as the
+    pass it runs when not given them."""
+    from rise_core import compare
+    from rise_core.counterfactual.rankings import index_rankings
+
+    own = index_rankings(index, tuned, [QUERY], ["Grad-Sketch"])["Grad-Sketch"]
+    vectors = compare.forward_vectors(tuned, index.sample_list(), index.config)
+    calls = []
+    real = compare.forward_vectors
+    monkeypatch.setattr(compare, "forward_vectors", lambda lm, samples, *a, **kw: (calls.append(len(samples)),
+                                                                                real(lm, samples, *a, **kw))[1])
+    given = index_rankings(index, tuned, [QUERY], ["Grad-Sketch"], forward=vectors)["Grad-Sketch"]
+    assert N_ROWS not in calls, "no pass over the pool"
+    assert torch.equal(given.rows, own.rows) and torch.equal(given.scores, own.scores)  # the same pass, same batches
+
+
 def test_control_ks_retrain_the_controls_only_at_those_ks():
     pool = [Sample(prompt=f"p{i}", completion=f"c{i}", id=f"s{i:02d}") for i in range(20)]
     ids = [s.id for s in pool]
