@@ -173,6 +173,7 @@ def split_model_spec(spec: str | None, adapter: str | None = None) -> tuple[str 
         if adapter is not None and parsed.base_from_manifest and adapter != parsed.adapter:
             base = None  # an explicit adapter with a spec that is itself an adapter directory: the former's base
     if adapter is not None:
+        _check_part(adapter, "adapter directory", adapter)
         if not is_adapter_dir(adapter):
             raise ModelLoadError(f"{adapter} is not a LoRA adapter directory (no adapter_config.json in it)")
         base = base or _manifest_base(adapter)

@@ -128,6 +128,22 @@ def test_an_overlong_spec_is_one_clean_error(app, spec):
         check(spec, app)
 
 
+@pytest.mark.parametrize("flag", ["--model", "--adapter"])
+def test_an_overlong_name_on_the_command_line_is_one_clean_error(tmp_path, capsys, flag):
+    """`--model` / `--adapter` longer than a file name may be: the command line looked it up as a directory first and
+    died with the OSError's traceback (ENAMETOOLONG); now the loader's error, and nothing is written."""
+    from rise_core.cli import main as cli_main
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"text": "one"}\n')
+    args = ["build", str(pool), "--index", str(tmp_path / "i.duckdb"), "--device", "cpu", "--model", HUB]
+    args += [flag, "a" * 5000]  # the last --model wins
+    assert cli_main(args) == 1
+    err = capsys.readouterr().err
+    assert "characters long (at most" in err and "Traceback" not in err and len(err) < 400
+    assert not (tmp_path / "i.duckdb").exists()
+
+
 @pytest.mark.parametrize("spec", ["@", "base@", f"@{HUB}", "  @  ", "", "   ", f"{HUB}\x00", "a\nb", "gpt2\t",
                                   "org/\u202emodel", f"{HUB}@x\x1b[31m"])
 def test_empty_parts_and_control_characters_are_refused(app, spec):

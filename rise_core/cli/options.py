@@ -49,9 +49,13 @@ def add_model_options(parser: argparse.ArgumentParser, default_help: str = "defa
 
 
 def model_path(name: str | None) -> str | None:
-    """A local directory as an absolute path (so an index records where it was), anything else unchanged."""
-    if name and Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser().resolve())
+    """A local directory as an absolute path (so an index records where it was), anything else unchanged (a name the
+    file system cannot look up, e.g. longer than a path may be, too: `load_model` says what is wrong with it)."""
+    try:
+        if name and Path(name).expanduser().is_dir():
+            return str(Path(name).expanduser().resolve())
+    except OSError:
+        pass
     return name
 
 
