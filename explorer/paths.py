@@ -86,23 +86,26 @@ def check_model_spec(spec: str, configured: str, index_dir: Path, data_dir: Path
     the embedded default, the model the app was started with (`configured`, RISE_MODEL), a hub id that is not a
     local path, or a directory under `model_roots`; an adapter must be a directory under `model_roots` (or the
     configured model). An adapter directory named alone loads the base its manifest names, which is checked too."""
-    try:
-        parse_model_spec(spec)  # as typed, for every spec: control characters are refused, not stripped
-    except ModelLoadError as exc:
-        raise InputDataError(str(exc)) from None
+    parsed = _parsed(spec)  # as typed, for every spec: control characters are refused, not stripped
     text = spec.strip()
-    if text in (DEFAULT_MODEL_ID, configured):
-        return text
-    checked_model_spec(spec, configured, index_dir, data_dir)
+    if text not in (DEFAULT_MODEL_ID, configured):
+        _check_parts(parsed, configured, index_dir, data_dir)
     return text
 
 
 def checked_model_spec(spec: str, configured: str, index_dir: Path, data_dir: Path) -> ModelSpec:
     """The parts `spec` loads (`parse_model_spec`), each checked as `check_model_spec` says; InputDataError if not."""
+    return _check_parts(_parsed(spec), configured, index_dir, data_dir)
+
+
+def _parsed(spec: str) -> ModelSpec:
     try:
-        parsed = parse_model_spec(spec)
+        return parse_model_spec(spec)
     except ModelLoadError as exc:
         raise InputDataError(str(exc)) from None
+
+
+def _check_parts(parsed: ModelSpec, configured: str, index_dir: Path, data_dir: Path) -> ModelSpec:
     roots = model_roots(index_dir, data_dir)
 
     def refuse(part: str, what: str) -> InputDataError:
