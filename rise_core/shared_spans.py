@@ -467,7 +467,7 @@ def format_table(df: pd.DataFrame, width: int = 40) -> str:
     for i, r in enumerate(df.itertuples(index=False), 1):
         span = r.span.replace("\n", " ")
         span = span if len(span) <= width else span[:width - 1] + "…"
-        share = "" if math.isnan(r.score_share) else f", score share {r.score_share:+.3f}"
+        share = "" if math.isnan(r.score_share) else f", score share {r.score_share:+.3g}"
         lines.append(f"{i:>3}. {span!r} [{r.where}] {r.summary}; p {r.p_value:.2g}{share}, statistic "
                      f"{r.statistic:.2f}")
     return "\n".join(lines)

@@ -109,6 +109,17 @@ def test_query_formats_filter_and_explain(env, capsys):
     assert code == 0 and "RH example:" in out and "GH query:" in out
 
 
+def test_explained_tokens_keep_their_significant_digits():
+    """A token's contribution is printed to 3 significant digits: under weights that leave RH small (4e-4 a token on
+    the real model when HS leads) fixed decimals printed every one as +0.000."""
+    from types import SimpleNamespace
+
+    from rise_core.cli.query import _top_tokens
+
+    attr = SimpleNamespace(tokens=["Liver", " the", "\n", "ok"], rh=[4.12e-4, -1.5e-5, 0.0, 2.0e-4])
+    assert _top_tokens(attr, "rh", n=3) == "Liver(+0.000412)  ok(+0.0002)  the(-1.5e-05)"
+
+
 def test_select_writes_top_n_or_fraction(env, capsys, tmp_path):
     out_jsonl, out_csv = tmp_path / "top.jsonl", tmp_path / "half.csv"
     code, out, _ = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",

@@ -280,9 +280,11 @@ def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
+    """The `n` tokens of `attr` that move the channel's score most, each with its contribution to 3 significant
+    digits (a channel the query's weights leave small, e.g. RH at 4e-4, would print +0.000 at fixed decimals)."""
     values = getattr(attr, channel)
     order = sorted(range(len(values)), key=lambda i: -abs(values[i]))[:n]
-    return "  ".join(f"{attr.tokens[i].strip() or repr(attr.tokens[i])}({values[i]:+.3f})" for i in order
+    return "  ".join(f"{attr.tokens[i].strip() or repr(attr.tokens[i])}({values[i]:+.3g})" for i in order
                      if values[i] != 0.0)
 
 
