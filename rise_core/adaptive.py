@@ -240,8 +240,8 @@ class ChannelChoice:
         """One line: which channels, and what chose them."""
         if self.behaviour is not None and self.behaviour.fires:
             w = self.options
-            return (f"leaned on gradient (RH + GH), what taught a behaviour: {self.behaviour.line}; weights RH "
-                    f"{w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}; the examples holding "
+            return (f"leaned on gradient (RH + GH), what taught a behaviour: {self.behaviour.line}; weights "
+                    f"{_weights(w)}; the examples holding "
                     f"\"{self.behaviour.span}\" are lifted by {self.behaviour.lift_spreads:g} standard deviations of "
                     "the scores (the span column)")
         if math.isnan(self.surprise):
@@ -262,13 +262,19 @@ class ChannelChoice:
             vetoed = ""
         return (f"leaned on {self.leaning}: the query's loss is {self.query_loss:.2f} nats/token against the pool's "
                 f"median {self.pool_loss:.2f} (surprise {self.surprise:+.2f}), so it {feel} the pool; weights "
-                f"RH {w.lambda_rh:.2f}, GH {w.lambda_gh:.2f}, HS {w.lambda_hs:.2f}{vetoed}")
+                f"{_weights(w)}{vetoed}")
 
     def as_dict(self) -> dict:
         return {"surprise": self.surprise, "gate": self.gate, "leaning": self.leaning, "query_loss": self.query_loss,
                 "pool_loss": self.pool_loss, "lambda_rh": self.options.lambda_rh,
                 "lambda_gh": self.options.lambda_gh, "lambda_hs": self.options.lambda_hs, "reason": self.reason,
                 "behaviour": self.behaviour.as_dict() if self.behaviour is not None else None}
+
+
+def _weights(options: ScoreOptions) -> str:
+    """'RH 1.4, GH 1, HS 0.00113': each channel's weight to 3 significant digits (a gate near 0 leaves RH and GH
+    small but not zero, which two decimals printed as 0.00)."""
+    return f"RH {options.lambda_rh:.3g}, GH {options.lambda_gh:.3g}, HS {options.lambda_hs:.3g}"
 
 
 def gate(surprise: float) -> float:

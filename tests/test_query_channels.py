@@ -62,7 +62,10 @@ def test_an_ordinary_query_leans_on_hs_and_each_query_gets_its_own_weights():
         one = queries.select([q])
         torch.testing.assert_close(each[q], score_pool(pool, one, ScoreOptions(weighting="auto")).total,
                                    rtol=1e-5, atol=1e-6)
-    assert channel_choice(pool, queries.select([0]), ScoreOptions(weighting="auto")).leaning == "representation (HS)"
+    choice = channel_choice(pool, queries.select([0]), ScoreOptions(weighting="auto"))
+    assert choice.leaning == "representation (HS)"
+    g = adaptive.gate(-1.0)  # small, not zero: the reason gives each weight to 3 significant digits, not as 0.00
+    assert f"weights RH {1.4 * g:.3g}, GH {g:.3g}, HS {1 - g:.3g}" in choice.reason and "RH 0.00," not in choice.reason
 
 
 def test_unknown_loss_falls_back_to_the_fixed_weights():
