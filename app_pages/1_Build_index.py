@@ -103,7 +103,7 @@ if st.button("Build the index", type="primary", key="build",
         lm = resources.load_lm(model_id)
         pool = head_pool(pool_file.pool(fields), limit)
         target.parent.mkdir(parents=True, exist_ok=True)
-        picked = st.session_state.get("build_preset")  # remembered by the index, as `rise build --preset`
+        picked = widgets.config_preset()  # remembered by the index, as `rise build --preset`
         resources.start_build(BuildJob(target, pool, lm, config, replace=write.action == "replace",
                                        label=pool_file.name, built_by=user.name,
                                        preset=picked if picked != "default" else None))

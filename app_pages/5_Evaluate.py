@@ -28,7 +28,7 @@ with left:
     methods = st.multiselect("Methods", EVALUATE_METHODS, default=[RISE, RISE_RH, RISE_GH, BM25], key="eval_methods",
                              help="\n\n".join(f"**{m}**: {get(m).description}" for m in EVALUATE_METHODS))
     with ui.friendly("check the settings", stop=True):
-        config = widgets.config_form()
+        config = widgets.config_form("eval_")
 with right:
     options = widgets.score_controls(config,
                                      hs_note="hidden_channel is off in the RISE hyperparameters, so λ_hs stays 0.")

@@ -350,38 +350,65 @@ def field_mapping(df: pd.DataFrame) -> FieldMap:
     return FieldMap(**{k: (None if v == NO_COLUMN else v) for k, v in picked.items()})
 
 
-def _apply_preset() -> None:
-    for name, value in PRESETS[st.session_state["build_preset"]].to_dict().items():
-        st.session_state[f"cfg_{name}"] = value
+CONFIG_STATE = "rise_config"
+"""Session key of the RISE hyperparameters form's state, shared by the pages that show the form (Build index,
+Evaluate): the preset picked and every field's value. The widgets are per page (`CONFIG_FORMS`) and start from it:
+Streamlit 1.67 reset the number fields of a form kept across pages by widget key (`persist_state`) to their minimum
+on a page switch, so Build then Evaluate showed k_r 0 and refused every setting."""
+CONFIG_FORMS = ("", "eval_")  # the widget-key prefix of each page's form: Build index, Evaluate
+
+
+def _config_state() -> dict:
+    return st.session_state.setdefault(CONFIG_STATE, {"preset": "default", "values": RiseConfig().to_dict()})
+
+
+def _keep_field(name: str, key: str) -> None:
+    _config_state()["values"][name] = st.session_state[key]
+
+
+def _keep_preset(key: str) -> None:
+    use_build_preset(st.session_state[key])
 
 
 def use_build_preset(name: str) -> None:
-    """Set the Build form's preset picker and hyperparameters to preset `name` (e.g. 'retrospective' once the model
-    is a fine-tune on the pool)."""
-    st.session_state["build_preset"] = name
-    _apply_preset()
+    """Set the hyperparameters form's preset picker and fields to preset `name` (e.g. 'retrospective' once the model
+    is a fine-tune on the pool), on every page's form. Call it from a widget's callback (or before the form is
+    drawn)."""
+    state = _config_state()
+    state["preset"], state["values"] = name, PRESETS[name].to_dict()
+    for prefix in CONFIG_FORMS:  # each form's widgets start again from the state
+        for field_name in ("build_preset", *(f"cfg_{f}" for f in state["values"])):
+            st.session_state.pop(prefix + field_name, None)
 
 
-def config_form() -> RiseConfig:
-    """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip."""
+def config_preset() -> str:
+    """The preset last picked in the hyperparameters form ('default' until one is)."""
+    return _config_state()["preset"]
+
+
+def config_form(prefix: str = "") -> RiseConfig:
+    """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip; the
+    values are kept across pages (`CONFIG_STATE`). `prefix`: the page's widget keys' prefix (`CONFIG_FORMS`)."""
     helps, choices = field_help(RiseConfig), field_choices(RiseConfig)
-    for name, value in RiseConfig().to_dict().items():
-        st.session_state.setdefault(f"cfg_{name}", value)
+    state = _config_state()
+    values = state["values"]
     with st.expander("RISE hyperparameters (hover a field for what it does)"):
-        st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index("default"), key="build_preset",
-                     on_change=_apply_preset, help=preset_descriptions())
+        st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index(state["preset"]), key=f"{prefix}build_preset",
+                     on_change=_keep_preset, args=(f"{prefix}build_preset",), help=preset_descriptions())
         cols = st.columns(4)
         for i, (name, default) in enumerate(RiseConfig().to_dict().items()):
-            col, key, kw = cols[i % 4], f"cfg_{name}", {"help": helps[name], "persist_state": "session"}
+            key = f"{prefix}cfg_{name}"
+            col, value = cols[i % 4], values[name]
+            kw = {"key": key, "help": helps[name], "on_change": _keep_field, "args": (name, key)}
             if isinstance(default, bool):
-                col.checkbox(name, key=key, **kw)
+                col.checkbox(name, value=value, **kw)
             elif name in choices:
-                col.selectbox(name, choices[name], key=key, **kw)
+                col.selectbox(name, choices[name], index=list(choices[name]).index(value), **kw)
             elif isinstance(default, float):
-                col.number_input(name, key=key, format="%.3f", **kw)
+                col.number_input(name, value=float(value), format="%.3f", **kw)
             else:
-                col.number_input(name, step=1, key=key, **kw)
-    return RiseConfig(**{name: st.session_state[f"cfg_{name}"] for name in RiseConfig().to_dict()})
+                col.number_input(name, value=int(value), step=1, **kw)
+    return RiseConfig(**values)
 
 
 def show_build(path: str | Path | None) -> BuildJob | None:

@@ -13,6 +13,7 @@ import pytest
 from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 from index_helpers import patch_finding
 
+from rise_core.config import PRESETS
 from rise_core.errors import (
     ConfigError,
     IndexMismatchError,
@@ -832,6 +833,29 @@ def test_build_page_estimate_counts_the_hs_channel(app_env):
     at.checkbox(key="cfg_hidden_channel").uncheck().run()
     assert_clean(at)
     assert "(HS)" not in at.info[0].value
+
+
+def test_hyperparameters_are_kept_across_the_pages_that_show_them(app_env):
+    """The RISE hyperparameters form on Build index and Evaluate holds one set of values: what is set on one page is
+    what the other shows. Kept by widget key across pages (Streamlit 1.67's `persist_state`), every number field came
+    back at its minimum on the other page (k_r 0: "Could not check the settings" until each was typed again)."""
+    at = new_app("app_pages/1_Build_index.py")
+    at.number_input(key="cfg_k_r").set_value(32).run()
+    at.selectbox(key="cfg_composition").set_value("outer").run()
+    at.switch_page("app_pages/5_Evaluate.py").run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert at.number_input(key="eval_cfg_k_r").value == 32 and at.number_input(key="eval_cfg_rho_cum").value == 0.92
+    assert at.selectbox(key="eval_cfg_composition").value == "outer"
+    at.number_input(key="eval_cfg_k_h").set_value(12).run()
+    at.switch_page("app_pages/1_Build_index.py").run()
+    assert not at.error, [e.value for e in at.error]
+    assert [at.number_input(key=f"cfg_{n}").value for n in ("k_r", "k_h", "seq_len")] == [32, 12, 512]
+    at.selectbox(key="build_preset").set_value("compact").run()  # a preset sets every page's form
+    at.switch_page("app_pages/5_Evaluate.py").run()
+    compact = PRESETS["compact"]
+    assert at.selectbox(key="eval_build_preset").value == "compact"
+    assert [at.number_input(key=f"eval_cfg_{n}").value for n in ("k_r", "k_h")] == [compact.k_r, compact.k_h]
 
 
 def test_build_page_rejects_a_bad_setting(app_env):
