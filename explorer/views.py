@@ -18,7 +18,7 @@ from rise_core.agreement import ranking_overlap
 from rise_core.errors import InputDataError
 from rise_core.ranking import Ranking
 from rise_core.samples import Sample
-from rise_core.store import sample_from_row
+from rise_core.store import row_text, sample_from_row
 
 from .plain import chart_text
 
@@ -66,11 +66,8 @@ def conversation_turns(item: Sample | dict[str, Any] | pd.Series) -> list[tuple[
 
 def display_text(row: dict[str, Any] | pd.Series) -> str:
     """The text of a pool row as the model reads it (prompt, newline, completion; or plain text); a conversation as
-    one `role: text` line per turn."""
-    turns = conversation_turns(row)
-    if turns is not None:
-        return "\n".join(f"{role}: {content}" for role, content in turns)
-    return sample_from_row(row).full_text
+    one `role: text` line per turn (`rise_core.store.row_text`)."""
+    return row_text(row)
 
 
 def results_table(hits: pd.DataFrame) -> pd.DataFrame:

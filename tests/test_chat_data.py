@@ -423,6 +423,10 @@ def test_cli_builds_and_queries_conversations(tmp_path, capsys):
     assert main(["query", "--index", str(index), "--queries", str(queries), "--format", "json", "-k", "3"]) == 0
     hits = json.loads(capsys.readouterr().out)
     assert [h["id"] for h in hits] == ["c1", "c0"]  # the query is c1's conversation
+    assert main(["query", "--index", str(index), "--queries", str(queries), "-k", "1", "--width", "200"]) == 0
+    first = capsys.readouterr().out.splitlines()[1]  # the table prints the conversation's turns, not "None"
+    turns = " | ".join(f"{t.role}: {t.content}" for t in POOL[1].messages)
+    assert first.endswith(turns) and "None" not in first
     assert main(["build", str(pool), "--index", str(index), "--chat-turns", "all", "--quiet"]) == 1
     assert "chat_turns: index 'last', requested 'all'" in capsys.readouterr().err
 

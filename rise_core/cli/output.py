@@ -7,13 +7,22 @@ from typing import Any
 
 import pandas as pd
 
+from ..errors import InputDataError
+from ..store import row_text
+
 
 def hit_text(row: pd.Series) -> str:
-    """A ranked row's text: its plain text, or its prompt and completion joined by ⇒."""
+    """A ranked row's text: its plain text, its prompt and completion joined by ⇒, or a conversation's turns
+    (`role: text`) joined by |."""
     if isinstance(row.get("text"), str):
         return row["text"]
-    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
-    return f"{prompt} ⇒ {row.get('completion')}" if prompt else str(row.get("completion"))
+    if isinstance(row.get("completion"), str):
+        prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else ""
+        return f"{prompt} ⇒ {row['completion']}" if prompt else row["completion"]
+    try:
+        return row_text(row, turn_separator=" | ")
+    except InputDataError:  # a row without text (only a hand-made frame lacks all three)
+        return ""
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:

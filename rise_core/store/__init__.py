@@ -6,8 +6,8 @@ from .build import build_index
 from .distributed import DistributedBuildError, build_index_distributed
 from .files import check_new_location
 from .index import RiseIndex, list_indexes
-from .rows import sample_from_row
+from .rows import row_text, sample_from_row
 from .schema import BuildReport, IndexManifest
 
 __all__ = ["BuildReport", "DistributedBuildError", "IndexManifest", "RiseIndex", "build_index", "build_index_distributed",
-           "check_new_location", "list_indexes", "sample_from_row"]
+           "check_new_location", "list_indexes", "row_text", "sample_from_row"]

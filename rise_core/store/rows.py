@@ -125,6 +125,15 @@ def stored_messages(value: Any) -> list[dict[str, Any]] | None:
     return json.loads(value) if isinstance(value, str) else list(value)
 
 
+def row_text(row: dict[str, Any] | pd.Series, turn_separator: str = "\n") -> str:
+    """A row's text as people read it (`sample_from_row`): plain text, or prompt, newline, completion as the model
+    reads it; a conversation as one `role: text` per turn, joined by `turn_separator`."""
+    sample = sample_from_row(row)
+    if sample.messages is not None:
+        return turn_separator.join(f"{t.role}: {t.content}" for t in sample.messages)
+    return sample.full_text
+
+
 def sample_from_row(row: dict[str, Any] | pd.Series) -> Sample:
     """A Sample from a row of `RiseIndex.samples()` / `attribution.rank()` (text, prompt + completion, or a
     conversation)."""
