@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import datasets
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -96,8 +97,23 @@ def _arrow_folder(root: Path, rows: list[dict]) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("kind", ["save_to_disk", "parquet", "arrow", "arrow_file", "dataset", "iterable"])
-def test_every_source_builds_the_index_the_pool_read_whole_builds(kind, tiny_llama, ref, tmp_path):
+def _text_folder(root: Path, rows: list[dict], kind: str) -> Path:
+    """Rows in two JSON Lines or CSV shards (the second in a subfolder), as people keep instruction data."""
+    folder = root / kind
+    (folder / "part-1").mkdir(parents=True)  # paths sort: part-0.jsonl, then part-1/data.jsonl
+    if kind == "jsonl":
+        write_jsonl(folder / "part-0.jsonl", rows[:20])
+        write_jsonl(folder / "part-1" / "data.jsonl", rows[20:])
+    else:
+        pd.DataFrame(rows[:20]).to_csv(folder / "part-0.csv", index=False)
+        pd.DataFrame(rows[20:]).to_csv(folder / "part-1" / "data.csv", index=False)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["save_to_disk", "parquet", "arrow", "arrow_file", "dataset", "iterable", "jsonl",
+                                  "csv"])
+def test_every_source_builds_the_index_the_pool_read_whole_builds(kind, tiny_llama, ref, tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf")  # text shards are prepared there
     if kind == "save_to_disk":
         datasets.Dataset.from_list(ROWS).save_to_disk(str(tmp_path / "saved"))
         pool = tmp_path / "saved"
@@ -110,6 +126,8 @@ def test_every_source_builds_the_index_the_pool_read_whole_builds(kind, tiny_lla
         pool = next((tmp_path / "saved").glob("*.arrow"))
     elif kind == "dataset":
         pool = datasets.Dataset.from_list(ROWS)
+    elif kind in ("jsonl", "csv"):
+        pool = _text_folder(tmp_path, ROWS, kind)
     else:
         pool = datasets.Dataset.from_list(ROWS).to_iterable_dataset(num_shards=2)
     stream = stream_pool(pool)
@@ -184,8 +202,15 @@ def test_shards_may_differ_in_columns_but_bad_folders_are_refused(tiny_llama, tm
         stream_pool(tmp_path / "dict")
     assert isinstance(stream_pool(tmp_path / "dict" / "train"), PoolStream)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputDataError, match="folder without .parquet or .arrow files"):
+    with pytest.raises(InputDataError, match="folder without .parquet, .arrow, .jsonl, .json or .csv files"):
         stream_pool(tmp_path / "empty")
+    both_text = _text_folder(tmp_path, ROWS, "jsonl")
+    pd.DataFrame(ROWS[:2]).to_csv(both_text / "extra.csv", index=False)
+    with pytest.raises(InputDataError, match="both JSON Lines and CSV files"):
+        stream_pool(both_text)
+    infos = _parquet_folder(tmp_path / "hub", ROWS)  # a hub snapshot: its JSON infos beside the shards are not rows
+    (infos / "dataset_infos.json").write_text("{}")
+    assert stream_pool(infos).n_rows == len(ROWS)
     mixed = _parquet_folder(tmp_path, ROWS)
     (mixed / "x.arrow").write_bytes(b"")
     with pytest.raises(InputDataError, match="both Parquet and Arrow files"):
@@ -257,7 +282,7 @@ def test_cli_builds_from_a_folder_or_a_dataset(tmp_path, monkeypatch, capsys):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "README.txt").write_text("no pool here")
     assert main(["build", str(tmp_path / "notes"), "--index", str(tmp_path / "c.duckdb"), *dims]) == 1
-    assert "folder without .parquet or .arrow files" in capsys.readouterr().err
+    assert "folder without .parquet, .arrow, .jsonl, .json or .csv files" in capsys.readouterr().err
     assert not (tmp_path / "c.duckdb").exists()
 
 

@@ -20,6 +20,9 @@ from .values import stable_id
 
 STREAM_CHUNK_ROWS = 1024  # rows per chunk when the reader does not say
 _DATASET_FOLDER_FILES = ("state.json", "dataset_info.json")  # what `Dataset.save_to_disk` writes beside its Arrow files
+# the shards a folder may hold, one kind a folder (read in file-name order; the text kinds through `datasets`)
+_SHARD_KINDS = {"Parquet": (".parquet", ".pq"), "Arrow": (".arrow",), "JSON Lines": (".jsonl", ".json"),
+                "CSV": (".csv",)}
 
 
 @dataclass
@@ -173,6 +176,8 @@ def stream_pool(source: Any, fields: FieldMap | dict[str, str | None] | None = N
     - a folder written by `datasets`' `Dataset.save_to_disk` (memory-mapped by `datasets.load_from_disk`);
     - a folder of Arrow files (IPC file or stream format) or of Parquet files (sharded; subfolders included, names
       starting with '.' or '_' left out), read in file-name order; an `.arrow` file;
+    - a folder of JSON Lines (or JSON) or of CSV files, through `datasets.load_dataset(folder)` (`dataset_pool`): its
+      json or csv builder reads them once into its cache, which is then memory-mapped;
     - a `datasets.Dataset` or `IterableDataset` (a DatasetDict: pick a split first);
     - a PoolStream (returned as it is)."""
     if isinstance(source, PoolStream):
@@ -213,16 +218,20 @@ def _folder_stream(path: Path, fields: FieldMap | dict[str, str | None] | None) 
         return dataset_stream(ds, fields, str(path))
     files = sorted(f for f in path.rglob("*") if f.is_file() and not any(
         part.startswith((".", "_")) for part in f.relative_to(path).parts))
-    parquet = [f for f in files if f.suffix.lower() in (".parquet", ".pq")]
-    arrow = [f for f in files if f.suffix.lower() == ".arrow"]
-    if parquet and arrow:
-        raise InputDataError(f"{path} holds both Parquet and Arrow files; give a folder of one kind")
-    if parquet:
-        return _parquet_stream(parquet, str(path), fields)
-    if arrow:
-        return _arrow_stream(arrow, str(path), fields)
-    raise InputDataError(f"{path} is a folder without .parquet or .arrow files (nor a `datasets` save_to_disk folder); "
-                         "give a pool file (.jsonl, .json, .csv, .parquet) or such a folder")
+    kinds = {kind: [f for f in files if f.suffix.lower() in suffixes] for kind, suffixes in _SHARD_KINDS.items()}
+    held = [kind for kind, found in kinds.items() if found]
+    if kinds["Parquet"] or kinds["Arrow"]:  # beside them, JSON or CSV files are metadata (a hub snapshot's infos)
+        held = [kind for kind in held if kind in ("Parquet", "Arrow")]
+    if len(held) > 1:
+        raise InputDataError(f"{path} holds both {held[0]} and {held[1]} files; give a folder of one kind")
+    if kinds["Parquet"]:
+        return _parquet_stream(kinds["Parquet"], str(path), fields)
+    if kinds["Arrow"]:
+        return _arrow_stream(kinds["Arrow"], str(path), fields)
+    if held:  # text shards: `datasets` reads them (its json or csv builder) into its cache, memory-mapped
+        return dataset_pool(str(path), fields)
+    raise InputDataError(f"{path} is a folder without .parquet, .arrow, .jsonl, .json or .csv files (nor a `datasets` "
+                         "save_to_disk folder); give a pool file (.jsonl, .json, .csv, .parquet) or such a folder")
 
 
 def _union_columns(schemas: Iterable[tuple[Path, Sequence[str]]]) -> list[str]:
