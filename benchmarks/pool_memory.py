@@ -11,7 +11,8 @@ steps used to load it (7.3 KB a row at the default dims, held for the process's 
 - relevance feedback (`top_with_feedback`, 3 marks) streamed from the ANN codes (one pass for the query and the
   marked rows), against the same on a loaded matrix: the memory each takes on top (peak during the calls);
 - the Compare page's RISE (`methods.compare_methods`, RISE fixed weights: every row's score) from the ANN codes,
-  against the same once the matrix is loaded (peak during the calls).
+  against the same once the matrix is loaded (peak during the calls); and RISE with RISE fixed weights, which share
+  one pass over the codes, against the two computed alone (a pass each, as before they shared it).
 
 Each measurement runs in a fresh process (`harness.in_child`), one thread; memory is the process's anonymous resident
 memory (RssAnon: the heap, not the page cache of the memory-mapped ANN file), before and after, and for feedback the
@@ -19,7 +20,7 @@ peak during the call (polled every 2 ms). The index: one with an ANN index, e.g.
 `python -m benchmarks.ann_scale --sizes 100000 --dims default --duckdb-max 100000 --dir D --keep` writes
 (D/.../pool.duckdb). The query is a pool row's own features.
 
-    python -m benchmarks.pool_memory --index D/100000_64x24x64/pool.duckdb
+    python -m benchmarks.pool_memory --index D/100000_64x24x64/pool.duckdb [--only compare]
 """
 
 from __future__ import annotations
@@ -79,11 +80,21 @@ def _child(index_path: str, what: str, queue: Any) -> None:
             if what.endswith("on the loaded matrix"):
                 index.feature_matrix()
             if what.startswith("compare"):
-                from rise_core.methods import RISE_FIXED, compare_methods
+                from rise_core.methods import RISE, RISE_FIXED, compare_methods
                 from rise_core.samples import Sample
 
-                def work() -> Any:
-                    return compare_methods(index, [Sample(text="q")], query, options, methods=[RISE_FIXED])
+                def compared(methods: list[str]) -> Any:
+                    return compare_methods(index, [Sample(text="q")], query, options, methods=methods)
+
+                if "each alone" in what:  # as before one pass served both: a pass over the codes for each
+                    def work() -> Any:
+                        return compared([RISE]), compared([RISE_FIXED])
+                elif "together" in what:
+                    def work() -> Any:
+                        return compared([RISE, RISE_FIXED])
+                else:
+                    def work() -> Any:
+                        return compared([RISE_FIXED])
             else:
                 ids = index.rows_frame([ROW, 10, 20])["id"].tolist()
 
@@ -113,15 +124,22 @@ def _child(index_path: str, what: str, queue: Any) -> None:
 MEASURES = ("explain: the row alone", "explain: the matrix, then the row", "valuation: from the ANN codes",
             "valuation: the matrix loaded first", "feedback, 3 marks, streamed from the ANN codes",
             "feedback, 3 marks, on the loaded matrix", "compare: RISE from the ANN codes",
-            "compare: RISE on the loaded matrix")
+            "compare: RISE on the loaded matrix", "compare: RISE and RISE fixed weights, each alone, from the ANN codes",
+            "compare: RISE and RISE fixed weights together, from the ANN codes")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__, out="")
     parser.add_argument("--index", required=True, help="an index with an ANN index (rise index-ann)")
+    parser.add_argument("--only", default="", help="measure only the steps whose name starts with this, e.g. "
+                        "'compare'")
     args = parser.parse_args(argv)
-    rows = [harness.in_child(_child, args.index, what) for what in MEASURES]
+    rows = [harness.in_child(_child, args.index, what) for what in MEASURES if what.startswith(args.only)]
     print(harness.markdown_table(rows))
+    alone, together = (next((r for r in rows if tag in r["what"]), None) for tag in ("each alone", "together"))
+    if alone and together:
+        print(f"\nCompare's RISE and RISE fixed weights together / each alone: "
+              f"{together['again_seconds'] / alone['again_seconds']:.2f} (second calls)")
     if args.out:
         harness.write_json(Path(args.out) / "pool_memory.json", rows)
     return 0

@@ -434,16 +434,19 @@ def streams_pool(index: RiseIndex, options: ScoreOptions) -> bool:
     return _streamed_ann(index, options) is not None
 
 
-def pool_scores_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions) -> np.ndarray:
+def pool_scores_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, products: dict | None = None
+                     ) -> np.ndarray:
     """(Q, N) float64: every pool row's score for each query, as `top` ranks the rows (the weights chosen for the
     query, the span lift where its behaviour test lifts), scored as a valuation scores them (`_pool_scores`: from the
-    ANN file's codes a block at a time on a large pool): Compare's RISE on a pool it does not hold."""
+    ANN file's codes a block at a time on a large pool): Compare's RISE on a pool it does not hold. `products`: a
+    dict kept across calls for the same queries under other weights (`ann.score_pool_rows`): one pass over the codes
+    serves them all."""
     out = []
     holds = None
     for q in range(len(query_fm)):
         one = query_fm if len(query_fm) == 1 else query_fm.select([q])
         resolved = index_weighting(index, one, options)
-        total = _pool_scores(index, one, resolved.options, None)[0].total.double()
+        total = _pool_scores(index, one, resolved.options, None, products)[0].total.double()
         found = span_lift.lifting(resolved.choice.behaviour)
         if found is not None:
             holds = holds or _index_holders(index)
@@ -452,15 +455,15 @@ def pool_scores_each(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOp
     return np.stack(out) if out else np.zeros((0, len(index)))
 
 
-def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, where: str | None
-                 ) -> tuple[Scores, torch.Tensor | None]:
+def _pool_scores(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOptions, where: str | None,
+                 products: dict | None = None) -> tuple[Scores, torch.Tensor | None]:
     """Every row's scores under fixed `options`, and the filter's row mask: from the ANN file's codes a block at a
     time where a query would take the ANN path and the feature matrix is not loaded (a large pool: it is never held
     whole), else from the feature matrix. Exact either way (float32 products of the same float16 rows)."""
     handle = _streamed_ann(index, options)
     if handle is not None:
         allowed = _row_mask(index, where)
-        return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(len(index))), allowed
+        return ann.score_pool_rows(index, handle, query_fm, options, torch.arange(len(index)), products), allowed
     fm, allowed = _matrix_and_mask(index, where)
     return channel_sum(fm, query_fm, options), allowed
 

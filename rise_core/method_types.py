@@ -239,6 +239,7 @@ class IndexSource:
             raise InputDataError(f"the forward-pass vectors cover {len(self.forward)} pool samples but the index has "
                                  f"{len(self.index)}: run the forward pass again")
         self._fitted: dict[str, Scorer] = {}
+        self._pool_products: dict = {}  # the streamed RISE methods' channel products, shared (`ann.score_pool_rows`)
 
     @property
     def config(self) -> RiseConfig:
@@ -281,7 +282,8 @@ class IndexSource:
         (`attribution.pool_scores_each`) when the source `streams_pool`; None: score the features (`rise_inputs`)."""
         if not self.streams_pool:
             return None
-        return attribution.pool_scores_each(self.index, self.query_fm, options(self.index.config))
+        return attribution.pool_scores_each(self.index, self.query_fm, options(self.index.config),
+                                            self._pool_products)
 
     def rise_inputs(self, name: str, changes: dict) -> tuple[FeatureMatrix, FeatureMatrix, RiseConfig]:
         """The index's stored features, the queries' and the index's config (its own: `changes` are refused)."""

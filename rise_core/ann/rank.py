@@ -4,10 +4,12 @@ info`) and which path ranked a query."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from ..adaptive import Weighting
@@ -56,18 +58,22 @@ def _tail(index: RiseIndex, start: int, stop: int) -> FeatureMatrix | None:
 
 
 def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix, options: ScoreOptions,
-                    rows: torch.Tensor) -> Scores:
+                    rows: torch.Tensor, products: dict | None = None) -> Scores:
     """Exact scores (total and per channel) of these pool rows under fixed `options`, read without the pool's feature
     matrix: the rows the ANN index covers from its lossless codes (memory-mapped, a block at a time), the rows
     appended since from their features (the cached tail). The spread of an ANN-ranked query's scores
     (`span_lift.spread_rows`) costs its sampled rows alone, and a valuation of a large pool every row once, without
-    holding the matrix."""
+    holding the matrix. `products`: a dict the caller keeps, where the covered rows' unweighted channel products are
+    kept by query vector and rows, so scores of the same query under other weights (Compare's RISE and RISE with
+    fixed weights) decode the codes once; the same floats as without it."""
     n_cov = handle.meta.n_rows
     _, parts = query_parts(query_fm, options, handle.meta.dims)
     covered = rows < n_cov
     pieces, order = [], []
     if bool(covered.any()):
-        pieces.append(handle.score_rows(rows[covered].numpy(), parts))
+        kept = rows[covered].numpy()
+        found = None if products is None else _kept_products(products, handle, kept, parts)
+        pieces.append(handle.score_rows(kept, parts, found))
         order.append(covered.nonzero()[:, 0])
     if not bool(covered.all()):
         tail = _tail(index, n_cov, len(index))
@@ -80,6 +86,19 @@ def score_pool_rows(index: RiseIndex, handle: AnnIndex, query_fm: FeatureMatrix,
     back = torch.empty_like(where)
     back[where] = torch.arange(len(where))
     return Scores(*(torch.cat([getattr(p, f) for p in pieces])[back] for f in ("total", "rh", "gh", "hs")))
+
+
+def _kept_products(products: dict, handle: AnnIndex, rows: np.ndarray, parts: list[tuple[str, float, torch.Tensor]]
+                   ) -> dict[str, torch.Tensor]:
+    """The covered rows' channel products with the query vectors of `parts`, from `products` or computed (every
+    channel not kept yet, in one pass over the codes) and kept there."""
+    rows_key = hashlib.sha1(np.ascontiguousarray(rows, dtype=np.int64).tobytes()).hexdigest()
+    keys = {c: (c, rows_key, hashlib.sha1(q.numpy().tobytes()).hexdigest()) for c, _, q in parts}
+    missing = {c: q for c, _, q in parts if keys[c] not in products}
+    if missing:
+        for c, value in handle.channel_matvecs(rows, missing).items():
+            products[keys[c]] = value
+    return {c: products[keys[c]] for c in keys}
 
 
 def pool_channel_products(index: RiseIndex, handle: AnnIndex, vectors: dict[str, torch.Tensor]

@@ -90,15 +90,24 @@ class AnnIndex:
         for start in range(0, len(rows), GATHER_ROWS):
             yield start, torch.from_numpy(self.gather(rows[start:start + GATHER_ROWS]))
 
-    def score_rows(self, rows: np.ndarray, parts: list[tuple[str, float, torch.Tensor]]) -> Scores:
-        """Exact scores of these covered rows, block by block: the same products as `attribution.top_rows`'s
-        rescoring (float32 rows of the stored float16 values times the float32 query vector)."""
-        blocks = []
+    def score_rows(self, rows: np.ndarray, parts: list[tuple[str, float, torch.Tensor]],
+                   products: dict[str, torch.Tensor] | None = None) -> Scores:
+        """Exact scores of these covered rows: the same products as `attribution.top_rows`'s rescoring (float32 rows
+        of the stored float16 values times the float32 query vector), each weighted by its lambda. `products`:
+        channel -> those products, when already computed (`channel_matvecs`), else computed here."""
+        if products is None:
+            products = self.channel_matvecs(rows, {c: q for c, _, q in parts})
+        return Scores.from_parts({c: float32_weight(lam, len(rows)) * products[c] for c, lam, _ in parts}, len(rows))
+
+    def channel_matvecs(self, rows: np.ndarray, vectors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """{c: (len(rows),) float32}: these covered rows' channel c times `vectors[c]` (d_c,), block by block (each
+        block decoded once for every channel); unweighted, so queries that differ in their lambdas alone share
+        them."""
+        out: dict[str, list[torch.Tensor]] = {c: [] for c in vectors}
         for _, x in self.blocks(rows):
-            blocks.append(Scores.from_parts({c: float32_weight(lam, len(x))
-                                             * matvec(x[:, self.slices[c]].contiguous(), q) for c, lam, q in parts},
-                                            len(x)))
-        return _concat_scores(blocks)
+            for c, q in vectors.items():
+                out[c].append(matvec(x[:, self.slices[c]].contiguous(), q))
+        return {c: torch.cat(v) if v else torch.zeros(0) for c, v in out.items()}
 
 
 def channel_products(ann: AnnIndex, vectors: dict[str, torch.Tensor], tail: FeatureMatrix | None = None
