@@ -15,6 +15,7 @@ from explorer.views import (
     channels,
     contribution_chart,
     conversation_turns,
+    heat_scale,
     results_table,
 )
 from rise_core import ann, attribution
@@ -83,18 +84,21 @@ with ui.friendly("attribute the query"):
                           format_func=lambda i: f"#{int(hits.set_index('id').loc[i, 'rank'])} {i}")
     channel = c2.radio("Channel", channels(has_hs), horizontal=True, key="explain_channel", persist_state="session")
     ex_attr, q_attr = resources.explanation(index, lm, path, hit_id, query, query_fm, options)
-    st.caption("Orange: pushes the score up; blue: pulls it down; dotted underline: prompt tokens. "
-               "Hover a token for its contribution.")
+    st.caption("Orange: pushes the score up; blue: pulls it down; dotted underline: prompt tokens. Every channel "
+               "shares one colour scale, so a pale channel adds little to this score. Hover a token for its "
+               "contribution.")
+    v_attr = (resources.versus_explanation(index, lm, path, hit_id, versus, query_fm, options)
+              if versus is not None else None)
+    scale = heat_scale([a for a in (q_attr, ex_attr, v_attr) if a is not None])
     st.markdown("**Query**")
-    plain.token_heatmap(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens)
-    if versus is not None:
+    plain.token_heatmap(q_attr.tokens, channel_values(q_attr, channel), q_attr.n_prompt_tokens, scale)
+    if v_attr is not None:
         st.markdown("**The other answer** (its tokens count against the example)")
-        v_attr = resources.versus_explanation(index, lm, path, hit_id, versus, query_fm, options)
-        plain.token_heatmap(v_attr.tokens, channel_values(v_attr, channel), v_attr.n_prompt_tokens)
+        plain.token_heatmap(v_attr.tokens, channel_values(v_attr, channel), v_attr.n_prompt_tokens, scale)
     row = hits.set_index("id").loc[hit_id]
     meta = {k: v for k, v in row.items() if k not in (*HIDDEN_COLUMNS, "score", "rh", "gh", "hs", "span", "rank")}
     st.markdown(f"**Example {plain.md(hit_id)}**")
     st.caption(" · ".join(f"{plain.md(k)}: {plain.md(v)}" for k, v in meta.items()))
     if (turns := conversation_turns(row)) is not None:
         widgets.show_turns(turns)
-    plain.token_heatmap(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens)
+    plain.token_heatmap(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens, scale)

@@ -149,9 +149,10 @@ def stream_text(chunks: Iterable[Any]) -> str:
     return "".join(parts)
 
 
-def token_heatmap(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0) -> None:
+def token_heatmap(tokens: Sequence[str], values: Sequence[float], n_prompt_tokens: int = 0,
+                  scale: float | None = None) -> None:
     """Tokens coloured by their contribution (`highlight_html`: our own spans and styles around tokens escaped by
-    `html_text`). The only place the app lets Streamlit render HTML."""
+    `html_text`; `scale`: the magnitude at full colour). The only place the app lets Streamlit render HTML."""
     import streamlit as st
 
-    st.markdown(highlight_html(tokens, values, n_prompt_tokens), unsafe_allow_html=True)
+    st.markdown(highlight_html(tokens, values, n_prompt_tokens, scale), unsafe_allow_html=True)

@@ -47,6 +47,16 @@ def channel_values(attribution: TokenAttribution, channel: str) -> list[float]:
     raise InputDataError(f"unknown channel {channel!r}; choose one of {', '.join(CHANNELS)}")
 
 
+def heat_scale(attributions: Sequence[TokenAttribution]) -> float | None:
+    """One colour scale for the token views of a hit: the largest |contribution| of any token, in any channel or
+    the total, of these attributions (the query, the example, a contrast's other answer). On its own scale a channel
+    the query's weights leave near 0 (HS at 1e-7 a token under the gradient view) was coloured as strongly as one
+    that carries the score; on this one it is pale. None when every contribution is 0."""
+    top = max((abs(float(v)) for a in attributions for c in ("rh", "gh", "hs", "total") for v in getattr(a, c)
+               if v == v), default=0.0)
+    return top or None
+
+
 # --- comparing two rankings -----------------------------------------------------------------------------------------
 
 

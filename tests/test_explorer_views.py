@@ -4,6 +4,7 @@ jobs, uploads and the Diagnostics page's tables and figures."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ from explorer.plain import highlight_html  # noqa: E402
 from explorer.uploads import parse_typed_queries  # noqa: E402
 from explorer.views import (  # noqa: E402
     channel_values,
+    heat_scale,
     overlap_at_k,
     ranking_frame,
     ranking_table,
@@ -60,6 +62,22 @@ def test_highlight_checks_lengths_and_handles_all_zero():
     with pytest.raises(InputDataError):
         highlight_html(["a", "b"], [1.0])
     assert "rgba(255,140,0,0.00)" in highlight_html(["a"], [0.0])
+
+
+def test_token_views_of_a_hit_share_one_colour_scale():
+    """A channel the weights leave near 0 is pale on the scale shared by every channel of the query and the example
+    (the largest |contribution| anywhere), where on its own scale its noise was at full colour."""
+    query = TokenAttribution(tokens=["a", "b"], rh=[0.2, -0.05], gh=[0.1, 0.0], n_prompt_tokens=0, hs=[1e-7, -2e-7])
+    example = TokenAttribution(tokens=["c"], rh=[0.4], gh=[-0.1], n_prompt_tokens=0, hs=[3e-7])
+    assert heat_scale([query, example]) == pytest.approx(0.4)
+    assert heat_scale([TokenAttribution(tokens=["a"], rh=[0.0], gh=[0.0], n_prompt_tokens=0)]) is None
+
+    def alphas(html: str) -> list[float]:
+        return [float(a) for a in re.findall(r"rgba\([0-9,]+,([0-9.]+)\)", html)]
+
+    assert alphas(highlight_html(query.tokens, query.hs)) == [0.5, 1.0]  # its own scale: noise at full colour
+    assert alphas(highlight_html(query.tokens, query.hs, scale=heat_scale([query, example]))) == [0.0, 0.0]
+    assert alphas(highlight_html(query.tokens, query.rh, scale=0.4)) == [0.5, 0.12]
 
 
 def test_channel_values():
