@@ -108,4 +108,9 @@ if st.button("Build the index", type="primary", key="build",
                                        label=pool_file.name, built_by=user.name,
                                        preset=picked if picked != "default" else None))
         st.session_state["build_path"] = str(target)
-widgets.show_build(st.session_state.get("build_path"))
+built = widgets.show_build(st.session_state.get("build_path"))
+if built is not None and built.status == "done" and st.button(
+        "Attribute with this index", key="build_open", icon=ui.PAGES["attribute"].icon,
+        help="Opens the Attribute page with the index just built picked in the sidebar."):
+    st.session_state["index_path"] = str(built.index_path)  # the sidebar's picker (not drawn on this page)
+    st.switch_page(ui.PAGES["attribute"].path)

@@ -754,6 +754,9 @@ def test_build_page_builds_and_resumes(build_dir):
     assert entries["built.duckdb"]["n_samples"] == 5
     kept = [e for name, e in entries.items() if name.startswith("built.") and name != "built.duckdb"]
     assert len(kept) == 1 and kept[0]["n_samples"] == N_POOL + 1  # nothing lost
+    at.button(key="build_open").click().run()  # the index just built, open on Attribute
+    assert_clean(at)
+    assert at.title[0].value.endswith("Attribute") and at.selectbox(key="index_path").value == str(index)
 
 
 def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tmp_path):
