@@ -120,6 +120,23 @@ def test_explained_tokens_keep_their_significant_digits():
     assert _top_tokens(attr, "rh", n=3) == "Liver(+0.000412)  ok(+0.0002)  the(-1.5e-05)"
 
 
+def test_explain_sums_up_a_channel_the_weights_leave_near_zero(capsys):
+    """A channel whose strongest token contribution is below a thousandth of the hit's strongest (HS at 3e-7 a token
+    under the gradient view) is one line saying so, not six tokens of noise."""
+    from types import SimpleNamespace
+
+    from rise_core.cli.query import _print_table
+
+    def attr(rh, hs):
+        return SimpleNamespace(tokens=["biome", "desert"], rh=rh, gh=[0.1, 0.05], hs=hs)
+
+    df = pd.DataFrame([{"rank": 1, "id": "c20", "score": 1.36, "rh": 0.78, "gh": 0.58, "hs": 1e-6, "text": "t"}])
+    _print_table(df, 80, {"c20": (attr([0.23, 0.2], [3.4e-7, 1e-7]), attr([0.24, 0.1], [2e-7, 0.0]))})
+    out = capsys.readouterr().out
+    assert "HS: adds little here (its largest token contribution 3.4e-07, against 0.24 in another channel)" in out
+    assert "RH example: biome(+0.23)" in out and "HS example" not in out
+
+
 def test_select_writes_top_n_or_fraction(env, capsys, tmp_path):
     out_jsonl, out_csv = tmp_path / "top.jsonl", tmp_path / "half.csv"
     code, out, _ = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",

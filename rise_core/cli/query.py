@@ -279,6 +279,9 @@ def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
     return index, lm
 
 
+NEGLIGIBLE_SHARE = 1e-3  # a channel whose strongest token is below this share of the hit's strongest is summed up
+
+
 def _top_tokens(attr: Any, channel: str, n: int = 6) -> str:
     """The `n` tokens of `attr` that move the channel's score most, each with its contribution to 3 significant
     digits (a channel the query's weights leave small, e.g. RH at 4e-4, would print +0.000 at fixed decimals)."""
@@ -314,8 +317,15 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
             cells.append(f"{one_line(row['label'], 8):>8}")
         print("  ".join(cells) + "  " + one_line(hit_text(row), width))
         if explanations and row["id"] in explanations:
-            ex_attr, q_attr, *versus = explanations[row["id"]]
+            attrs = explanations[row["id"]]
+            strongest = {c: max((abs(v) for a in attrs for v in getattr(a, c)), default=0.0) for c in channels}
+            top = max(strongest.values(), default=0.0)
+            ex_attr, q_attr, *versus = attrs
             for channel in channels:
+                if strongest[channel] < NEGLIGIBLE_SHARE * top:  # its weight is near 0 for this query
+                    print(f"{'':>7}{channel.upper()}: adds little here (its largest token contribution "
+                          f"{strongest[channel]:.2g}, against {top:.2g} in another channel)")
+                    continue
                 print(f"{'':>7}{channel.upper()} example: {_top_tokens(ex_attr, channel)}")
                 print(f"{'':>7}{channel.upper()} query:   {_top_tokens(q_attr, channel)}")
                 if versus:  # the contrast's other answer: its tokens pull the score down
