@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -353,9 +353,28 @@ def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query
     the hit's tokens are against it)."""
     from rise_core import attribution
 
-    key = (path, index.manifest.created_at, query, _contrast_key(query_fm), hit_id, options)
+    key = (path, index.manifest.created_at, query, _contrast_key(query_fm), str(hit_id), options)
     return _session_cached("_explanations", key,
                            lambda: attribution.explain(index, lm, str(hit_id), query, query_fm, options))
+
+
+def explanations(index: RiseIndex, lm: LoadedModel, path: str, hit_ids: Sequence[str], query: Sample,
+                 query_fm: FeatureMatrix, options: ScoreOptions
+                 ) -> dict[str, tuple[TokenAttribution, TokenAttribution]]:
+    """`explanation` of several hits: those not cached in the session computed together (`attribution.explain_many`:
+    the hits' forward passes in batches), each then cached as `explanation` caches it."""
+    from rise_core import attribution
+
+    keys = {str(h): (path, index.manifest.created_at, query, _contrast_key(query_fm), str(h), options) for h in hit_ids}
+    cache = st.session_state.setdefault("_explanations", {})
+    missing = [h for h, key in keys.items() if key not in cache]
+    if missing:
+        if len(cache) + len(missing) > 64:
+            cache.clear()
+        with st.spinner(f"Explaining {len(missing)} hits…"):
+            found = attribution.explain_many(index, lm, missing, query, query_fm, options)
+        cache.update({keys[h]: found[h] for h in missing})
+    return {h: cache[key] for h, key in keys.items()}
 
 
 def versus_explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, versus: Sample,

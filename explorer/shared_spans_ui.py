@@ -28,8 +28,8 @@ def shared_spans_section(index: RiseIndex, lm: LoadedModel, path: str, hits: pd.
     with ui.friendly("find what the top hits share"):
         explanations = None
         if weigh:
-            explanations = {sid: resources.explanation(index, lm, path, sid, query, query_fm, options)
-                            for sid in hits["id"]}
+            explained = resources.explanations(index, lm, path, list(hits["id"]), query, query_fm, options)
+            explanations = {sid: explained[str(sid)] for sid in hits["id"]}
         with st.spinner("Counting spans in the pool (once per index)…"):
             spans = find_shared_spans(index, hits, explanations)
         st.caption(f"{spans.attrs.get('verdict', '')} Spans are runs of up to 3 words in the prompt or the "

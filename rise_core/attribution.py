@@ -29,7 +29,7 @@ from . import adaptive, ann, span_lift
 from .adaptive import Weighting
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
-from .engine import RiseExtractor, SampleFeatures, TokenSketches
+from .engine import EXPLAIN_BATCH_TOKENS, RiseExtractor, SampleFeatures, TokenSketches
 from .errors import InputDataError
 from .explain import TokenAttribution, explain_hit, versus_attribution
 from .feedback import (
@@ -509,17 +509,30 @@ def explain(index: RiseIndex, lm: LoadedModel, sample_id: str, query: Sample | s
     `query_fm`: the one-row features of `query` (computed when omitted). For a contrast (`query_fm` from
     `query_features(..., versus=B)`), the hit's contributions are against A - B (they sum to its contrast scores) and
     the query's are A's tokens, pushing up; `explain_versus` gives B's, pushing down."""
+    return explain_many(index, lm, [sample_id], query, query_fm, options)[str(sample_id)]
+
+
+def explain_many(index: RiseIndex, lm: LoadedModel, sample_ids: Sequence[str], query: Sample | str | dict,
+                 query_fm: FeatureMatrix | None = None, options: ScoreOptions | None = None,
+                 max_tokens: int = EXPLAIN_BATCH_TOKENS) -> dict[str, tuple[TokenAttribution, TokenAttribution]]:
+    """`explain` for several hits of one query: {id: (hit's contributions, query's)}, the query's forward pass run
+    once and the hits' grouped by length into passes of at most `max_tokens` tokens
+    (`RiseExtractor.token_sketches_many`)."""
     query = Sample.coerce(query)
     if query_fm is None:
         query_fm = query_features(index, lm, [query])
     if len(query_fm) != 1:
         raise InputDataError("explain needs the features of one query (query_fm has "
                              f"{len(query_fm)} rows)")
+    ids = list(dict.fromkeys(str(i) for i in sample_ids))
     extractor = index.extractor(lm)
-    example_fm = index.row_features(index.row_of(sample_id))
     options = index_weighting(index, query_fm, options).options
-    return explain_hit(extractor, index.sample(sample_id), example_fm, query, query_fm, options,
-                       query_sketches=_token_sketches(index, lm, extractor, query))
+    query_sketches = _token_sketches(index, lm, extractor, query)
+    examples = [index.sample(i) for i in ids]
+    sketches = extractor.token_sketches_many(examples, max_tokens)
+    return {i: explain_hit(extractor, example, index.row_features(index.row_of(i)), query, query_fm, options,
+                           query_sketches=query_sketches, example_sketches=sk)
+            for i, example, sk in zip(ids, examples, sketches, strict=True)}
 
 
 def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sample | str | dict,

@@ -108,6 +108,26 @@ class SampleFeatures:
                               self.loss[order], None if self.hs is None else self.hs[order])
 
 
+EXPLAIN_BATCH_TOKENS = 512
+"""Tokens (padding included) of one forward pass of `RiseExtractor.token_sketches_many`. Ten hits explained with the
+embedded model on this 2-core machine (`python -m benchmarks.explain_hits`, 2 threads, docs/PERFORMANCE.md), time
+against one at a time: tweets of 30 tokens 0.68-0.78 at budgets of 256 to 1,024; real finance and medical answers of
+292-353 tokens 0.94-0.99 at 512 and 1,024, 0.99-1.00 at 256; a budget of 4,096 (two passes) 1.27 on the latter.
+512 and 1,024 tie; 512 is the smaller."""
+
+
+def length_groups(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Indices of `lengths` in groups of similar length, shortest first, each as long as its longest member times
+    its size stays within `max_tokens` (a longer one alone)."""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda j: lengths[j]):
+        if groups and (len(groups[-1]) + 1) * lengths[i] <= max_tokens:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
 @dataclass
 class TokenSketches:
     """Per-token sketches of one sample, for token-level explanations."""
@@ -462,17 +482,33 @@ class RiseExtractor:
         inverse[torch.tensor(order)] = torch.arange(len(order))
         return feats.select(inverse)
 
-    @torch.no_grad()
     def token_sketches(self, sample: Sample | str | dict) -> TokenSketches:
         """Per-token sketches of one sample (what `aggregate` sums), with the token strings."""
+        return self.token_sketches_many([sample])[0]
+
+    @torch.no_grad()
+    def token_sketches_many(self, samples: Sequence[Sample | str | dict], max_tokens: int = EXPLAIN_BATCH_TOKENS
+                            ) -> list[TokenSketches]:
+        """`token_sketches` of several samples, in input order, from forward passes over samples of similar length
+        grouped while a pass holds at most `max_tokens` tokens with its padding (right-padded; every sketch is per
+        position, so a sample's are its own alone, to float rounding). Short texts share passes; a long one runs
+        alone, where padding would cost more than the larger matrix products save."""
         self._require_mean()
-        enc = self.encode([sample])[0]
-        ro = readout_forward(self.lm, [enc], self.config)
-        sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
-        rh, gh = sk.token_features()
-        hs = None
-        if self.config.hidden_channel:
-            hs = ((ro.hidden - self.hidden_mean.to(ro.hidden)) / max(ro.hidden.shape[0], 1)).cpu()
-        tokens = [self.lm.tokenizer.decode([i]) for i in enc.input_ids]
-        return TokenSketches(tokens=tokens, positions=ro.position.cpu(), rh=rh.cpu(), gh=gh.cpu(),
-                             support_size=sk.support_size.cpu(), n_prompt_tokens=enc.n_prompt_tokens, hs=hs)
+        encoded = self.encode(list(samples))
+        out: list[TokenSketches | None] = [None] * len(encoded)
+        for idx in length_groups([len(e.input_ids) for e in encoded], max_tokens):
+            ro = readout_forward(self.lm, [encoded[i] for i in idx], self.config)
+            sk = sketch_readout(ro, self.lm.readout_weight, self.config, self.sketches, self.hidden_mean)
+            rh, gh = sk.token_features()
+            for b, i in enumerate(idx):
+                rows = ro.sample_index == b
+                hs = None
+                if self.config.hidden_channel:
+                    hidden = ro.hidden[rows]
+                    hs = ((hidden - self.hidden_mean.to(hidden)) / max(hidden.shape[0], 1)).cpu()
+                enc = encoded[i]
+                out[i] = TokenSketches(tokens=[self.lm.tokenizer.decode([t]) for t in enc.input_ids],
+                                       positions=ro.position[rows].cpu(), rh=rh[rows].cpu(), gh=gh[rows].cpu(),
+                                       support_size=sk.support_size[rows].cpu(), n_prompt_tokens=enc.n_prompt_tokens,
+                                       hs=hs)
+        return [s for s in out if s is not None]

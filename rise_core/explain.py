@@ -68,16 +68,18 @@ def token_attribution(ts: TokenSketches, q: dict[str, torch.Tensor], features: F
 
 def explain_hit(extractor: RiseExtractor, example: Sample, example_features: FeatureMatrix, query: Sample,
                 query_features: FeatureMatrix, options: ScoreOptions | None = None,
-                query_sketches: TokenSketches | None = None) -> tuple[TokenAttribution, TokenAttribution]:
+                query_sketches: TokenSketches | None = None, example_sketches: TokenSketches | None = None
+                ) -> tuple[TokenAttribution, TokenAttribution]:
     """Token contributions of a pool example (against the query) and of the query (against the example).
 
     `example_features` / `query_features` are the one-row feature matrices that were scored, so the example's
-    token contributions sum to its (weighted) channel scores. `query_sketches`: the query's token sketches when
-    already computed (explaining several hits of one query runs its forward pass once)."""
+    token contributions sum to its (weighted) channel scores. `query_sketches`, `example_sketches`: the texts' token
+    sketches when already computed (explaining several hits of one query runs its forward pass once, and the hits'
+    in batches: `RiseExtractor.token_sketches_many`)."""
     options = options or ScoreOptions()
     options = options.for_channels(example_features.channels).options
-    ex_attr = token_attribution(extractor.token_sketches(example), query_vectors(query_features, options),
-                                example_features, options)
+    ex_sketches = extractor.token_sketches(example) if example_sketches is None else example_sketches
+    ex_attr = token_attribution(ex_sketches, query_vectors(query_features, options), example_features, options)
     # symmetric: the example plays the query role for the query's own tokens
     q_attr = token_attribution(extractor.token_sketches(query) if query_sketches is None else query_sketches,
                                query_vectors(example_features, options), query_features, options)

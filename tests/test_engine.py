@@ -217,6 +217,38 @@ def test_token_sketches_sum_to_sample_features(tiny_llama):
     torch.testing.assert_close(ts.rh.norm(dim=1), torch.ones(len(ts.positions), dtype=ts.rh.dtype), **FLOAT64_TOL)
 
 
+def test_token_sketches_of_several_samples_equal_each_alone(tiny_llama, monkeypatch):
+    """`token_sketches_many` (a query's hits explained together) gives each sample the sketches it gets alone: the
+    passes are right-padded and every sketch is per position, so only float64 rounding of the larger products
+    differs. Samples of similar length share a pass within the token budget; a longer one runs alone."""
+    import rise_core.engine as engine
+
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, center_hidden=True))
+    ex.fit_hidden_mean(CORPUS)
+    samples = [*CORPUS, *PAIRS]
+    lengths = [len(e.input_ids) for e in ex.encode(samples)]
+    passes = []
+    real = engine.readout_forward
+    monkeypatch.setattr(engine, "readout_forward", lambda lm, enc, cfg: (passes.append(len(enc)), real(lm, enc, cfg))[1])
+    many = ex.token_sketches_many(samples, max_tokens=4 * max(lengths))
+    assert len(passes) < len(samples) and sum(passes) == len(samples)
+    passes.clear()
+    for sample, got in zip(samples, many, strict=True):
+        want = ex.token_sketches(sample)
+        assert (got.tokens, got.n_prompt_tokens) == (want.tokens, want.n_prompt_tokens)
+        assert torch.equal(got.positions, want.positions) and torch.equal(got.support_size, want.support_size)
+        for name in ("rh", "gh", "hs"):
+            torch.testing.assert_close(getattr(got, name), getattr(want, name), **FLOAT64_TOL)
+    assert passes == [1] * len(samples)
+
+
+def test_length_groups_keep_each_pass_within_its_token_budget():
+    from rise_core.engine import length_groups
+
+    assert length_groups([30, 5, 10, 600, 8], 32) == [[1, 4, 2], [0], [3]]  # 3 x 10 <= 32; 600 alone
+    assert length_groups([], 512) == [] and length_groups([7, 7], 14) == [[0, 1]]
+
+
 def test_float32_model_gives_finite_features(tiny_llama_fp32):
     ex = RiseExtractor(tiny_llama_fp32, RiseConfig())
     ex.fit_hidden_mean(CORPUS)

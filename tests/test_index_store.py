@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 import torch
 from conftest import make_lm
@@ -191,25 +192,33 @@ def test_explaining_several_hits_runs_the_query_once(built, tiny_llama, monkeypa
     path, _ = built
     attribution.TOKEN_SKETCHES.clear()
     texts = []
-    real = RiseExtractor.token_sketches
+    real = RiseExtractor.token_sketches_many
 
-    def spy(self, sample):
-        texts.append(Sample.coerce(sample).full_text)
-        return real(self, sample)
+    def spy(self, samples, *args):
+        texts.extend(Sample.coerce(s).full_text for s in samples)
+        return real(self, samples, *args)
     with RiseIndex.open(path) as index:
         qfm = query_features(index, tiny_llama, [QUERY])
         hits = rank(index, qfm, k=4)["id"].tolist()
-        monkeypatch.setattr(RiseExtractor, "token_sketches", spy)
-        got = [explain(index, tiny_llama, h, QUERY, qfm) for h in hits]
+        monkeypatch.setattr(RiseExtractor, "token_sketches_many", spy)
+        got = [explain(index, tiny_llama, h, QUERY, qfm) for h in hits]  # one at a time
         query_text = Sample.coerce(QUERY).full_text
         assert texts.count(query_text) == 1 and len(texts) == 1 + len(hits)
-        monkeypatch.setattr(RiseExtractor, "token_sketches", real)
+        attribution.TOKEN_SKETCHES.clear()
+        together = attribution.explain_many(index, tiny_llama, hits, QUERY, qfm)  # the page's: one call
+        assert list(together) == hits and texts.count(query_text) == 2
+        monkeypatch.setattr(RiseExtractor, "token_sketches_many", real)
         options = attribution.index_weighting(index, qfm, None).options
         for h, (ex, q) in zip(hits, got, strict=True):
             want_ex, want_q = explain_hit(index.extractor(tiny_llama), index.sample(h),
                                           index.row_features(index.row_of(h)), Sample.coerce(QUERY), qfm, options)
             assert (ex.tokens, ex.rh, ex.gh, ex.hs) == (want_ex.tokens, want_ex.rh, want_ex.gh, want_ex.hs)
             assert (q.tokens, q.rh, q.gh, q.hs) == (want_q.tokens, want_q.rh, want_q.gh, want_q.hs)
+            batched_ex, batched_q = together[h]  # the hits' passes shared: float64 rounding apart, the same
+            assert batched_ex.tokens == ex.tokens and batched_q.tokens == q.tokens
+            for name in ("rh", "gh", "hs"):
+                np.testing.assert_allclose(getattr(batched_ex, name), getattr(ex, name), rtol=1e-9, atol=1e-9)
+                np.testing.assert_allclose(getattr(batched_q, name), getattr(q, name), rtol=1e-9, atol=1e-9)
     attribution.TOKEN_SKETCHES.clear()
 
 def test_an_explanation_reads_its_rows_features_alone(built, tiny_llama, monkeypatch):

@@ -362,7 +362,7 @@ def _write_frame(df: pd.DataFrame, out: str) -> None:
 
 def _cmd_query(args: argparse.Namespace) -> int:
     from .. import ann
-    from ..attribution import explain, explain_versus, query_features, rank, rank_each
+    from ..attribution import explain_many, explain_versus, query_features, rank, rank_each
 
     _check_query_args(args, args._parser_error)
     versus = _versus(args, args._parser_error)
@@ -404,7 +404,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
                                                     search=args.search)
         explanations = shared = None
         if args.explain:
-            explanations = {sid: explain(index, lm, sid, queries[0], qfm, options)
+            explained = explain_many(index, lm, list(df["id"]), queries[0], qfm, options)
+            explanations = {sid: explained[str(sid)]
                             + ((explain_versus(index, lm, sid, versus, qfm, options),) if versus else ())
                             for sid in df["id"]}
             from ..shared_spans import find_shared_spans  # what the top hits share, weighted by the tokens above
