@@ -81,13 +81,23 @@ def model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(model_dir, tmp_path_factory):
-    """The one-process build of POOL: its path, report and progress calls."""
+    """The one-process build of POOL: its path, report, progress calls and phase calls."""
     path = tmp_path_factory.mktemp("ref") / "one.duckdb"
     calls: list[tuple[int, int]] = []
+    phases: list[tuple[str, int, int]] = []
     lm = load_model(str(model_dir), dtype="float64")
-    report = build_index(path, POOL, lm, CFG, batch_size=BATCH, progress=lambda d, t: calls.append((d, t)))
+    report = build_index(path, POOL, lm, CFG, batch_size=BATCH, progress=lambda d, t: calls.append((d, t)),
+                         phase_progress=lambda p, d, t: phases.append((p, d, t)))
     assert report.n_skipped >= 2 and report.n_truncated > 0 and report.n_added == len(POOL) - report.n_skipped
-    return path, report, calls
+    return path, report, calls, phases
+
+
+def _phase_ends(calls: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Each phase in the order it started, with its last (done, total): what a progress bar shows at its end."""
+    ends: dict[str, tuple[str, int, int]] = {}
+    for phase, done, total in calls:
+        ends[phase] = (phase, done, total)
+    return list(ends.values())
 
 
 def _features_by_id(index: RiseIndex) -> dict[str, list[torch.Tensor]]:
@@ -139,15 +149,20 @@ def _wait_until_cpus_free(ray, n: int = 2, limit_s: float = 120.0) -> None:
 
 def test_two_workers_build_the_same_index(ray_cluster, model_dir, reference, tmp_path):
     ray, _ = ray_cluster
-    ref_path, ref_report, ref_calls = reference
+    ref_path, ref_report, ref_calls, ref_phases = reference
     path = tmp_path / "sharded.duckdb"
     calls: list[tuple[int, int]] = []
+    phases: list[tuple[str, int, int]] = []
     report = build_index_distributed(path, POOL, model_dir, CFG, workers=2, batch_size=BATCH, shard_size=32,
-                                     dtype="float64", progress=lambda d, t: calls.append((d, t)))
+                                     dtype="float64", progress=lambda d, t: calls.append((d, t)),
+                                     phase_progress=lambda p, d, t: phases.append((p, d, t)))
     assert (report.n_added, report.n_already_present, report.n_truncated, report.n_total, report.stopped) == \
            (ref_report.n_added, 0, ref_report.n_truncated, ref_report.n_total, False)
     assert report.skipped == ref_report.skipped
     assert calls == ref_calls  # one call per committed batch, the same counts, in the same order
+    # the phases `rise build` names on its bar (the mean's fit, then the features) start in the same order and end
+    # where the one-process build's end
+    assert _phase_ends(phases) == _phase_ends(ref_phases) and len(_phase_ends(phases)) == 2
     _assert_same_index(path, ref_path, same_order=True)
     _wait_until_cpus_free(ray)
 

@@ -355,7 +355,8 @@ class _Coordinator:
             if result is None:
                 return writer.finish(start_time)
             assert result.hidden_mean is not None
-            writer.fitting(len(fit_part), len(fit_part))
+            fitted_on = len(fit_part) - len(result.skipped)  # the samples the fit ran, as `build_index` counts them
+            writer.fitting(fitted_on, fitted_on)
             self.index.set_hidden_mean(result.hidden_mean)
             self._commit(writer, fit_part, result)
         if not report.stopped and new:
