@@ -7,6 +7,7 @@ size (counted, not timed)."""
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 from pathlib import Path
 
@@ -104,6 +105,11 @@ def _text_folder(root: Path, rows: list[dict], kind: str) -> Path:
     if kind == "jsonl":
         write_jsonl(folder / "part-0.jsonl", rows[:20])
         write_jsonl(folder / "part-1" / "data.jsonl", rows[20:])
+    elif kind == "jsonl.gz":  # compressed shards, as hubs often keep them
+        for name, part in (("part-0.jsonl", rows[:20]), ("part-1/data.jsonl", rows[20:])):
+            plain = write_jsonl(folder / name, part)
+            (folder / f"{name}.gz").write_bytes(gzip.compress(plain.read_bytes()))
+            plain.unlink()
     else:
         pd.DataFrame(rows[:20]).to_csv(folder / "part-0.csv", index=False)
         pd.DataFrame(rows[20:]).to_csv(folder / "part-1" / "data.csv", index=False)
@@ -111,7 +117,7 @@ def _text_folder(root: Path, rows: list[dict], kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["save_to_disk", "parquet", "arrow", "arrow_file", "dataset", "iterable", "jsonl",
-                                  "csv"])
+                                  "jsonl.gz", "csv"])
 def test_every_source_builds_the_index_the_pool_read_whole_builds(kind, tiny_llama, ref, tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf")  # text shards are prepared there
     if kind == "save_to_disk":
@@ -126,7 +132,7 @@ def test_every_source_builds_the_index_the_pool_read_whole_builds(kind, tiny_lla
         pool = next((tmp_path / "saved").glob("*.arrow"))
     elif kind == "dataset":
         pool = datasets.Dataset.from_list(ROWS)
-    elif kind in ("jsonl", "csv"):
+    elif kind in ("jsonl", "jsonl.gz", "csv"):
         pool = _text_folder(tmp_path, ROWS, kind)
     else:
         pool = datasets.Dataset.from_list(ROWS).to_iterable_dataset(num_shards=2)

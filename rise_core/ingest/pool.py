@@ -15,7 +15,16 @@ import pandas as pd
 from ..errors import InputDataError
 from ..samples import Sample, conversation_turns
 from .fields import INPUT_SEPARATOR, TEXT_NAMES, FieldMap
-from .tables import EXTENSIONS, check_columns, decode_utf8, detect_format, read_bytes, read_table
+from .tables import (
+    COMPRESSIONS,
+    EXTENSIONS,
+    check_columns,
+    decode_utf8,
+    detect_format,
+    path_format,
+    read_bytes,
+    read_table,
+)
 from .values import as_messages, as_text, infer_csv_column, jsonable, normalise_id, stable_id
 
 
@@ -74,7 +83,8 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         check_columns(source.columns, name)
         df, is_csv = source.astype(object), False
     else:
-        is_csv = EXTENSIONS.get("." + (fmt or detect_format(file_name)).lower().lstrip("."), fmt) == "csv"
+        named = fmt or (path_format(file_name) if isinstance(source, (str, Path)) else detect_format(file_name))
+        is_csv = EXTENSIONS.get("." + named.lower().lstrip("."), fmt) == "csv"
         df = read_table(source, fmt)
     columns = [str(c) for c in df.columns]
     df.columns = columns
@@ -201,7 +211,8 @@ def read_samples(path: str | Path) -> list[Sample]:
     """Samples for a quick run (diagnostics, candidates): a pool file (JSONL/JSON/CSV/Parquet, read by `read_pool`,
     every row usable) or, for any other extension (.txt), one plain-text sample per non-empty line."""
     p = Path(path)
-    if p.suffix.lower() in EXTENSIONS:
+    inner = p.with_suffix("") if p.suffix.lower() in COMPRESSIONS else p
+    if inner.suffix.lower() in EXTENSIONS:
         data = read_pool(p)
         if data.skipped:
             row, why = data.skipped[0]

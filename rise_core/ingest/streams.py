@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import InputDataError
 from .fields import FieldMap
 from .pool import PoolData, check_unique, read_pool
-from .tables import check_columns, records_frame
+from .tables import COMPRESSIONS, check_columns, records_frame
 from .values import stable_id
 
 STREAM_CHUNK_ROWS = 1024  # rows per chunk when the reader does not say
@@ -176,8 +176,8 @@ def stream_pool(source: Any, fields: FieldMap | dict[str, str | None] | None = N
     - a folder written by `datasets`' `Dataset.save_to_disk` (memory-mapped by `datasets.load_from_disk`);
     - a folder of Arrow files (IPC file or stream format) or of Parquet files (sharded; subfolders included, names
       starting with '.' or '_' left out), read in file-name order; an `.arrow` file;
-    - a folder of JSON Lines (or JSON) or of CSV files, through `datasets.load_dataset(folder)` (`dataset_pool`): its
-      json or csv builder reads them once into its cache, which is then memory-mapped;
+    - a folder of JSON Lines (or JSON) or of CSV files, compressed or not, through `datasets.load_dataset(folder)`
+      (`dataset_pool`): its json or csv builder reads them once into its cache, which is then memory-mapped;
     - a `datasets.Dataset` or `IterableDataset` (a DatasetDict: pick a split first);
     - a PoolStream (returned as it is)."""
     if isinstance(source, PoolStream):
@@ -218,7 +218,7 @@ def _folder_stream(path: Path, fields: FieldMap | dict[str, str | None] | None) 
         return dataset_stream(ds, fields, str(path))
     files = sorted(f for f in path.rglob("*") if f.is_file() and not any(
         part.startswith((".", "_")) for part in f.relative_to(path).parts))
-    kinds = {kind: [f for f in files if f.suffix.lower() in suffixes] for kind, suffixes in _SHARD_KINDS.items()}
+    kinds = {kind: [f for f in files if _shard_suffix(f, kind) in suffixes] for kind, suffixes in _SHARD_KINDS.items()}
     held = [kind for kind, found in kinds.items() if found]
     if kinds["Parquet"] or kinds["Arrow"]:  # beside them, JSON or CSV files are metadata (a hub snapshot's infos)
         held = [kind for kind in held if kind in ("Parquet", "Arrow")]
@@ -232,6 +232,14 @@ def _folder_stream(path: Path, fields: FieldMap | dict[str, str | None] | None) 
         return dataset_pool(str(path), fields)
     raise InputDataError(f"{path} is a folder without .parquet, .arrow, .jsonl, .json or .csv files (nor a `datasets` "
                          "save_to_disk folder); give a pool file (.jsonl, .json, .csv, .parquet) or such a folder")
+
+
+def _shard_suffix(file: Path, kind: str) -> str:
+    """The extension that names a shard's kind: a text shard's before its compression (`part-0.jsonl.gz`, which
+    `datasets` decompresses), a binary shard's own."""
+    if kind in ("JSON Lines", "CSV") and file.suffix.lower() in COMPRESSIONS:
+        return file.with_suffix("").suffix.lower()
+    return file.suffix.lower()
 
 
 def _union_columns(schemas: Iterable[tuple[Path, Sequence[str]]]) -> list[str]:

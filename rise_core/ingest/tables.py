@@ -1,11 +1,15 @@
-"""Pool files (JSONL, JSON, CSV, Parquet; a path, file object or bytes) read into a DataFrame: formats from extensions,
-UTF-8 decoding, JSON parsing (a repeated key refused), one name per column."""
+"""Pool files (JSONL, JSON, CSV, Parquet; a path, file object or bytes; a local file may be compressed: .gz, .bz2,
+.xz) read into a DataFrame: formats from extensions, UTF-8 decoding, JSON parsing (a repeated key refused), one name
+per column."""
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
 import io
 import json
+import lzma
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,13 +24,32 @@ EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "c
                ".pq": "parquet"}
 
 
+# compressed local files (`pool.jsonl.gz`): the format is the extension before it. Uploads take none of them
+# (`detect_format`): a few kilobytes may decompress to gigabytes before any limit could see a row.
+COMPRESSIONS = {".gz": gzip, ".bz2": bz2, ".xz": lzma}
+
+
 def detect_format(name: str | Path) -> str:
+    """The format an uploaded or local file's extension names (uncompressed files only: `path_format`)."""
     suffix = Path(str(name)).suffix.lower()
     try:
         return EXTENSIONS[suffix]
     except KeyError:
         raise InputDataError(f"cannot tell the format of {str(name)!r} from its extension; use one of "
                              f"{sorted(EXTENSIONS)} or give the format ({', '.join(FORMATS)})") from None
+
+
+def path_format(path: str | Path) -> str:
+    """`detect_format` of a local file, a compressed one too (`COMPRESSIONS`: `pool.jsonl.gz` is JSONL)."""
+    p = Path(str(path))
+    if p.suffix.lower() in COMPRESSIONS:
+        inner = p.with_suffix("")
+        if inner.suffix.lower() not in EXTENSIONS:
+            raise InputDataError(f"cannot tell the format of {str(path)!r} from its extensions; name it like "
+                                 f"pool.jsonl{p.suffix} (one of {sorted(EXTENSIONS)}, then one of "
+                                 f"{sorted(COMPRESSIONS)})")
+        return EXTENSIONS[inner.suffix.lower()]
+    return detect_format(p)
 
 
 def read_bytes(source: str | Path | IO[bytes] | bytes) -> tuple[bytes, str]:
@@ -40,10 +63,14 @@ def read_bytes(source: str | Path | IO[bytes] | bytes) -> tuple[bytes, str]:
             raise InputDataError(f"no such file: {str(path)!r}")
         if path.is_dir():
             raise InputDataError(f"{str(path)!r} is a directory, not a data file")
+        codec = COMPRESSIONS.get(path.suffix.lower())
         try:
-            return path.read_bytes(), str(path)
-        except OSError as exc:
-            raise InputDataError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+            if codec is None:
+                return path.read_bytes(), str(path)
+            with codec.open(path, "rb") as fh:
+                return fh.read(), str(path)
+        except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged archive is an OSError or EOFError too
+            raise InputDataError(f"cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
     data = source.read()
     if isinstance(data, str):
         data = data.encode()
@@ -100,7 +127,7 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
     CSV cells are read as text (so an id "007" or a text "42" stays verbatim); `read_pool` infers numeric
     metadata columns. Raises InputDataError for an empty or malformed file."""
     name = str(source) if isinstance(source, (str, Path)) else getattr(source, "name", "<upload>")
-    fmt = (fmt or detect_format(name)).lower().lstrip(".")
+    fmt = (fmt or (path_format(name) if isinstance(source, (str, Path)) else detect_format(name))).lower().lstrip(".")
     fmt = EXTENSIONS.get(f".{fmt}", fmt)  # an extension ("ndjson", "pq") names its format
     if fmt not in FORMATS:
         raise InputDataError(f"unknown format {fmt!r}; choose one of {FORMATS}")
