@@ -13,6 +13,19 @@ from rise_core.ingest import FieldMap, PoolData, coerce_pool, read_pool, read_ta
 from rise_core.samples import Sample
 
 
+def _write_table(df: pd.DataFrame, path, fmt: str):
+    """`df` written to `path` as a pool file of format `fmt` (jsonl, json, csv, parquet)."""
+    if fmt == "jsonl":
+        df.to_json(path, orient="records", lines=True)
+    elif fmt == "json":
+        df.to_json(path, orient="records")
+    elif fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        df.to_parquet(path, index=False)
+    return path
+
+
 def _jsonl(tmp_path, rows, name="pool.jsonl"):
     path = tmp_path / name
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -50,16 +63,7 @@ def test_field_map_guess_with_given_names_and_failure():
 def test_read_formats_keep_metadata(tmp_path, fmt):
     rows = [{"id": 1, "text": "the cat sat", "label": 1, "topic": "cats", "year": 2020},
             {"id": 2, "text": "the dog", "label": 0, "topic": "dogs", "year": 2021}]
-    path = tmp_path / f"pool.{fmt}"
-    df = pd.DataFrame(rows)
-    if fmt == "jsonl":
-        df.to_json(path, orient="records", lines=True)
-    elif fmt == "json":
-        df.to_json(path, orient="records")
-    elif fmt == "csv":
-        df.to_csv(path, index=False)
-    else:
-        df.to_parquet(path, index=False)
+    path = _write_table(pd.DataFrame(rows), tmp_path / f"pool.{fmt}", fmt)
     pool = read_pool(path)
     assert [s.id for s in pool.samples] == ["1", "2"]
     assert pool.samples[0].text == "the cat sat" and pool.samples[0].label == 1
@@ -81,14 +85,7 @@ def test_a_compressed_local_file_reads_as_the_file_inside(tmp_path, fmt, codec):
     from rise_core.ingest import detect_format
 
     rows = [{"id": "a", "text": "the cat sat", "label": 1, "topic": "cats"}, {"id": "b", "text": "the dog"}]
-    plain = tmp_path / f"pool.{fmt}"
-    df = pd.DataFrame(rows)
-    if fmt == "jsonl":
-        df.to_json(plain, orient="records", lines=True)
-    elif fmt == "json":
-        df.to_json(plain, orient="records")
-    else:
-        df.to_csv(plain, index=False)
+    plain = _write_table(pd.DataFrame(rows), tmp_path / f"pool.{fmt}", fmt)
     packed = tmp_path / f"pool.{fmt}.{codec}"
     packed.write_bytes({"gz": gzip, "bz2": bz2, "xz": lzma}[codec].compress(plain.read_bytes()))
     want, got = read_pool(plain), read_pool(packed)
