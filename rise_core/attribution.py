@@ -493,11 +493,22 @@ TOKEN_SKETCHES: BoundedMemo[TokenSketches] = BoundedMemo(16)
 hits of one query runs its forward pass once, not ten times (`_token_sketches`)."""
 
 
+HIT_SKETCHES: BoundedMemo[TokenSketches] = BoundedMemo(32)
+"""The token sketches of the last hits explained. A hit's do not depend on the query or the weights, so when the
+weights or the view change (the Attribute page explains its ten hits again under the new options) they are read back
+instead of running the hits' forward passes again. About 15 KB a token at the default config (4 MB a hit of 300
+tokens; 32 hits of 512 tokens, the most, 230 MB)."""
+
+
+def _sketch_key(index: RiseIndex, lm: LoadedModel) -> tuple:
+    """What token sketches depend on besides the text: the index's state, its model and config."""
+    m = index.manifest
+    return str(index.path), m.index_uuid, m.updated_at, lm.fingerprint(), m.config.fingerprint()
+
+
 def _token_sketches(index: RiseIndex, lm: LoadedModel, extractor: RiseExtractor, sample: Sample) -> TokenSketches:
     """`extractor.token_sketches(sample)`, from `TOKEN_SKETCHES` when this index state, model and text ran before."""
-    m = index.manifest
-    key = (str(index.path), m.index_uuid, m.updated_at, lm.fingerprint(), m.config.fingerprint(),
-           sample.prompt, sample.completion, sample.text, repr(sample.messages))
+    key = (*_sketch_key(index, lm), sample.prompt, sample.completion, sample.text, repr(sample.messages))
     return TOKEN_SKETCHES.get(key, lambda: extractor.token_sketches(sample))
 
 
@@ -517,7 +528,7 @@ def explain_many(index: RiseIndex, lm: LoadedModel, sample_ids: Sequence[str], q
                  max_tokens: int = EXPLAIN_BATCH_TOKENS) -> dict[str, tuple[TokenAttribution, TokenAttribution]]:
     """`explain` for several hits of one query: {id: (hit's contributions, query's)}, the query's forward pass run
     once and the hits' grouped by length into passes of at most `max_tokens` tokens
-    (`RiseExtractor.token_sketches_many`)."""
+    (`RiseExtractor.token_sketches_many`), for the hits whose sketches are not kept (`HIT_SKETCHES`)."""
     query = Sample.coerce(query)
     if query_fm is None:
         query_fm = query_features(index, lm, [query])
@@ -529,7 +540,9 @@ def explain_many(index: RiseIndex, lm: LoadedModel, sample_ids: Sequence[str], q
     options = index_weighting(index, query_fm, options).options
     query_sketches = _token_sketches(index, lm, extractor, query)
     examples = [index.sample(i) for i in ids]
-    sketches = extractor.token_sketches_many(examples, max_tokens)
+    base = _sketch_key(index, lm)
+    sketches = HIT_SKETCHES.get_many([(*base, "row", i) for i in ids], lambda missing: extractor.token_sketches_many(
+        [examples[j] for j in missing], max_tokens))
     return {i: explain_hit(extractor, example, index.row_features(index.row_of(i)), query, query_fm, options,
                            query_sketches=query_sketches, example_sketches=sk)
             for i, example, sk in zip(ids, examples, sketches, strict=True)}

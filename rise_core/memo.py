@@ -1,15 +1,15 @@
 """A bounded memo for a server's threads: the last few results of a costly computation, by key (the oldest go first).
 
-The behaviour test's results per query (`behaviour.BehaviourMemo`), the token sketches of the queries being
-explained (`attribution.TOKEN_SKETCHES`) and the opened ANN files and appended rows' features (`ann.rank`) are kept in
-one.
+The behaviour test's results per query (`behaviour.BehaviourMemo`), the token sketches of the queries and hits being
+explained (`attribution.TOKEN_SKETCHES`, `attribution.HIT_SKETCHES`) and the opened ANN files and appended rows'
+features (`ann.rank`) are kept in one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -37,6 +37,26 @@ class BoundedMemo(Generic[V]):
             while len(self._data) > self.max_entries:
                 self._data.popitem(last=False)
         return value
+
+    def get_many(self, keys: Sequence[Hashable], compute: Callable[[list[int]], list[V]]) -> list[V]:
+        """The results of `keys`, in order: those kept, and for the others `compute(positions)` (their positions in
+        `keys`) in one call, kept: a batch of work for what is missing alone."""
+        found: dict[int, V] = {}
+        with self._lock:
+            for i, key in enumerate(keys):
+                if key in self._data:
+                    self._data.move_to_end(key)
+                    found[i] = self._data[key]
+        missing = [i for i in range(len(keys)) if i not in found]
+        if missing:
+            values = compute(missing)
+            with self._lock:
+                for i, value in zip(missing, values, strict=True):
+                    found[i] = self._data[keys[i]] = value
+                    self._data.move_to_end(keys[i])
+                while len(self._data) > self.max_entries:
+                    self._data.popitem(last=False)
+        return [found[i] for i in range(len(keys))]
 
     def __len__(self) -> int:
         return len(self._data)

@@ -10,11 +10,13 @@ from rise_core.models import LoadedModel, wrap_model
 
 @pytest.fixture(autouse=True)
 def _fresh_behaviour_memo():
-    """Each test starts with no remembered behaviour test: a test that fakes the evidence on a shared index must not
-    see another test's result for the same query."""
-    from rise_core.attribution import BEHAVIOUR_MEMO
+    """Each test starts with no remembered behaviour test (a test that fakes the evidence on a shared index must not
+    see another test's result for the same query) and no remembered hit sketches (one that counts forward passes must
+    see its own)."""
+    from rise_core.attribution import BEHAVIOUR_MEMO, HIT_SKETCHES
 
     BEHAVIOUR_MEMO.clear()
+    HIT_SKETCHES.clear()
     yield
 
 WORDS = (

@@ -681,3 +681,4 @@ def test_one_column_of_the_pool_is_read_alone(tmp_path):
             with pytest.raises(InputDataError, match="no column"):
                 index.column(bad)
         assert len(index.samples()) == 30
+

@@ -191,6 +191,7 @@ def test_explaining_several_hits_runs_the_query_once(built, tiny_llama, monkeypa
 
     path, _ = built
     attribution.TOKEN_SKETCHES.clear()
+    attribution.HIT_SKETCHES.clear()  # every hit's sketches computed here
     texts = []
     real = RiseExtractor.token_sketches_many
 
@@ -205,6 +206,7 @@ def test_explaining_several_hits_runs_the_query_once(built, tiny_llama, monkeypa
         query_text = Sample.coerce(QUERY).full_text
         assert texts.count(query_text) == 1 and len(texts) == 1 + len(hits)
         attribution.TOKEN_SKETCHES.clear()
+        attribution.HIT_SKETCHES.clear()
         together = attribution.explain_many(index, tiny_llama, hits, QUERY, qfm)  # the page's: one call
         assert list(together) == hits and texts.count(query_text) == 2
         monkeypatch.setattr(RiseExtractor, "token_sketches_many", real)
@@ -220,6 +222,37 @@ def test_explaining_several_hits_runs_the_query_once(built, tiny_llama, monkeypa
                 np.testing.assert_allclose(getattr(batched_ex, name), getattr(ex, name), rtol=1e-9, atol=1e-9)
                 np.testing.assert_allclose(getattr(batched_q, name), getattr(q, name), rtol=1e-9, atol=1e-9)
     attribution.TOKEN_SKETCHES.clear()
+
+
+def test_hits_explained_again_under_other_weights_run_no_forward_pass(built, tiny_llama, monkeypatch):
+    """A hit's token sketches do not depend on the query or the weights (`attribution.HIT_SKETCHES`): explaining the
+    same hits under other weights (the page after a slider or the view changed) reads them back, and the explanations
+    equal ones computed from nothing."""
+    from rise_core import attribution
+    from rise_core.engine import RiseExtractor
+
+    path, _ = built
+    attribution.HIT_SKETCHES.clear()
+    with RiseIndex.open(path) as index:
+        qfm = query_features(index, tiny_llama, [QUERY])
+        hits = rank(index, qfm, k=4)["id"].tolist()
+        attribution.explain_many(index, tiny_llama, hits, QUERY, qfm, ScoreOptions())
+        passes = []
+        real = RiseExtractor.token_sketches_many
+        monkeypatch.setattr(RiseExtractor, "token_sketches_many",
+                            lambda self, samples, *a: (passes.extend(samples), real(self, samples, *a))[1])
+        heavier_rh = ScoreOptions(lambda_rh=2.0, lambda_hs=0.25)
+        again = attribution.explain_many(index, tiny_llama, [*hits[:2], *hits], QUERY, qfm, heavier_rh)
+        assert passes == [] and list(again) == hits  # each hit once, in order; the query's sketches kept too
+        attribution.HIT_SKETCHES.clear()
+        attribution.TOKEN_SKETCHES.clear()
+        fresh = attribution.explain_many(index, tiny_llama, hits, QUERY, qfm, heavier_rh)
+        assert len(passes) == 1 + len(hits)  # from nothing: the query and every hit
+        for h in hits:
+            for got, want in zip(again[h], fresh[h], strict=True):
+                assert (got.tokens, got.rh, got.gh, got.hs) == (want.tokens, want.rh, want.gh, want.hs)
+    attribution.HIT_SKETCHES.clear()
+
 
 def test_an_explanation_reads_its_rows_features_alone(built, tiny_llama, monkeypatch):
     """`row_features` (what `explain` reads) equals the loaded matrix's row, read from the file while the matrix is
