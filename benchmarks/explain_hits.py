@@ -6,7 +6,9 @@ so the ten hits of one query run its forward pass once. Timed in one run, interl
 
 - "one at a time": `attribution.explain` hit by hit (a forward pass each, as before `explain_many`);
 - "batched N": `attribution.explain_many`, the hits grouped into passes of at most N tokens with their padding
-  (`RiseExtractor.token_sketches_many`; the served budget is `engine.EXPLAIN_BATCH_TOKENS`).
+  (`RiseExtractor.token_sketches_many`; the served budget is `engine.EXPLAIN_BATCH_TOKENS`);
+- "other weights": the same hits explained again under other weights (the page after a slider or the view moved),
+  with the hits' sketches kept (`attribution.HIT_SKETCHES`, as served) and not kept (as before).
 
     python -m benchmarks.explain_hits --index howdy.duckdb            # an index built with the embedded model
     python -m benchmarks.explain_hits --index I --model BASE@ADAPTER  # or with its own model
@@ -39,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     harness.set_threads(args.threads)
 
     from rise_core import attribution, load_model
+    from rise_core.config import ScoreOptions
     from rise_core.engine import length_groups
     from rise_core.store import RiseIndex
+
+    other = ScoreOptions(lambda_rh=2.0, lambda_hs=0.25)  # the weights the page moves to (a slider, the view)
 
     queries = ([json.loads(line) for line in Path(args.queries).read_text().splitlines() if line.strip()]
                [:args.n_queries] if args.queries else [QUERY])
@@ -58,17 +63,28 @@ def main(argv: list[str] | None = None) -> int:
             def one_at_a_time(query: dict = query, qfm: object = qfm, hits: list = hits) -> None:
                 attribution.TOKEN_SKETCHES.clear()
                 for hit in hits:
+                    attribution.HIT_SKETCHES.clear()
                     attribution.explain(index, lm, hit, query, qfm)
 
             def batched(budget: int, query: dict = query, qfm: object = qfm, hits: list = hits) -> None:
                 attribution.TOKEN_SKETCHES.clear()
+                attribution.HIT_SKETCHES.clear()
                 attribution.explain_many(index, lm, hits, query, qfm, max_tokens=budget)
-            runs = {"one at a time": one_at_a_time, **{f"batched {b}": (lambda b=b: batched(b)) for b in budgets}}
+
+            def other_weights(kept: bool, query: dict = query, qfm: object = qfm, hits: list = hits) -> None:
+                if not kept:  # as before the hits' sketches were kept: their passes run again
+                    attribution.HIT_SKETCHES.clear()
+                attribution.explain_many(index, lm, hits, query, qfm, other)
+            runs = {"one at a time": one_at_a_time, **{f"batched {b}": (lambda b=b: batched(b)) for b in budgets},
+                    "other weights, hits kept": lambda: other_weights(True),
+                    "other weights, hits not kept": lambda: other_weights(False)}
             times = harness.timed(runs, args.repeats)
             rows.append({"hits": len(hits), "mean_tokens": round(sum(lengths) / len(lengths)),
                          **{name: round(t, 3) for name, t in times.items()},
                          **{f"passes {b}": len(length_groups(lengths, b)) for b in budgets},
-                         **{f"ratio {b}": round(times[f"batched {b}"] / times["one at a time"], 3) for b in budgets}})
+                         **{f"ratio {b}": round(times[f"batched {b}"] / times["one at a time"], 3) for b in budgets},
+                         "ratio kept": round(times["other weights, hits kept"] / times["other weights, hits not kept"],
+                                             3)})
     if args.json:
         harness.print_json(rows)
     else:
