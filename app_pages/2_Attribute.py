@@ -57,7 +57,7 @@ with ui.friendly("attribute the query"):
     if hits.empty:
         st.warning("No example matches the filter.")
         st.stop()
-    shared_spans_section(index, lm, path, hits, query, query_fm, options)  # what the top hits share (a trigger?)
+    spans_slot = st.container()  # what the top hits share (a trigger?): shown above the hits, drawn last (below)
     st.subheader("Most influential training examples" if versus is None else
                  "Training examples behind this answer and not the other")
     shown = [c for c in channels(has_hs) if c != "total"] + (["span"] if "span" in hits.columns else [])
@@ -102,3 +102,5 @@ with ui.friendly("attribute the query"):
     if (turns := conversation_turns(row)) is not None:
         widgets.show_turns(turns)
     plain.token_heatmap(ex_attr.tokens, channel_values(ex_attr, channel), ex_attr.n_prompt_tokens, scale)
+    with spans_slot:  # it explains every hit, the page's longest step: the hits are on the page meanwhile
+        shared_spans_section(index, lm, path, hits, query, query_fm, options)

@@ -367,14 +367,15 @@ def explanations(index: RiseIndex, lm: LoadedModel, path: str, hit_ids: Sequence
 
     keys = {str(h): (path, index.manifest.created_at, query, _contrast_key(query_fm), str(h), options) for h in hit_ids}
     cache = st.session_state.setdefault("_explanations", {})
-    missing = [h for h, key in keys.items() if key not in cache]
+    found = {h: cache[key] for h, key in keys.items() if key in cache}
+    missing = [h for h in keys if h not in found]
     if missing:
-        if len(cache) + len(missing) > 64:
-            cache.clear()
         with st.spinner(f"Explaining {len(missing)} hits…"):
-            found = attribution.explain_many(index, lm, missing, query, query_fm, options)
+            found.update(attribution.explain_many(index, lm, missing, query, query_fm, options))
+        if len(cache) + len(missing) > 64:  # full: it starts again, as `_session_cached` does
+            cache.clear()
         cache.update({keys[h]: found[h] for h in missing})
-    return {h: cache[key] for h, key in keys.items()}
+    return {h: found[h] for h in keys}
 
 
 def versus_explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, versus: Sample,

@@ -171,6 +171,19 @@ def test_attribute_looking_for_takes_one_view_or_lets_the_rule_decide(app_env):
     assert_clean(at)
 
 
+def test_attribute_explains_its_hits_once_with_a_nearly_full_session_cache(app_env):
+    """The session keeps 64 explanations and starts again when full: the page's hits, one explained for the token view
+    and the rest together for "What the top hits share", are all shown when the cache fills in between (a KeyError
+    once, when the restart dropped the one explained first)."""
+    at = new_app("app_pages/2_Attribute.py")
+    at.session_state["_explanations"] = {("filler", i): None for i in range(60)}
+    at = type_query(at)
+    at.button(key="attribute").click().run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert any(h.value == "What the top hits share" for h in at.subheader)
+
+
 def test_attribute_shows_the_span_lift_when_the_behaviour_test_fires(app_env, monkeypatch):
     """With channels chosen per query and the test firing (its finding replaced: the tiny pool shares no trigger), the
     table gains the span column, the score is RH + GH + HS + span, the rows holding the span are the lifted ones, and
