@@ -31,7 +31,7 @@ from rise_core.counterfactual import (
 )
 from rise_core.errors import ConfigError
 from rise_core.generation import GenerationSettings
-from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE
+from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE, needs_forward_pass
 from rise_core.ranking import Ranking
 from rise_core.retrospective import TRIGGER_TEMPLATE_DEFAULT, read_prompts
 from rise_core.saved_config import parse_list
@@ -280,7 +280,7 @@ def _baseline_passes(key: str, path: str, index: Any, baselines: Sequence[str]) 
     ready = [pool_fit_offer(path, BM25_FIT, "indexes every pool text once", key) if BM25 in baselines else True,
              pool_fit_offer(path, MINILM_FIT, "embeds every pool text once", key) if EMBEDDING in baselines else True,
              forward_pass_offer(path, key, "**Hidden cosine** (this index has no HS channel)")
-             if HIDDEN_COSINE in baselines and not index.config.hidden_channel else True]
+             if needs_forward_pass(baselines, index.config) else True]
     return all(ready)
 
 

@@ -351,18 +351,14 @@ def explanation(index: RiseIndex, lm: LoadedModel, path: str, hit_id: str, query
                 options: ScoreOptions) -> tuple[TokenAttribution, TokenAttribution]:
     """Token contributions of a hit and of the query (`attribution.explain`), cached in the session (for a contrast,
     the hit's tokens are against it)."""
-    from rise_core import attribution
-
-    key = (path, index.manifest.created_at, query, _contrast_key(query_fm), str(hit_id), options)
-    return _session_cached("_explanations", key,
-                           lambda: attribution.explain(index, lm, str(hit_id), query, query_fm, options))
+    return explanations(index, lm, path, [hit_id], query, query_fm, options)[str(hit_id)]
 
 
 def explanations(index: RiseIndex, lm: LoadedModel, path: str, hit_ids: Sequence[str], query: Sample,
                  query_fm: FeatureMatrix, options: ScoreOptions
                  ) -> dict[str, tuple[TokenAttribution, TokenAttribution]]:
-    """`explanation` of several hits: those not cached in the session computed together (`attribution.explain_many`:
-    the hits' forward passes in batches), each then cached as `explanation` caches it."""
+    """`explanation` of several hits, cached in the session by hit (at most 64: full, it starts again): those not
+    cached computed together (`attribution.explain_many`: the hits' forward passes shared)."""
     from rise_core import attribution
 
     keys = {str(h): (path, index.manifest.created_at, query, _contrast_key(query_fm), str(h), options) for h in hit_ids}

@@ -12,10 +12,10 @@ from rise_core.models import LoadedModel
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
 from rise_core.shared_spans import find_shared_spans, span_rows
-from rise_core.store import RiseIndex
+from rise_core.store import RiseIndex, row_text
 
 from . import resources, ui
-from .views import HIDDEN_COLUMNS, display_text
+from .views import HIDDEN_COLUMNS
 
 
 def shared_spans_section(index: RiseIndex, lm: LoadedModel, path: str, hits: pd.DataFrame, query: Sample,
@@ -51,7 +51,7 @@ def shared_spans_section(index: RiseIndex, lm: LoadedModel, path: str, hits: pd.
             rows = span_rows(index, str(row["span"]), str(row["where"]), limit=200)
             in_top = rows["id"].isin(set(hits["id"]))
             shown = rows.drop(columns=[c for c in HIDDEN_COLUMNS if c in rows.columns]).assign(
-                top_hit=in_top.to_numpy(), text=[display_text(r) for r in rows.to_dict("records")])
+                top_hit=in_top.to_numpy(), text=[row_text(r) for r in rows.to_dict("records")])
             st.caption(f"{len(rows)} of {int(row['pool_rows'])} rows shown ({row['summary']}); top_hit: among the "
                        "hits ranked above.")
             st.dataframe(shown.reset_index(drop=True), hide_index=True, key="spans_rows")

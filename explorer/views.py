@@ -74,17 +74,11 @@ def conversation_turns(item: Sample | dict[str, Any] | pd.Series) -> list[tuple[
     return None if sample.messages is None else [(t.role, t.content) for t in sample.messages]
 
 
-def display_text(row: dict[str, Any] | pd.Series) -> str:
-    """The text of a pool row as the model reads it (prompt, newline, completion; or plain text); a conversation as
-    one `role: text` line per turn (`rise_core.store.row_text`)."""
-    return row_text(row)
-
-
 def results_table(hits: pd.DataFrame) -> pd.DataFrame:
     """A ranking as shown to people: rank, id, score, the channel parts (RH, GH, HS) it has, label and metadata, then
     the sample's text. Without the ranking's `attrs` (search, weighting): pyarrow writes them into the table's
     metadata as JSON, where a NaN (a weighting's surprise) breaks the browser's table."""
-    text = [display_text(r) for r in hits.to_dict("records")]
+    text = [row_text(r) for r in hits.to_dict("records")]
     table = hits.drop(columns=[c for c in HIDDEN_COLUMNS if c in hits.columns]).assign(text=text)
     table = table.rename(columns={"rh": "RH", "gh": "GH", "hs": "HS"}).reset_index(drop=True)
     table.attrs = {}

@@ -55,8 +55,8 @@ from .store import RiseIndex
 __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE", "EVALUATE_METHODS", "GRAD_SKETCH",
            "HIDDEN_COSINE", "NEEDS", "PEER_METHODS", "REGISTRY", "RISE", "RISE_BM25", "RISE_FIXED", "RISE_GH", "RISE_HS",
            "RISE_RH", "RISE_RH_GH", "TEXT_METHODS", "IndexSource", "Method", "MethodScores", "TaskSource",
-           "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "register",
-           "resolve", "rise_variant"]
+           "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "needs_forward_pass",
+           "register", "resolve", "rise_variant"]
 
 # --- the registry -----------------------------------------------------------------------------------------------------
 
@@ -295,6 +295,13 @@ TEXT_METHODS = tuple(m.name for m in REGISTRY.values() if not m.needs_lm)  # nee
 
 
 # --- every method at once (the Compare page) --------------------------------------------------------------------------
+
+
+def needs_forward_pass(method_names: Sequence[str], config: RiseConfig) -> bool:
+    """Whether any of these methods needs the model over the whole pool (`compare.forward_vectors`): Grad-Sketch
+    always, hidden cosine on an index without the HS channel."""
+    chosen = {m.name for m in resolve(method_names)}
+    return GRAD_SKETCH in chosen or (HIDDEN_COSINE in chosen and not config.hidden_channel)
 
 
 def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,

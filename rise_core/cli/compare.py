@@ -50,11 +50,11 @@ def run_compare(args: argparse.Namespace, index: Any, lm: Any, queries: list[Any
     """Score `queries` (features `qfm`, a contrast when `versus` is given) with `methods` and print the comparison in
     `args.format`."""
     from ..compare import fit_bm25, fit_embeddings, forward_vectors
-    from ..methods import GRAD_SKETCH, HIDDEN_COSINE, compare_methods
+    from ..methods import compare_methods, needs_forward_pass
     from ..metrics import binary_labels, label_table
 
     forward = None
-    if GRAD_SKETCH in methods or (HIDDEN_COSINE in methods and not index.config.hidden_channel):
+    if needs_forward_pass(methods, index.config):
         print(f"running {lm.model_id} over the {len(index):,} pool samples (Grad-Sketch, hidden states)",
               file=sys.stderr, flush=True)
         forward = forward_vectors(lm, index.sample_list(), index.config)

@@ -13,7 +13,7 @@ from .. import compare
 from ..attribution import query_features
 from ..config import RiseConfig, ScoreOptions
 from ..errors import ConfigError, InputDataError
-from ..methods import GRAD_SKETCH, HIDDEN_COSINE, IndexSource, TaskSource, resolve
+from ..methods import IndexSource, TaskSource, needs_forward_pass, resolve
 from ..ranking import Ranking
 from ..readout_cache import ReadoutCache, grad_sketch_dim
 from ..samples import Sample
@@ -60,8 +60,7 @@ def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequ
         return {}
     queries = [Sample.coerce(q) for q in queries]
     query_fm = query_features(index, lm, queries)
-    if forward is None and any(m.name == GRAD_SKETCH or (m.name == HIDDEN_COSINE and not index.config.hidden_channel)
-                               for m in chosen):
+    if forward is None and needs_forward_pass([m.name for m in chosen], index.config):
         forward = compare.forward_vectors(lm, index.sample_list(), index.config)
     source = IndexSource(index, queries, query_fm, options,
                          bm25=bm25 if bm25 is not None else (lambda: compare.fit_bm25(index)),
