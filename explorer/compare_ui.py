@@ -36,8 +36,8 @@ def forward_pass_offer(path: str, key: str = "cmp", needs: str = GRAD_SKETCH_NEE
     if forward_for(path) is not None:
         st.caption(f"The forward pass over the {n:,} pool samples is done (kept while this server runs).")
         return True
-    extra = ("" if index.config.hidden_channel or needs != GRAD_SKETCH_NEEDS else
-             " The same pass gives hidden cosine (this index has no HS channel).")
+    extra = ("" if index.config.stores_final_hidden or needs != GRAD_SKETCH_NEEDS else
+             " The same pass gives hidden cosine (this index stores no HS channel of the final hidden state).")
     _pass_offer(FORWARD_PASS, path, lambda: start_forward(path), f"{key}_grad",
                 f"{needs} needs one forward pass of {code(index.manifest.model_id)} over all **{n:,} pool samples**, "
                 f"about as long as building the index took.{extra}", f"Run the model over {n:,} pool samples", key)

@@ -106,7 +106,7 @@ def run_bench(lm: LoadedModel, config: RiseConfig, batch_size: int = 8, repeats:
     encoded = [EncodedSample(input_ids=row, counted=[True] * (seq_len - 1), n_prompt_tokens=0, truncated=False)
                for row in ids]
     if extractor.config.needs_hidden_mean:  # the pool's mean is fixed before timing, as an index build does
-        extractor.hidden_mean = readout_forward(lm, encoded, extractor.config).hidden.mean(dim=0)
+        extractor.hidden_mean = readout_forward(lm, encoded, extractor.config).hs_source(extractor.config).mean(dim=0)
     batch = collate(encoded, lm.pad_id)
     input_ids, attn = batch.input_ids.to(lm.device), batch.attention_mask.to(lm.device)
 

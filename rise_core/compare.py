@@ -55,9 +55,12 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def no_hs_reason(index: RiseIndex) -> str:
-    """Why hidden cosine cannot be rebuilt from this index (it has no HS channel), and what it needs instead."""
-    return (f"{index.path.name} has no HS channel (built with hidden_channel off, or before it existed): hidden "
-            f"cosine needs a forward pass over its {len(index)} pool samples")
+    """Why hidden cosine cannot be rebuilt from this index (no HS channel, or one of another layer than the final),
+    and what it needs instead."""
+    why = ("has no HS channel (built with hidden_channel off, or before it existed)" if not index.config.hidden_channel
+           else f"stores the HS channel of another layer (hs_depth={index.config.hs_depth:g}), not the final hidden "
+           "state")
+    return f"{index.path.name} {why}: hidden cosine needs a forward pass over its {len(index)} pool samples"
 
 
 class StoredHidden:
@@ -70,7 +73,7 @@ class StoredHidden:
         self.index, self.streamed = index, streamed
         self.fm, mean = (None if streamed else index.feature_matrix()), index.hidden_mean
         has_hs = index.config.hidden_channel if self.fm is None else self.fm.has_hs
-        if not has_hs or mean is None:
+        if not has_hs or not index.config.stores_final_hidden or mean is None:
             raise ConfigError(no_hs_reason(index))
         self.n_rows = len(index) if self.fm is None else len(self.fm)
         self.mean = mean.double()

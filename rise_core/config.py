@@ -35,7 +35,7 @@ CHANNELS: tuple[str, ...] = ("rh", "gh", "hs")
 HIDDEN_MEAN_SAMPLES = 256
 # values of fields added after the first index format, for manifests written before them
 LEGACY_FIELDS: dict[str, Any] = {"composition": "outer", "hidden_channel": False, "chat_template": "off",
-                                 "chat_turns": "all"}
+                                 "chat_turns": "all", "hs_depth": 1.0}
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,13 @@ class RiseConfig(SavedConfig):
         metadata={"help": "Store the HS channel: each sample's mean final hidden state minus the pool's mean "
                   "(hidden-size values); scored with weight lambda_hs."},
     )
+    hs_depth: float = field(
+        default=1.0,
+        metadata={"help": "Which layer's hidden states the HS channel averages, as a share of the model's depth: "
+                  "layer round(hs_depth x n_layers), 1.0 being the final hidden state (after the final norm) that "
+                  "RH and GH read. Needs no extra forward pass. Under 1 it cannot go with center_hidden.",
+                  "fingerprint": UNLESS_LEGACY},
+    )
     chat_template: ChatTemplate = field(
         default="auto",
         metadata={"help": "How prompt + completion rows and conversations (`messages` rows) become tokens: 'on': "
@@ -126,6 +133,13 @@ class RiseConfig(SavedConfig):
             raise ConfigError(f"chat_template must be one of {CHAT_TEMPLATES}, got {self.chat_template!r}")
         if self.chat_turns not in CHAT_TURNS:
             raise ConfigError(f"chat_turns must be one of {CHAT_TURNS}, got {self.chat_turns!r}")
+        if isinstance(self.hs_depth, bool) or not isinstance(self.hs_depth, (int, float)) or not (
+                0.0 < self.hs_depth <= 1.0):
+            raise ConfigError(f"hs_depth must be a share of the model's depth in (0, 1], got {self.hs_depth!r}")
+        if self.center_hidden and self.hs_depth != 1.0:
+            raise ConfigError("center_hidden centres the final hidden state with the pool's mean, which the HS channel "
+                              f"shares; with hs_depth={self.hs_depth!r} HS reads another layer: set hs_depth=1 to "
+                              "centre, or turn center_hidden off")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
 
@@ -138,6 +152,12 @@ class RiseConfig(SavedConfig):
     def channels(self) -> tuple[str, ...]:
         """The channels features under this config store: RH and GH, and HS when `hidden_channel` is on."""
         return CHANNELS if self.hidden_channel else CHANNELS[:2]
+
+    @property
+    def stores_final_hidden(self) -> bool:
+        """Whether the HS channel is the centred mean *final* hidden state, from which hidden cosine is rebuilt
+        without a forward pass (`compare.StoredHidden`)."""
+        return self.hidden_channel and self.hs_depth == 1.0
 
     @property
     def needs_hidden_mean(self) -> bool:

@@ -23,7 +23,7 @@ import torch
 
 from .config import RiseConfig, mean_fit_rows
 from .errors import InputDataError
-from .models import LoadedModel
+from .models import LoadedModel, hs_layer_index
 from .samples import EncodedSample, Rendering, Sample, collate, encode_sample, resolve_rendering
 from .sketch import SketchSet, tensor_product
 from .vocab_pass import vocab_pass
@@ -49,6 +49,16 @@ class Readout:
     p_sq_sum: torch.Tensor  # (N,) sum_v p_v^2 over the full vocabulary (at tau)
     nll: torch.Tensor  # (N,) -log p(y_t) at tau = 1 (the LM loss)
     n_samples: int
+    hs_hidden: torch.Tensor | None = None  # (N, d) the HS layer's hidden state (config.hs_depth < 1), else None
+
+    def hs_source(self, config: RiseConfig) -> torch.Tensor:
+        """The hidden states the HS channel averages under `config`: the final ones, or the `hs_depth` layer's."""
+        if config.hs_depth == 1.0 or not config.hidden_channel:
+            return self.hidden
+        if self.hs_hidden is None:
+            raise InputDataError(f"hs_depth={config.hs_depth!r} needs the HS layer's hidden states, which this readout "
+                                 "lacks: compute it with readout_forward under that config")
+        return self.hs_hidden
 
     @property
     def target_prob(self) -> torch.Tensor:
@@ -153,9 +163,15 @@ def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: R
     dev, cdt = lm.device, compute_dtype(lm)
     ids, attn = batch.input_ids.to(dev), batch.attention_mask.to(dev)
     counted = batch.counted.to(dev)
-    hidden_all = lm.final_hidden(ids, attn)  # (B, T, d)
+    hs_hidden = None
+    if config.hidden_channel and config.hs_depth != 1.0:  # the HS channel reads another layer: from the same pass
+        hidden_all, layer_all = lm.hidden_with_layer(ids, attn, hs_layer_index(config.hs_depth, lm.n_layers))
+    else:
+        hidden_all = lm.final_hidden(ids, attn)  # (B, T, d)
     sample_index, position = counted.nonzero(as_tuple=True)
     hidden = hidden_all[sample_index, position]  # (N, d)
+    if config.hidden_channel and config.hs_depth != 1.0:
+        hs_hidden = layer_all[sample_index, position].to(cdt)
     targets = batch.targets.to(dev)[sample_index, position]
     n, vocab = hidden.shape[0], lm.vocab_size
     c = min(config.k_max, vocab)
@@ -180,7 +196,7 @@ def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: R
     target_slot = (cand_idx == targets[:, None]).to(torch.int8).argmax(dim=1)
     return Readout(sample_index=sample_index, position=position, hidden=hidden.to(cdt), targets=targets,
                    cand_idx=cand_idx, cand_logit=cand_logit, target_slot=target_slot, lse=lse, p_sq_sum=p_sq, nll=nll,
-                   n_samples=len(encoded))
+                   n_samples=len(encoded), hs_hidden=hs_hidden)
 
 
 def support_mask(cand_logit: torch.Tensor, target_slot: torch.Tensor, rho_cum: float, min_top_l: int) -> torch.Tensor:
@@ -324,10 +340,10 @@ def _tensor_sums(readout: Readout, weight: torch.Tensor, config: RiseConfig, ske
     return rh, gh, keep.sum(dim=1)
 
 
-def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None) -> torch.Tensor:
-    """(B, d): each sample's mean final hidden state over its counted positions, minus `hidden_mean` (the HS
-    channel; zero for a sample with no counted position)."""
-    b, h = readout.n_samples, readout.hidden
+def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None, config: RiseConfig | None = None) -> torch.Tensor:
+    """(B, d): each sample's mean hidden state over its counted positions (the final one, or under `config` the layer
+    its `hs_depth` names), minus `hidden_mean` (the HS channel; zero for a sample with no counted position)."""
+    b, h = readout.n_samples, readout.hidden if config is None else readout.hs_source(config)
     counts = torch.bincount(readout.sample_index, minlength=b).to(h.dtype).clamp_min(1)
     total = torch.zeros((b, h.shape[1]), dtype=h.dtype, device=h.device).index_add_(0, readout.sample_index, h)
     out = total / counts[:, None]
@@ -372,7 +388,7 @@ def features_from_readout(readout: Readout, weight: torch.Tensor, config: RiseCo
     if config.hidden_channel:
         if hidden_mean is None:
             raise InputDataError("the HS channel needs the pool's hidden-state mean; call fit_hidden_mean first")
-        hs = mean_hidden(readout, hidden_mean).cpu()
+        hs = mean_hidden(readout, hidden_mean, config).cpu()
         feats.hs = hs if hs.dtype == torch.float64 else hs.float()
     return feats
 
@@ -420,7 +436,8 @@ class RiseExtractor:
 
     @torch.no_grad()
     def fit_hidden_mean(self, samples: Sequence[Sample | str | dict], batch_size: int = 8) -> torch.Tensor:
-        """Mean final hidden state over the counted positions of `samples` (all of them), kept for later calls.
+        """Mean hidden state (the final one, or the `hs_depth` layer's the HS channel reads) over the counted positions
+        of `samples` (all of them), kept for later calls.
 
         For a pool, fit on `pool_mean_subset(pool)`, the rule index builds and the evaluation follow."""
         total, count = None, 0
@@ -430,9 +447,10 @@ class RiseExtractor:
             if not part:
                 continue
             ro = readout_forward(self.lm, part, self.config)
-            s = ro.hidden.double().sum(dim=0)
+            source = ro.hs_source(self.config)
+            s = source.double().sum(dim=0)
             total = s if total is None else total + s
-            count += ro.hidden.shape[0]
+            count += source.shape[0]
         if total is None:
             raise InputDataError("cannot fit the hidden-state mean: no sample has a counted token")
         self.hidden_mean = (total / count).to(compute_dtype(self.lm))
@@ -504,7 +522,7 @@ class RiseExtractor:
                 rows = ro.sample_index == b
                 hs = None
                 if self.config.hidden_channel:
-                    hidden = ro.hidden[rows]
+                    hidden = ro.hs_source(self.config)[rows]
                     hs = ((hidden - self.hidden_mean.to(hidden)) / max(hidden.shape[0], 1)).cpu()
                 enc = encoded[i]
                 out[i] = TokenSketches(tokens=[self.lm.tokenizer.decode([t]) for t in enc.input_ids],

@@ -264,7 +264,8 @@ register(rise_variant(channels=("rh",), name=RISE_RH, aliases=("RISE-RH",),
 register(rise_variant(channels=("gh",), name=RISE_GH, aliases=("RISE-GH",),
                       description="RISE's GH (semantic, gradient-of-hidden) channel alone."))
 register(rise_variant(channels=("hs",), name=RISE_HS, aliases=("RISE-HS",),
-                      description="RISE's HS channel (centred final hidden state) alone; needs hidden_channel."))
+                      description="RISE's HS channel (centred mean hidden state of the layer hs_depth names) alone; needs "
+                      "hidden_channel."))
 register(Method(HIDDEN_COSINE, "Cosine of mean final hidden states over the counted positions (the representation "
                 "baseline).", frozenset({"lm"}),
                 _hidden_cosine, aliases=("Hidden-cosine",), feedback=FeedbackConfig(beta=0.5, gamma=1.0),
@@ -301,7 +302,7 @@ def needs_forward_pass(method_names: Sequence[str], config: RiseConfig) -> bool:
     """Whether any of these methods needs the model over the whole pool (`compare.forward_vectors`): Grad-Sketch
     always, hidden cosine on an index without the HS channel."""
     chosen = {m.name for m in resolve(method_names)}
-    return GRAD_SKETCH in chosen or (HIDDEN_COSINE in chosen and not config.hidden_channel)
+    return GRAD_SKETCH in chosen or (HIDDEN_COSINE in chosen and not config.stores_final_hidden)
 
 
 def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,

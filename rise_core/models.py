@@ -70,6 +70,12 @@ def weights_fingerprint(config: Any, tokenizer: Any, named_tensors: Iterable[tup
     return h.hexdigest()[:16]
 
 
+def hs_layer_index(depth: float, n_layers: int) -> int:
+    """The layer `RiseConfig.hs_depth` names in a model of `n_layers` decoder layers: round(depth * n_layers), at
+    least 1 (after the first layer), where n_layers is the final hidden state (after the final norm)."""
+    return max(1, min(n_layers, int(depth * n_layers + 0.5)))
+
+
 @dataclass
 class LoadedModel:
     """A causal LM with its tokenizer and the readout RISE uses."""
@@ -122,6 +128,23 @@ class LoadedModel:
         """Final hidden states after the final norm, (B, T, d), without computing logits."""
         out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
         return out.last_hidden_state
+
+    @property
+    def n_layers(self) -> int:
+        """How many decoder layers the model has (`num_hidden_layers`, or `n_layer` for GPT-2)."""
+        cfg = self.model.config
+        n = getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", None)
+        if not n:
+            raise ModelLoadError(f"{type(self.model).__name__}'s config names no layer count (num_hidden_layers)")
+        return int(n)
+
+    def hidden_with_layer(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, layer: int
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(final hidden states after the final norm, the hidden states after `layer` decoder layers), each (B, T, d);
+        `layer` indexes `output_hidden_states` (0: the embeddings, n_layers: the final hidden state)."""
+        out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                                    output_hidden_states=True)
+        return out.last_hidden_state, out.hidden_states[layer]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """z = W h (+ b) for hidden rows (..., d) -> (..., V)."""

@@ -45,6 +45,7 @@ class SampleReadout:
     nll: torch.Tensor
     completion: torch.Tensor  # (P,) bool
     counted_all: torch.Tensor | None = None  # (P,) bool
+    hs_hidden: torch.Tensor | None = None  # (P, d) the HS layer's hidden states (a cache with hs_depth < 1)
 
     def mask(self, counted: str) -> torch.Tensor:
         """The positions `counted` ('completion' or 'all') counts."""
@@ -62,11 +63,12 @@ class ReadoutCache:
     """Per-sample readouts of a model over samples, computed once (batched by length)."""
 
     def __init__(self, lm: LoadedModel, seq_len: int = 512, k_max: int = 256, grad_sketch_dim: int | None = None,
-                 seed: int = 42, chat_template: str = RiseConfig.chat_template, chat_turns: str = RiseConfig.chat_turns
-                 ) -> None:
+                 seed: int = 42, chat_template: str = RiseConfig.chat_template, chat_turns: str = RiseConfig.chat_turns,
+                 hs_depth: float = 1.0) -> None:
         self.lm = lm
+        # hs_depth < 1: the forward pass keeps that layer's hidden states too, for the HS channel
         self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed,
-                                      chat_template=chat_template, chat_turns=chat_turns)
+                                      chat_template=chat_template, chat_turns=chat_turns, hs_depth=hs_depth)
         self.rendering = rendering_for(lm, self.base_config)  # how pairs and conversations become tokens
         self.grad_sketch_dim = grad_sketch_dim  # the default dimension of `grad_sketch`
         self.readouts: dict[tuple, SampleReadout] = {}
@@ -76,11 +78,11 @@ class ReadoutCache:
     @classmethod
     def for_config(cls, lm: LoadedModel, config: RiseConfig, k_max: int | None = None,
                    grad_sketch_dim: int | None = None) -> ReadoutCache:
-        """A cache whose readouts serve `config`: its seq_len, seed and rendering (chat_template, chat_turns), and its
-        k_max unless another is given."""
+        """A cache whose readouts serve `config`: its seq_len, seed, rendering (chat_template, chat_turns) and HS
+        layer (hs_depth, where it stores HS), and its k_max unless another is given."""
         return cls(lm, seq_len=config.seq_len, k_max=config.k_max if k_max is None else k_max,
                    grad_sketch_dim=grad_sketch_dim, seed=config.seed, chat_template=config.chat_template,
-                   chat_turns=config.chat_turns)
+                   chat_turns=config.chat_turns, hs_depth=config.hs_depth if config.hidden_channel else 1.0)
 
     def identity(self) -> dict:
         """What the cached readouts depend on: the model and the cache's seq_len, k_max and seed."""
@@ -89,6 +91,8 @@ class ReadoutCache:
                     "seed": cfg.seed}
         if self.rendering != Rendering():  # (caches saved before renderings were a choice are plain text)
             identity["rendering"] = {"template": self.rendering.template, "turns": self.rendering.turns}
+        if cfg.hs_depth != 1.0:  # (caches saved before hs_depth hold the final hidden states only)
+            identity["hs_depth"] = cfg.hs_depth
         return identity
 
     def save(self, path: str | Path) -> None:
@@ -152,7 +156,8 @@ class ReadoutCache:
                     cand_idx=ro.cand_idx[rows].to(torch.int32).cpu(), cand_logit=ro.cand_logit[rows].cpu(),
                     target_slot=ro.target_slot[rows].cpu(), lse=ro.lse[rows].cpu(), p_sq_sum=ro.p_sq_sum[rows].cpu(),
                     nll=ro.nll[rows].cpu(), completion=torch.tensor(encoded[i][1], dtype=torch.bool),
-                    counted_all=torch.tensor(encoded[i][2], dtype=torch.bool))
+                    counted_all=torch.tensor(encoded[i][2], dtype=torch.bool),
+                    hs_hidden=None if ro.hs_hidden is None else ro.hs_hidden[rows].cpu())
             if progress is not None:
                 progress(len(idx))
 
@@ -168,17 +173,29 @@ class ReadoutCache:
         position = torch.cat([m.nonzero(as_tuple=True)[0] for m in masks])
         return Readout(sample_index=sample_index, position=position, hidden=cat("hidden"), targets=cat("targets"),
                        cand_idx=cat("cand_idx").long(), cand_logit=cat("cand_logit"), target_slot=cat("target_slot"),
-                       lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts))
+                       lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts),
+                       hs_hidden=cat("hs_hidden") if self.base_config.hs_depth != 1.0 else None)
 
-    def hidden_mean(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None) -> torch.Tensor:
-        """Mean final hidden state over the counted positions of all `samples` (as `fit_hidden_mean`)."""
+    def hidden_mean(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None,
+                    config: RiseConfig | None = None) -> torch.Tensor:
+        """Mean hidden state over the counted positions of all `samples` (as `fit_hidden_mean`): the final one, or
+        the layer `config.hs_depth` names for its HS channel."""
         ro = self._readout_of(samples, counted, seq_len)
-        return ro.hidden.double().mean(dim=0).to(ro.hidden.dtype)
+        source = ro.hidden if config is None else ro.hs_source(config)
+        return source.double().mean(dim=0).to(ro.hidden.dtype)
 
     def pool_hidden_mean(self, pool: Sequence[Sample], config: RiseConfig) -> torch.Tensor:
         """The pool's mean as an index build fits it: over the seeded subset `mean_fit_rows` of the pool."""
+        self.check_hs_depth(config)
         subset = [pool[i] for i in mean_fit_rows(len(pool), config.seed)]
-        return self.hidden_mean(subset, config.counted_positions, config.seq_len)
+        return self.hidden_mean(subset, config.counted_positions, config.seq_len, config)
+
+    def check_hs_depth(self, config: RiseConfig) -> None:
+        """Refuse a config whose HS channel reads another layer than this cache kept."""
+        if config.hidden_channel and config.hs_depth != self.base_config.hs_depth:
+            raise ConfigError(f"this readout cache kept the hidden states of hs_depth={self.base_config.hs_depth!r}; "
+                              f"the config's HS channel reads hs_depth={config.hs_depth!r}: build a ReadoutCache "
+                              "with that hs_depth (ReadoutCache.for_config)")
 
     @torch.no_grad()
     def rise_features(self, samples: Sequence[Sample], config: RiseConfig, hidden_mean: torch.Tensor | None = None,
@@ -191,6 +208,7 @@ class ReadoutCache:
         them)."""
         cache, vocab = self.base_config, self.lm.vocab_size
         self.check_rendering(config)
+        self.check_hs_depth(config)
         if config.seq_len > cache.seq_len:
             raise ConfigError(f"the config's seq_len={config.seq_len} exceeds this readout cache's "
                               f"seq_len={cache.seq_len}; build the ReadoutCache with seq_len >= {config.seq_len}")

@@ -58,6 +58,7 @@ from rise_core.scoring import channel_scales, matvec, query_vectors
 from rise_core.shared_spans import PoolSpans, find_shared_spans
 from studies import tasks
 from studies.cache_readouts import cache_file
+from studies.hs_layers import DEPTHS, hs_scores
 from studies.query_channels import table as mean_table
 
 K = 10
@@ -135,10 +136,17 @@ def main() -> int:
     ap.add_argument("--readouts", default="results/readouts")
     ap.add_argument("--out", default="results/behaviour_rule")
     ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.REPORT_ONLY)))
-    ap.add_argument("--stage", choices=("scores", "rules", "all"), default="all")
+    ap.add_argument("--stage", choices=("scores", "rules", "all", "depths"), default="all",
+                    help="depths: the served rule, the fixed weights and HS alone at each depth of --depths (HS from "
+                    "--hs-layers), with the baselines")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--feedback-rule", default="", help="a rule's name: run the simulated analyst from its ranking")
+    ap.add_argument("--hs-layers", default="", help="studies.hs_layers' folder: score HS at --hs-depth from it")
+    ap.add_argument("--hs-depth", type=float, default=1.0, help="with --hs-layers: the HS channel's layer "
+                    "(RiseConfig.hs_depth); every rule is rescored with it (not 'auto (today)', the served scores)")
+    ap.add_argument("--depths", default=",".join(f"{d:g}" for d in DEPTHS), help="with --stage depths")
     args = ap.parse_args()
+    layers = HsLayer(Path(args.hs_layers), args.hs_depth) if args.hs_layers else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names = args.tasks.split(",")
@@ -147,8 +155,13 @@ def main() -> int:
         for name in names:
             if not (out / f"{name}.npz").exists():
                 compute_scores(name, Path(args.readouts), out, lm, args.seq_len)
+    if args.stage == "depths":
+        frame = evaluate_depths(out, names, Path(args.hs_layers), [float(d) for d in args.depths.split(",")])
+        frame.to_csv(out / "depths.csv", index=False)
+        pd.set_option("display.width", 250)
+        print(table(frame).round(3).to_string())
     if args.stage in ("rules", "all"):
-        frame = evaluate_rules(out, names)
+        frame = evaluate_rules(out, names, layers)
         frame.to_csv(out / "per_query.csv", index=False)
         pd.set_option("display.width", 250)
         pd.set_option("display.max_rows", 500)
@@ -156,7 +169,7 @@ def main() -> int:
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
         if args.feedback_rule:
-            fb = evaluate_feedback(out, names, args.feedback_rule)
+            fb = evaluate_feedback(out, names, args.feedback_rule, layers)
             fb.to_csv(out / "feedback.csv", index=False)
             ftab = mean_table(fb, "auPRC", ["variant", "marks"])
             ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
@@ -177,6 +190,25 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 BASELINES = (HIDDEN_COSINE, BM25, EMBEDDING)
+
+
+@dataclasses.dataclass(frozen=True)
+class HsLayer:
+    """The HS channel of another layer (`RiseConfig.hs_depth`), from `studies.hs_layers`' per-layer sums."""
+
+    folder: Path
+    depth: float
+
+    def apply(self, name: str, m: dict[str, np.ndarray]) -> np.ndarray:
+        """Replace m's HS scores (and the fixed weights' sum, which holds them) with this layer's; returns the
+        (N, d) unit pool rows for the feedback stage. The cached span signals of the representation view (`sig`) are
+        not redone: the served rule (SERVED) recomputes its test from m."""
+        hs, pool_rows, _ = hs_scores(dict(np.load(self.folder / f"{name}.npz")), self.depth)
+        if hs.shape != m["HS"].shape:
+            raise SystemExit(f"[{name}] {self.folder} holds {hs.shape} HS scores, the cache {m['HS'].shape}")
+        m["fixed"] = m["fixed"] - m["HS"] + hs
+        m["HS"] = hs
+        return pool_rows
 
 
 RULE = {"t": 2.0, "min_top": 3, "other_max": 3, "rival": True}
@@ -428,12 +460,14 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
     return out
 
 
-def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
+def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None) -> pd.DataFrame:
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
         pool = dict(np.load(out / f"{name}.pool.npz"))
         m = {k: data[k] for k in data.files if k != "labels"}
+        if layers is not None:
+            pool["hs"] = layers.apply(name, m).astype(np.float32)
         sig = json.loads((out / f"{name}.signals.json").read_text())
         task = tasks.task(name)
         more = {n: span_holders(task, sig, m, n) for n in SPANS}
@@ -460,11 +494,37 @@ def evaluate_feedback(out: Path, names: list[str], rule: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def evaluate_rules(out: Path, names: list[str]) -> pd.DataFrame:
+def evaluate_depths(out: Path, names: list[str], folder: Path, depths: list[float]) -> pd.DataFrame:
+    """Per query, auPRC@K of the served rule (SERVED), the fixed weights and HS alone with the HS channel at each
+    depth (`HsLayer`), and of the baselines (which do not depend on it)."""
+    rows = []
+    for name in names:
+        data = np.load(out / f"{name}.npz")
+        sig = json.loads((out / f"{name}.signals.json").read_text())
+        task, part = tasks.task(name), tasks.splits(name, len(sig))
+        base = {k: data[k] for k in data.files if k != "labels"}
+        scored = {b: base[b] for b in BASELINES if b in base}
+        for depth in depths:
+            m = dict(base)
+            HsLayer(folder, depth).apply(name, m)
+            scored.update({f"{rule} @ {depth:g}": scores for rule, scores in (
+                ("RISE default (served rule)", lifted_rule(m, served_findings(task, sig, m))),
+                ("RISE fixed 1.4/1/1", m["fixed"]), ("RISE HS", m["HS"]))})
+        for rule, scores in scored.items():
+            values = auprc(scores, data["labels"])
+            rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
+                        for split, qs in part.items() for i in qs)
+        print(f"[{name}] depths done", flush=True)
+    return pd.DataFrame(rows)
+
+
+def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -> pd.DataFrame:
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
         m = {k: data[k] for k in data.files if k != "labels"}
+        if layers is not None:
+            layers.apply(name, m)
         sig = json.loads((out / f"{name}.signals.json").read_text())
         part = tasks.splits(name, len(sig))
         mine = gate_scores(m)

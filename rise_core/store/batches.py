@@ -78,8 +78,9 @@ def fit_hidden_mean(lm: LoadedModel, config: RiseConfig, fit_usable: list[Usable
             return None
         batch = fit_usable[b_start:b_start + batch_size]
         readout = readout_forward(lm, [enc for _, enc in batch], config)
-        h_sum = readout.hidden.double().sum(dim=0)
-        total_h, count = (h_sum if total_h is None else total_h + h_sum), count + readout.hidden.shape[0]
+        source = readout.hs_source(config)  # the final hidden states, or the HS channel's layer's
+        h_sum = source.double().sum(dim=0)
+        total_h, count = (h_sum if total_h is None else total_h + h_sum), count + source.shape[0]
         batches.append((batch, to_cpu(readout)))
     if progress is not None:
         progress(len(fit_usable), len(fit_usable))

@@ -1,0 +1,138 @@
+"""The HS channel of another layer (`RiseConfig.hs_depth`), against the layer's output read by a hook.
+
+The direct path reads a decoder layer's output with a forward hook (independent of `output_hidden_states`, which the
+engine uses); the tiny models are float64 end to end, so both agree to float64 rounding (FLOAT64_TOL) on any CPU.
+Index values are float16 unit vectors (FP16_ULP per entry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import CORPUS, FLOAT64_TOL
+from index_helpers import pool_rows
+from test_engine import PAIRS
+
+from rise_core import methods
+from rise_core.attribution import query_features, rank
+from rise_core.compare import hidden_cosine_scores
+from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.engine import RiseExtractor
+from rise_core.errors import ConfigError
+from rise_core.models import hs_layer_index
+from rise_core.readout_cache import ReadoutCache
+from rise_core.samples import Sample
+from rise_core.store import RiseIndex, build_index
+
+FP16_ULP = 2.0**-10
+POOL = [Sample(text=t) for t in CORPUS] + PAIRS
+
+
+def _layer_states(lm, ex: RiseExtractor, sample, layer: int) -> torch.Tensor:
+    """The output of decoder layer `layer` (1-based: hidden_states[layer]) at the sample's counted positions, read
+    by a forward hook, one sample alone (no padding)."""
+    enc = ex.encode([sample])[0]
+    ids = torch.tensor([enc.input_ids])
+    seen = []
+    block = lm.model.base_model.layers[layer - 1]
+    handle = block.register_forward_hook(lambda _m, _i, out: seen.append(out[0] if isinstance(out, tuple) else out))
+    try:
+        with torch.no_grad():
+            lm.model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    finally:
+        handle.remove()
+    return seen[0][0][:-1][torch.tensor(enc.counted)]  # position t predicts token t + 1
+
+
+def test_layer_index_known_answers():
+    assert hs_layer_index(1.0, 30) == 30  # the final hidden state
+    assert hs_layer_index(0.7, 30) == 21
+    assert hs_layer_index(0.5, 2) == 1
+    assert hs_layer_index(0.01, 30) == 1  # never the embeddings
+
+
+@pytest.mark.parametrize("counted", ["completion", "all"])
+def test_hs_channel_reads_the_layer_hs_depth_names(tiny_lm, counted):
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, counted_positions=counted, hs_depth=0.5)
+    assert hs_layer_index(cfg.hs_depth, tiny_lm.n_layers) == 1 < tiny_lm.n_layers
+    ex = RiseExtractor(tiny_lm, cfg)
+    mean = ex.fit_hidden_mean(POOL)
+    # the pool's mean: every counted position of every pool sample at that layer, weighted equally
+    states = [_layer_states(tiny_lm, ex, s, 1) for s in POOL]
+    torch.testing.assert_close(mean, torch.cat(states).mean(dim=0), **FLOAT64_TOL)
+    feats = ex.extract(POOL, batch_size=3)  # padded batches
+    for i, s in enumerate(POOL):
+        torch.testing.assert_close(feats.hs[i], states[i].mean(dim=0) - mean, **FLOAT64_TOL)
+    # the gradient channels still read the final hidden state: RH and GH equal the final-layer config's
+    final = RiseExtractor(tiny_lm, cfg.replace(hs_depth=1.0))
+    final.fit_hidden_mean(POOL)
+    final_feats = final.extract(POOL, batch_size=3)
+    torch.testing.assert_close(feats.rh, final_feats.rh, **FLOAT64_TOL)
+    torch.testing.assert_close(feats.gh, final_feats.gh, **FLOAT64_TOL)
+    assert not torch.allclose(feats.hs, final_feats.hs)
+    # the explanation's per-token HS terms sum to the sample's HS
+    tokens = ex.token_sketches(POOL[-1])
+    torch.testing.assert_close(tokens.hs.sum(dim=0), feats.hs[-1], **FLOAT64_TOL)
+
+
+def test_readout_cache_serves_the_layer_and_refuses_another(tiny_llama):
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, hs_depth=0.5)
+    ex = RiseExtractor(tiny_llama, cfg)
+    ex.fit_hidden_mean(ex.pool_mean_subset(POOL))
+    direct = ex.extract(POOL, batch_size=4)
+    cache = ReadoutCache.for_config(tiny_llama, cfg)
+    cache.add(POOL)
+    mean = cache.pool_hidden_mean(POOL, cfg)
+    torch.testing.assert_close(mean, ex.hidden_mean, **FLOAT64_TOL)
+    fm = cache.rise_features(POOL, cfg, mean)
+    got = fm.hs.double() * fm.hs_norm.double()[:, None]
+    torch.testing.assert_close(got, direct.hs.double(), atol=1e-6, rtol=1e-6)  # stored float32 unit rows x norms
+    final_cache = ReadoutCache.for_config(tiny_llama, cfg.replace(hs_depth=1.0))
+    final_cache.add(POOL[:2])
+    with pytest.raises(ConfigError, match="hs_depth"):
+        final_cache.rise_features(POOL[:2], cfg, mean)
+    assert cache.identity() != final_cache.identity()  # a saved cache of one is not loaded as the other
+
+
+def test_index_with_another_layer_ranks_and_hidden_cosine_needs_the_forward_pass(tmp_path, tiny_llama):
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, hs_depth=0.5)
+    rows = pool_rows(12)
+    build_index(tmp_path / "ix", rows, tiny_llama, cfg, batch_size=3)
+    index = RiseIndex.open(tmp_path / "ix")
+    assert index.config.hs_depth == 0.5 and not index.config.stores_final_hidden
+    texts = [r["text"] for r in rows]
+    ex = RiseExtractor(tiny_llama, cfg)
+    ex.fit_hidden_mean(ex.pool_mean_subset(texts))  # the build's mean: the same layer, the same rows
+    torch.testing.assert_close(index.hidden_mean.double(), ex.hidden_mean.double(), **FLOAT64_TOL)
+    direct = ex.extract(texts, batch_size=2)
+    fm, ids = index.feature_matrix(), index.samples()["id"].tolist()
+    by_id = {r["id"]: i for i, r in enumerate(rows)}
+    for row, sample_id in enumerate(ids):
+        unit = direct.hs[by_id[sample_id]] / direct.hs[by_id[sample_id]].norm()
+        assert (fm.hs[row].double() - unit).abs().max() <= FP16_ULP
+    qfm = query_features(index, tiny_llama, texts[0])
+    torch.testing.assert_close(qfm.hs.double() * qfm.hs_norm.double()[:, None], direct.hs[:1].double(),
+                               atol=1e-6, rtol=1e-6)  # float32 query features
+    assert len(rank(index, qfm, k=3)) == 3  # the default scoring (per-query rule) runs on it
+    hs_only = rank(index, qfm, ScoreOptions(lambda_rh=0.0, lambda_gh=0.0, lambda_hs=1.0), k=3)
+    assert hs_only.iloc[0]["id"] == "s0" and abs(hs_only.iloc[0]["hs"] - 1.0) <= 4 * FP16_ULP  # itself, cosine 1
+    with pytest.raises(ConfigError, match="another layer"):
+        hidden_cosine_scores(index, qfm)
+    assert methods.needs_forward_pass([methods.HIDDEN_COSINE], index.config)
+    assert not methods.needs_forward_pass([methods.HIDDEN_COSINE], cfg.replace(hs_depth=1.0))
+
+
+def test_config_checks_hs_depth_and_keeps_old_fingerprints():
+    for bad in (0.0, -0.5, 1.5, True, "0.5", float("nan")):
+        with pytest.raises(ConfigError, match="hs_depth"):
+            RiseConfig(hs_depth=bad)
+    with pytest.raises(ConfigError, match="center_hidden"):
+        RiseConfig(hs_depth=0.5, center_hidden=True)
+    # a manifest written before hs_depth loads at the final layer, with the same fingerprint as before
+    old = {k: v for k, v in RiseConfig(hs_depth=1.0).to_dict().items() if k != "hs_depth"}
+    loaded = RiseConfig.from_dict(old)
+    assert loaded.hs_depth == 1.0
+    assert loaded.fingerprint() == RiseConfig(hs_depth=1.0).fingerprint()
+    assert RiseConfig(hs_depth=0.5).fingerprint() != RiseConfig(hs_depth=1.0).fingerprint()
+    assert np.isclose(RiseConfig.from_dict(RiseConfig(hs_depth=0.7).to_dict()).hs_depth, 0.7)
