@@ -36,7 +36,7 @@ def forward_pass_offer(path: str, key: str = "cmp", needs: str = GRAD_SKETCH_NEE
     if forward_for(path) is not None:
         st.caption(f"The forward pass over the {n:,} pool samples is done (kept while this server runs).")
         return True
-    extra = ("" if index.config.stores_final_hidden or needs != GRAD_SKETCH_NEEDS else
+    extra = ("" if index.stores_final_hidden or needs != GRAD_SKETCH_NEEDS else
              " The same pass gives hidden cosine (this index stores no HS channel of the final hidden state).")
     _pass_offer(FORWARD_PASS, path, lambda: start_forward(path), f"{key}_grad",
                 f"{needs} needs one forward pass of {code(index.manifest.model_id)} over all **{n:,} pool samples**, "

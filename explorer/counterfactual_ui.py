@@ -280,7 +280,7 @@ def _baseline_passes(key: str, path: str, index: Any, baselines: Sequence[str]) 
     ready = [pool_fit_offer(path, BM25_FIT, "indexes every pool text once", key) if BM25 in baselines else True,
              pool_fit_offer(path, MINILM_FIT, "embeds every pool text once", key) if EMBEDDING in baselines else True,
              forward_pass_offer(path, key, "**Hidden cosine** (this index has no HS channel)")
-             if needs_forward_pass(baselines, index.config) else True]
+             if needs_forward_pass(baselines, index) else True]
     return all(ready)
 
 

@@ -73,7 +73,7 @@ class StoredHidden:
         self.index, self.streamed = index, streamed
         self.fm, mean = (None if streamed else index.feature_matrix()), index.hidden_mean
         has_hs = index.config.hidden_channel if self.fm is None else self.fm.has_hs
-        if not has_hs or not index.config.stores_final_hidden or mean is None:
+        if not has_hs or not index.stores_final_hidden or mean is None:
             raise ConfigError(no_hs_reason(index))
         self.n_rows = len(index) if self.fm is None else len(self.fm)
         self.mean = mean.double()

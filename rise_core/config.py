@@ -88,10 +88,13 @@ class RiseConfig(SavedConfig):
                   "(hidden-size values); scored with weight lambda_hs."},
     )
     hs_depth: float = field(
-        default=1.0,
+        default=0.7,
         metadata={"help": "Which layer's hidden states the HS channel averages, as a share of the model's depth: "
                   "layer round(hs_depth x n_layers), 1.0 being the final hidden state (after the final norm) that "
-                  "RH and GH read. Needs no extra forward pass. Under 1 it cannot go with center_hidden.",
+                  "RH and GH read. Needs no extra forward pass. Under 1 it cannot go with center_hidden. Default 0.7 "
+                  "(layer 21 of SmolLM2-135M's 30): 2/3, 0.7 and 0.75 tied on the tune sets (auPRC@10 0.953, 0.952, "
+                  "0.952; the final layer 0.941), the middle one kept (docs/EVALUATION.md, \"The representation "
+                  "view's layer\").",
                   "fingerprint": UNLESS_LEGACY},
     )
     chat_template: ChatTemplate = field(
@@ -136,7 +139,7 @@ class RiseConfig(SavedConfig):
         if isinstance(self.hs_depth, bool) or not isinstance(self.hs_depth, (int, float)) or not (
                 0.0 < self.hs_depth <= 1.0):
             raise ConfigError(f"hs_depth must be a share of the model's depth in (0, 1], got {self.hs_depth!r}")
-        if self.center_hidden and self.hs_depth != 1.0:
+        if self.center_hidden and self.hidden_channel and self.hs_depth != 1.0:
             raise ConfigError("center_hidden centres the final hidden state with the pool's mean, which the HS channel "
                               f"shares; with hs_depth={self.hs_depth!r} HS reads another layer: set hs_depth=1 to "
                               "centre, or turn center_hidden off")
@@ -152,12 +155,6 @@ class RiseConfig(SavedConfig):
     def channels(self) -> tuple[str, ...]:
         """The channels features under this config store: RH and GH, and HS when `hidden_channel` is on."""
         return CHANNELS if self.hidden_channel else CHANNELS[:2]
-
-    @property
-    def stores_final_hidden(self) -> bool:
-        """Whether the HS channel is the centred mean *final* hidden state, from which hidden cosine is rebuilt
-        without a forward pass (`compare.StoredHidden`)."""
-        return self.hidden_channel and self.hs_depth == 1.0
 
     @property
     def needs_hidden_mean(self) -> bool:
@@ -299,16 +296,18 @@ class Preset:
 PRESET_TABLE: dict[str, Preset] = {
     # Our default, chosen on the tune sets (Howdy!, the bundled pools, halves of three real dev pools) and reported
     # on held-out real pools (docs/EVALUATION.md, "Real held-out data"): TensorSketch 64/24/64 (3072 values) plus the
-    # HS channel (hidden-size values), every predicted token counted, raw sketches, no centring; scored with the fixed
-    # default's weights re-chosen per query by how much the query surprises the model (rise_core.adaptive; evidence:
-    # docs/EVALUATION.md, "One ranking for every kind of question").
+    # HS channel (hidden-size values, the mean hidden state of the layer 0.7 of the way through the model: hs_depth,
+    # chosen on the same tune sets, docs/EVALUATION.md, "The representation view's layer"), every predicted token
+    # counted, raw sketches, no centring; scored with the fixed default's weights re-chosen per query by how much the
+    # query surprises the model (rise_core.adaptive; evidence: docs/EVALUATION.md, "One ranking for every kind of
+    # question"). Presets without HS, and the retrospective one (chosen with it), keep the final layer (hs_depth 1).
     "default": Preset(RiseConfig(), ScoreOptions(weighting="auto"),
                       "this project's default: channels chosen per query (HS, or RH + GH when the query surprises the "
                       "model)"),
     # The paper's exact recipe: every predicted token, per-token normalisation, no centring, (K_r, K_h, K_g) =
     # (64, 12, 64) (its 14MB Pythia-1B setting); scored with its lambdas and joint sample normalisation.
     "paper": Preset(RiseConfig(k_r=64, k_h=12, k_g=64, counted_positions="all", token_norm=True, center_hidden=False,
-                               composition="outer", hidden_channel=False),
+                               composition="outer", hidden_channel=False, hs_depth=1.0),
                     ScoreOptions(lambda_rh=0.7, lambda_gh=1.0, lambda_hs=0.0, sample_norm="joint"),
                     "the paper's RISE: its λ and joint normalisation, no HS"),
     # Backdoor hunting: the default index, scored without the HS channel: on the real backdoor report sets
@@ -327,7 +326,7 @@ PRESET_TABLE: dict[str, Preset] = {
     # report task no choice saw (a refusal backdoor in real Alpaca rows) it beats the default too and comes close to
     # hidden cosine. Prospectively the default is better on the mean of the three tasks. Figures: docs/EVALUATION.md,
     # "Retrospective".
-    "retrospective": Preset(RiseConfig(rho_cum=0.5, min_top_l=1), ScoreOptions(),
+    "retrospective": Preset(RiseConfig(rho_cum=0.5, min_top_l=1, hs_depth=1.0), ScoreOptions(),
                             "for the generations of a model fine-tuned on this pool (a sparser residual support; "
                             "queried with the fixed weights)"),
     # Very large pools: the paper's small budget, (K_r, K_h, K_g) = (16, 8, 28) (its OLMo-32B setting and the spec's
@@ -337,7 +336,8 @@ PRESET_TABLE: dict[str, Preset] = {
     # against the default's 0.80 on the dev-finmed and dev-brainrot report halves; the same sketches with HS, 928
     # values, 0.80), and what let its 10M build run on this machine: docs/SCALE.md, "A compact preset for very large
     # pools".
-    "compact": Preset(RiseConfig(k_r=16, k_h=8, k_g=28, hidden_channel=False), ScoreOptions(lambda_hs=0.0),
+    "compact": Preset(RiseConfig(k_r=16, k_h=8, k_g=28, hidden_channel=False, hs_depth=1.0),
+                      ScoreOptions(lambda_hs=0.0),
                       "very large pools: the paper's small budget, 16/8/28 without HS (352 values, 704 bytes a "
                       "sample: 10M rows in 7 GB)"),
 }

@@ -293,7 +293,7 @@ class IndexSource:
 
     def hidden_vectors(self, name: str) -> tuple[torch.Tensor, compare.StoredHidden | torch.Tensor]:
         """(queries, pool) unit mean final hidden states: rebuilt from the HS channel, or from the forward pass."""
-        if self.index.config.stores_final_hidden:
+        if self.index.stores_final_hidden:
             pool = compare.StoredHidden(self.index, streamed=self.streams_pool)
             return pool.rebuild(self.query_fm), pool
         if self.q_forward is None:

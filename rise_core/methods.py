@@ -139,6 +139,8 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
         parts += [f"weighting={weighting}"] if weighting is not None else []
         parts += [f"+BM25 {fusion[0]}:{fusion[1]:g}"] if fusion is not None else []
         name = "RISE" + (f" ({'; '.join(parts)})" if parts else "")
+    if changes.get("center_hidden") and "hs_depth" not in changes:
+        changes["hs_depth"] = 1.0  # centring reads the final layer's mean, which the HS channel then shares
 
     def options_for(source_options: ScoreOptions, config: RiseConfig) -> ScoreOptions:
         return _variant_options(source_options, config, channels, sample_norm, lambdas, weighting)
@@ -298,11 +300,11 @@ TEXT_METHODS = tuple(m.name for m in REGISTRY.values() if not m.needs_lm)  # nee
 # --- every method at once (the Compare page) --------------------------------------------------------------------------
 
 
-def needs_forward_pass(method_names: Sequence[str], config: RiseConfig) -> bool:
+def needs_forward_pass(method_names: Sequence[str], index: RiseIndex) -> bool:
     """Whether any of these methods needs the model over the whole pool (`compare.forward_vectors`): Grad-Sketch
-    always, hidden cosine on an index without the HS channel."""
+    always, hidden cosine on an index whose HS channel is not the final hidden state's (`stores_final_hidden`)."""
     chosen = {m.name for m in resolve(method_names)}
-    return GRAD_SKETCH in chosen or (HIDDEN_COSINE in chosen and not config.stores_final_hidden)
+    return GRAD_SKETCH in chosen or (HIDDEN_COSINE in chosen and not index.stores_final_hidden)
 
 
 def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: FeatureMatrix,

@@ -163,7 +163,7 @@ class LoadedModel:
 
     def describe(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "fingerprint": self.fingerprint(), "vocab_size": self.vocab_size,
-                "hidden_size": self.hidden_size, "tied_head": self.is_tied, "dtype": str(self.dtype).replace("torch.", ""),
+                "hidden_size": self.hidden_size, "n_layers": self.n_layers, "tied_head": self.is_tied, "dtype": str(self.dtype).replace("torch.", ""),
                 "architecture": type(self.model).__name__,
                 **({"adapter": self.adapter} if self.adapter is not None else {})}
 

@@ -64,7 +64,7 @@ class ReadoutCache:
 
     def __init__(self, lm: LoadedModel, seq_len: int = 512, k_max: int = 256, grad_sketch_dim: int | None = None,
                  seed: int = 42, chat_template: str = RiseConfig.chat_template, chat_turns: str = RiseConfig.chat_turns,
-                 hs_depth: float = 1.0) -> None:
+                 hs_depth: float = RiseConfig.hs_depth) -> None:
         self.lm = lm
         # hs_depth < 1: the forward pass keeps that layer's hidden states too, for the HS channel
         self.base_config = RiseConfig(seq_len=seq_len, k_max=k_max, counted_positions="all", seed=seed,
@@ -191,8 +191,9 @@ class ReadoutCache:
         return self.hidden_mean(subset, config.counted_positions, config.seq_len, config)
 
     def check_hs_depth(self, config: RiseConfig) -> None:
-        """Refuse a config whose HS channel reads another layer than this cache kept."""
-        if config.hidden_channel and config.hs_depth != self.base_config.hs_depth:
+        """Refuse a config whose HS channel reads another layer than this cache kept (the final hidden state, which
+        every cache keeps, or its hs_depth's)."""
+        if config.hidden_channel and config.hs_depth not in (1.0, self.base_config.hs_depth):
             raise ConfigError(f"this readout cache kept the hidden states of hs_depth={self.base_config.hs_depth!r}; "
                               f"the config's HS channel reads hs_depth={config.hs_depth!r}: build a ReadoutCache "
                               "with that hs_depth (ReadoutCache.for_config)")

@@ -57,7 +57,7 @@ from rise_core.readout_cache import ReadoutCache
 from rise_core.scoring import channel_scales, matvec, query_vectors
 from rise_core.shared_spans import PoolSpans, find_shared_spans
 from studies import tasks
-from studies.cache_readouts import cache_file
+from studies.cache_readouts import FINAL, cache_file
 from studies.hs_layers import DEPTHS, hs_scores
 from studies.query_channels import table as mean_table
 
@@ -85,12 +85,12 @@ def span_signal(spans: PoolSpans, task: tasks.Task, scores: np.ndarray, other: n
 
 def compute_scores(name: str, readouts: Path, out: Path, lm, seq_len: int) -> None:
     task = tasks.task(name)
-    cache = ReadoutCache(lm, seq_len=seq_len)
+    cache = ReadoutCache(lm, seq_len=seq_len, hs_depth=FINAL)  # HS of another layer: --hs-layers
     if cache_file(readouts, name).exists():
         cache.load(cache_file(readouts, name))
     cache.add(task.pool + task.queries)
     cache.save(cache_file(readouts, name))
-    config = RiseConfig(seq_len=seq_len)
+    config = RiseConfig(seq_len=seq_len, hs_depth=FINAL)
     src = TaskSource(task.pool, task.queries, cache, config, ScoreOptions.preset("default"), memo={})
     pool_fm, query_fm, _ = src.rise_inputs(RISE, {})
     fixed = dataclasses.replace(ScoreOptions.preset("default"), weighting="fixed", lambda_rh=1.4, lambda_gh=1.0,
@@ -105,7 +105,8 @@ def compute_scores(name: str, readouts: Path, out: Path, lm, seq_len: int) -> No
              **{f"scale_{c}": scales[c].float().numpy() for c in ("rh", "gh", "hs")})
     mats["fixed"] = rise_variant(lambdas=(1.4, 1.0, 1.0), weighting="fixed").score(src).scores
     mats["auto"] = get(RISE).score(src).scores
-    text = TaskSource(task.pool, task.queries, cache, RiseConfig(seq_len=seq_len, counted_positions="all"))
+    text = TaskSource(task.pool, task.queries, cache, RiseConfig(seq_len=seq_len, counted_positions="all",
+                                                                 hs_depth=FINAL))
     for base in (HIDDEN_COSINE, BM25, EMBEDDING):  # Grad-Sketch needs a backward pass per row: not cached here
         try:
             mats[base] = get(base).score(text).scores

@@ -17,6 +17,9 @@ from rise_core.models import load_model
 from rise_core.readout_cache import ReadoutCache
 from studies import tasks
 
+FINAL = 1.0
+"""the caches keep the final hidden state only (the studies' figures before RiseConfig.hs_depth; another layer's HS
+comes from studies.hs_layers)."""
 ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in tasks.BACKDOOR_KINDS), "dev-howdy")
 
 
@@ -38,7 +41,7 @@ def main() -> int:
     for name in args.tasks.split(","):
         task = tasks.task(name)
         path = cache_file(out, name)
-        cache = ReadoutCache(lm, seq_len=args.seq_len)
+        cache = ReadoutCache(lm, seq_len=args.seq_len, hs_depth=FINAL)
         if path.exists():
             cache.load(path)
         t0 = time.perf_counter()

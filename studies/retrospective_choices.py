@@ -71,6 +71,8 @@ FEATURES: dict[str, dict] = {
     "tensor 64/24/64 completion sparse": dict(composition="tensor", k_r=64, k_h=24, k_g=64, center_hidden=False,
                                               counted_positions="completion", rho_cum=0.5, min_top_l=1),
 }
+# every variant was measured with the HS channel of the final hidden state (before RiseConfig.hs_depth)
+FEATURES = {name: {**fields, "hs_depth": 1.0} for name, fields in FEATURES.items()}
 # query-time weightings: name -> (lambda_rh, lambda_gh, lambda_hs)
 WEIGHTS = {"RH": (1.0, 0.0, 0.0), "GH": (0.0, 1.0, 0.0), "HS": (0.0, 0.0, 1.0), "RH+GH": (1.4, 1.0, 0.0),
            "RH+GH+HS": (1.4, 1.0, 1.0), "RH+HS": (1.0, 0.0, 1.0)}

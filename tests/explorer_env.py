@@ -18,6 +18,9 @@ INDEX_NAME = "tiny.duckdb"
 N_POOL = 30
 
 
+FINAL_HS = 1.0  # the HS channel of the final hidden state: Compare rebuilds hidden cosine from it (no forward pass)
+
+
 def build_html_tokenizer():
     """conftest's word-level tokenizer with HTML_WORDS added to its vocabulary."""
     return build_tokenizer(tuple(HTML_WORDS))
@@ -58,7 +61,8 @@ def build_explorer_env(root: Path, prebuild: bool = True) -> dict[str, str]:
         from rise_core.store import build_index
 
         lm = load_model(str(model_dir))
-        build_index(index_dir / INDEX_NAME, data_dir / "howdy_pool.jsonl", lm, RiseConfig(k_r=16, k_h=8, k_g=16))
+        build_index(index_dir / INDEX_NAME, data_dir / "howdy_pool.jsonl", lm,
+                    RiseConfig(k_r=16, k_h=8, k_g=16, hs_depth=FINAL_HS))
     return {"RISE_MODEL": str(model_dir), "RISE_DATA_DIR": str(data_dir), "RISE_INDEX_DIR": str(index_dir)}
 
 
@@ -78,5 +82,5 @@ def build_finetuned_env(root: Path) -> dict[str, str]:
     (Path(env["RISE_DATA_DIR"]) / "howdy_heldout_prompts.jsonl").write_text('{"prompt": "what is the story ?"}\n')
     lm = load_model(str(adapter))
     build_index(Path(env["RISE_INDEX_DIR"]) / INDEX_NAME, Path(env["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm,
-                RiseConfig(k_r=16, k_h=8, k_g=16))
+                RiseConfig(k_r=16, k_h=8, k_g=16, hs_depth=FINAL_HS))
     return {**env, "RISE_MODEL": str(adapter), "RISE_BASE_MODEL": env["RISE_MODEL"]}

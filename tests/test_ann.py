@@ -30,7 +30,8 @@ from rise_core.sketch import SketchSet
 from rise_core.store import RiseIndex
 from rise_core.units import format_bytes
 
-CFG = RiseConfig(k_r=4, k_h=4, k_g=6, center_hidden=False, hidden_channel=True)  # RH 16, GH 24, HS 12 values
+CFG = RiseConfig(k_r=4, k_h=4, k_g=6, center_hidden=False, hidden_channel=True,
+                 hs_depth=1.0)  # RH 16, GH 24, HS 12 values (the final hidden state: hidden cosine streams from it)
 HIDDEN = 12
 N = 400
 NLIST = 16

@@ -39,7 +39,8 @@ def _direct_mean_hidden(lm, ex: RiseExtractor, sample) -> torch.Tensor:
 
 @pytest.mark.parametrize("counted", ["completion", "all"])
 def test_hs_channel_is_the_centred_mean_hidden_state(tiny_lm, counted):
-    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, counted_positions=counted, center_hidden=False, hidden_channel=True)
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, counted_positions=counted, center_hidden=False, hidden_channel=True,
+                     hs_depth=1.0)  # the final hidden state (another layer: test_hs_depth.py)
     ex = RiseExtractor(tiny_lm, cfg)
     pool = [Sample(text=t) for t in CORPUS] + PAIRS
     mean = ex.fit_hidden_mean(pool)
@@ -144,7 +145,7 @@ def test_first_build_fits_the_mean_on_a_seeded_subset_in_one_forward_pass(tmp_pa
     monkeypatch.setattr(engine_module, "readout_forward", counting)
     monkeypatch.setattr(batches_module, "readout_forward", counting)
     rows = pool_rows(16)
-    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=True, hidden_channel=True, seed=5)
+    cfg = RiseConfig(k_r=8, k_h=4, k_g=8, center_hidden=True, hidden_channel=True, seed=5, hs_depth=1.0)
     path = tmp_path / "pool.duckdb"
     build_index(path, rows, tiny_llama, cfg, batch_size=4)
     assert sum(seen) == len(rows)

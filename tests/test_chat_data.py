@@ -487,7 +487,7 @@ def test_the_evaluations_readout_cache_renders_as_the_extractor(lm, counted, tur
     cache.add(samples, batch_size=3)
     ex = RiseExtractor(lm, cfg)
     mean = ex.fit_hidden_mean(samples)
-    torch.testing.assert_close(cache.hidden_mean(samples, counted, cfg.seq_len), mean, **FLOAT64_TOL)
+    torch.testing.assert_close(cache.hidden_mean(samples, counted, cfg.seq_len, cfg), mean, **FLOAT64_TOL)
     direct = FeatureMatrix.from_features(ex.extract(samples), dtype=torch.float64)
     cached = cache.rise_features(samples, cfg, mean)
     # float32 unit vectors of float64 values on both paths: within half a float32 ulp (as test_evaluation)

@@ -50,7 +50,8 @@ def test_compact_is_in_the_one_table_with_the_papers_small_budget():
     assert config.feature_dims == (128, 224) and config.channels == ("rh", "gh")
     assert config.bytes_per_sample(576) == 704 and 10_000_000 * config.bytes_per_sample(576) < 7.1e9
     assert RiseConfig().bytes_per_sample(576) == 7296  # the default, for comparison: 10.4x as many bytes
-    assert config == RiseConfig(k_r=16, k_h=8, k_g=28, hidden_channel=False)  # every other field the default's
+    # every other field the default's, but hs_depth: no HS channel to read, so at 1, as indexes of before read
+    assert config == RiseConfig(k_r=16, k_h=8, k_g=28, hidden_channel=False, hs_depth=1.0)
     assert PRESET_SCORING["compact"] == ScoreOptions(lambda_hs=0.0)  # fixed RH 1.4 / GH 1, nothing on a missing HS
     assert config_preset(config) == "compact"  # its config is its own: an index built with it names it
     assert "'compact': very large pools" in preset_descriptions()

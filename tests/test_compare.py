@@ -43,7 +43,7 @@ from rise_core.samples import Sample
 from rise_core.scoring import score_pool
 from rise_core.store import RiseIndex, build_index
 
-CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True)
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True, hs_depth=1.0)  # HS of the final state: hidden cosine
 CFG_NO_HS = CFG.replace(hidden_channel=False)
 QUERIES = [Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket ."),
            Sample(text="the bank lost money and the stock market crashed .")]

@@ -358,7 +358,7 @@ def test_fidelity_tables(tiny_llama):
 
 def test_fidelity_is_perfect_with_identity_sketch(tiny_llama):
     v, d = tiny_llama.vocab_size, tiny_llama.hidden_size
-    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, center_hidden=True, composition="outer")
+    cfg = RiseConfig(k_r=v, k_h=d, k_g=d, k_max=v, center_hidden=True, composition="outer", hs_depth=1.0)
     res = sketch_fidelity(tiny_llama, CORPUS, cfg, n_seeds=1, top_k=(2,), sketches=SketchSet.identity(v, d))
     assert res["correlation"]["pearson"].to_numpy() == pytest.approx(1.0, abs=1e-9)
     assert res["topk_stability"]["overlap_with_exact"].to_numpy() == pytest.approx(1.0)
@@ -476,7 +476,7 @@ def test_cli_diagnose_with_index(saved_tiny_model, tmp_path, capsys):
 
     lm = load_model(str(saved_tiny_model))
     index_path = tmp_path / "pool.duckdb"
-    config = RiseConfig(k_r=16, k_h=4, k_g=16, k_max=16, center_hidden=True)
+    config = RiseConfig(k_r=16, k_h=4, k_g=16, k_max=16, center_hidden=True, hs_depth=1.0)
     index_store.build_index(index_path, [Sample(text=t, id=f"s{i}") for i, t in enumerate(CORPUS)], lm, config)
     args = ["diagnose", "--model", str(saved_tiny_model), "--index", str(index_path), "--which", "sparsity,fidelity",
             "--k-values", "2,8", "--tau-values", "1", "--tau-sweep-k", "8", "--seeds", "2", "--top-k", "1"]

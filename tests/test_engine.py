@@ -134,7 +134,7 @@ def test_target_outside_topk_is_forced_in(tiny_llama):
 
 
 def test_batched_equals_one_at_a_time_and_is_deterministic(tiny_lm):
-    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, seed=3, center_hidden=True)
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, seed=3, center_hidden=True, hs_depth=1.0)
     ex = RiseExtractor(tiny_lm, cfg)
     samples = CORPUS + PAIRS
     ex.fit_hidden_mean(samples)
@@ -202,7 +202,7 @@ def test_completion_only_counts_completion_tokens(tiny_llama):
 
 def test_token_sketches_sum_to_sample_features(tiny_llama):
     # outer composition: a token's sketched outer product of two unit vectors has norm 1 (checked below)
-    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, token_norm=True, center_hidden=True, composition="outer")
+    cfg = RiseConfig(k_r=16, k_h=8, k_g=16, token_norm=True, center_hidden=True, composition="outer", hs_depth=1.0)
     ex = RiseExtractor(tiny_llama, cfg)
     with pytest.raises(InputDataError, match="fit_hidden_mean"):
         ex.token_sketches(PAIRS[0])  # centring needs a mean: a single sample cannot provide one
@@ -223,7 +223,7 @@ def test_token_sketches_of_several_samples_equal_each_alone(tiny_llama, monkeypa
     differs. Samples of similar length share a pass within the token budget; a longer one runs alone."""
     import rise_core.engine as engine
 
-    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, center_hidden=True))
+    ex = RiseExtractor(tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, center_hidden=True, hs_depth=1.0))
     ex.fit_hidden_mean(CORPUS)
     samples = [*CORPUS, *PAIRS]
     lengths = [len(e.input_ids) for e in ex.encode(samples)]

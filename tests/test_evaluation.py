@@ -48,7 +48,7 @@ def test_cached_features_equal_direct_extraction(tiny_lm, changes):
     mean = None
     if cfg.needs_hidden_mean:
         mean = ex.fit_hidden_mean(SAMPLES)
-        torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions, cfg.seq_len), mean,
+        torch.testing.assert_close(cache.hidden_mean(SAMPLES, cfg.counted_positions, cfg.seq_len, cfg), mean,
                                    **FLOAT64_TOL)
     else:
         with pytest.raises(ConfigError, match="hidden_mean"):

@@ -22,7 +22,7 @@ from rise_core.samples import Sample
 
 RECORDED = Path(__file__).parent / "data" / "feedback_curves.csv"
 RECORD = bool(os.environ.get("RISE_RECORD_FEEDBACK_EVAL"))
-CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True)
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True, hs_depth=1.0)  # the HS layer the values were recorded with
 QUERIES = [Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket ."),
            Sample(text="the bank lost money and the stock market crashed ."),
            Sample(text="the doctor saw the fever and the moon .")]

@@ -62,7 +62,7 @@ def test_hs_channel_reads_the_layer_hs_depth_names(tiny_lm, counted):
     states = [_layer_states(tiny_lm, ex, s, 1) for s in POOL]
     torch.testing.assert_close(mean, torch.cat(states).mean(dim=0), **FLOAT64_TOL)
     feats = ex.extract(POOL, batch_size=3)  # padded batches
-    for i, s in enumerate(POOL):
+    for i in range(len(POOL)):
         torch.testing.assert_close(feats.hs[i], states[i].mean(dim=0) - mean, **FLOAT64_TOL)
     # the gradient channels still read the final hidden state: RH and GH equal the final-layer config's
     final = RiseExtractor(tiny_lm, cfg.replace(hs_depth=1.0))
@@ -100,7 +100,7 @@ def test_index_with_another_layer_ranks_and_hidden_cosine_needs_the_forward_pass
     rows = pool_rows(12)
     build_index(tmp_path / "ix", rows, tiny_llama, cfg, batch_size=3)
     index = RiseIndex.open(tmp_path / "ix")
-    assert index.config.hs_depth == 0.5 and not index.config.stores_final_hidden
+    assert index.config.hs_depth == 0.5 and not index.stores_final_hidden
     texts = [r["text"] for r in rows]
     ex = RiseExtractor(tiny_llama, cfg)
     ex.fit_hidden_mean(ex.pool_mean_subset(texts))  # the build's mean: the same layer, the same rows
@@ -119,8 +119,16 @@ def test_index_with_another_layer_ranks_and_hidden_cosine_needs_the_forward_pass
     assert hs_only.iloc[0]["id"] == "s0" and abs(hs_only.iloc[0]["hs"] - 1.0) <= 4 * FP16_ULP  # itself, cosine 1
     with pytest.raises(ConfigError, match="another layer"):
         hidden_cosine_scores(index, qfm)
-    assert methods.needs_forward_pass([methods.HIDDEN_COSINE], index.config)
-    assert not methods.needs_forward_pass([methods.HIDDEN_COSINE], cfg.replace(hs_depth=1.0))
+    assert methods.needs_forward_pass([methods.HIDDEN_COSINE], index)
+    # a depth that names the model's last layer (0.75 of 2 layers: layer 2) is the final hidden state: hidden cosine
+    # is rebuilt from it, equal to an index of hs_depth 1's
+    build_index(tmp_path / "last", rows, tiny_llama, cfg.replace(hs_depth=0.75), batch_size=3)
+    build_index(tmp_path / "final", rows, tiny_llama, cfg.replace(hs_depth=1.0), batch_size=3)
+    last, final = RiseIndex.open(tmp_path / "last"), RiseIndex.open(tmp_path / "final")
+    assert last.stores_final_hidden and final.stores_final_hidden
+    assert not methods.needs_forward_pass([methods.HIDDEN_COSINE], last)
+    np.testing.assert_allclose(hidden_cosine_scores(last, query_features(last, tiny_llama, texts[0])),
+                               hidden_cosine_scores(final, query_features(final, tiny_llama, texts[0])), atol=1e-6)
 
 
 def test_config_checks_hs_depth_and_keeps_old_fingerprints():

@@ -389,7 +389,7 @@ def test_append_equals_full_rebuild(tmp_path, tiny_llama):
 
 
 def test_centring_mean_fixed_at_first_build(tmp_path, tiny_llama):
-    cfg = CFG.replace(center_hidden=True)
+    cfg = CFG.replace(center_hidden=True, hs_depth=1.0)
     path = tmp_path / "centred.duckdb"
     rows = pool_rows(16)
     build_index(path, rows[:8], tiny_llama, cfg, batch_size=4)

@@ -27,7 +27,7 @@ from rise_core.store import RiseIndex, build_index
 
 RECORDED = Path(__file__).parent / "data" / "method_scores.npz"
 RECORD = bool(os.environ.get("RISE_RECORD_METHOD_SCORES"))
-CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True)
+CFG = RiseConfig(k_r=16, k_h=8, k_g=16, hidden_channel=True, hs_depth=1.0)  # the HS layer the values were recorded with
 QUERIES = [Sample(prompt="what did the cat do ?", completion="the cat sat on the blanket ."),
            Sample(text="the bank lost money and the stock market crashed .")]
 N_POOL = 10

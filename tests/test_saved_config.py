@@ -75,15 +75,17 @@ def test_missing_fields_take_legacy_values_then_defaults():
 def test_rise_config_fingerprints_match_the_old_code():
     """Hashes computed with the hand-written RiseConfig.fingerprint before the base (commit a712c28): every stored
     index and ANN sidecar names its config by them, so they must never move."""
-    # the old code knew no chat rendering: its configs are today's with chat_template 'off' (plain text)
-    plain = {name: dataclasses.replace(cfg, chat_template="off") for name, cfg in PRESETS.items()}
+    # the old code knew no chat rendering and no HS layer: its configs are today's with chat_template 'off' (plain
+    # text) and hs_depth 1 (the final hidden state)
+    plain = {name: dataclasses.replace(cfg, chat_template="off", hs_depth=1.0) for name, cfg in PRESETS.items()}
     assert {name: cfg.fingerprint() for name, cfg in plain.items()} == {
         "default": "08ef5f6c6a708eb5", "paper": "7c9817e8c3b56baa", "backdoor": "08ef5f6c6a708eb5",
         "fixed": "08ef5f6c6a708eb5", "retrospective": "60034ae753bda62c",
         "compact": "dfa2b3bc3be67a9f"}  # added later, pinned from then on
     assert all(PRESETS[n].fingerprint() != plain[n].fingerprint() for n in PRESETS)  # templated features differ
     custom = RiseConfig(k_r=8, k_h=4, k_g=8, tau=0.5, seq_len=32, counted_positions="completion",
-                        center_hidden=True, composition="outer", hidden_channel=False, chat_template="off")
+                        center_hidden=True, composition="outer", hidden_channel=False, chat_template="off",
+                        hs_depth=1.0)
     assert custom.fingerprint() == "c0178c6e6078c70e"
     # an old manifest (no composition / hidden_channel, tau saved as the integer 1): read, it keeps its hash
     legacy = RiseConfig.from_dict({"k_r": 16, "k_h": 8, "k_g": 16, "tau": 1, "rho_cum": 0.9, "min_top_l": 4,

@@ -50,7 +50,7 @@ def reference_features(readout, weight, config, sketches, hidden_mean):
     sk = sketch_readout(readout, weight, config, sketches, hidden_mean)
     feats = aggregate(readout, sk)
     if config.hidden_channel:
-        feats.hs = mean_hidden(readout, hidden_mean).cpu().to(feats.rh.dtype)
+        feats.hs = mean_hidden(readout, hidden_mean, config).cpu().to(feats.rh.dtype)
     return feats, sk
 
 
@@ -79,7 +79,7 @@ def test_fused_tensor_path_equals_per_position_reference(request, model, batch_s
     monkeypatch.setattr(engine, "TENSOR_CHUNK", 5)
     cfg = RiseConfig(k_r=5, k_h=3, k_g=4, k_max=12, rho_cum=0.9, min_top_l=2, token_norm=token_norm,
                      center_hidden=center_hidden, hidden_channel=True, counted_positions=counted,
-                     composition="tensor", seed=5)
+                     composition="tensor", seed=5, hs_depth=1.0 if center_hidden else 0.5)  # centring: the final layer
     ex = RiseExtractor(lm, cfg)
     ex.fit_hidden_mean(SAMPLES)
     weight = lm.readout_weight.detach()

@@ -54,7 +54,7 @@ def run_compare(args: argparse.Namespace, index: Any, lm: Any, queries: list[Any
     from ..metrics import binary_labels, label_table
 
     forward = None
-    if needs_forward_pass(methods, index.config):
+    if needs_forward_pass(methods, index):
         print(f"running {lm.model_id} over the {len(index):,} pool samples (Grad-Sketch, hidden states)",
               file=sys.stderr, flush=True)
         forward = forward_vectors(lm, index.sample_list(), index.config)

@@ -60,7 +60,7 @@ def index_rankings(index: Any, lm: Any, queries: Sequence[Sample], methods: Sequ
         return {}
     queries = [Sample.coerce(q) for q in queries]
     query_fm = query_features(index, lm, queries)
-    if forward is None and needs_forward_pass([m.name for m in chosen], index.config):
+    if forward is None and needs_forward_pass([m.name for m in chosen], index):
         forward = compare.forward_vectors(lm, index.sample_list(), index.config)
     source = IndexSource(index, queries, query_fm, options,
                          bm25=bm25 if bm25 is not None else (lambda: compare.fit_bm25(index)),

@@ -17,7 +17,7 @@ from ..adaptive import pool_loss
 from ..config import RiseConfig
 from ..engine import RiseExtractor
 from ..errors import IndexMismatchError, IndexStoreError, InputDataError
-from ..models import LoadedModel
+from ..models import LoadedModel, hs_layer_index
 from ..samples import Sample
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
@@ -44,6 +44,16 @@ class IndexReader(IndexConnection):
         """The centring mean fixed at the first build (None when the config does not centre)."""
         self._state()
         return self._hidden_mean
+
+    @property
+    def stores_final_hidden(self) -> bool:
+        """Whether the HS channel is the centred mean *final* hidden state, from which hidden cosine is rebuilt
+        without a forward pass (`compare.StoredHidden`): hs_depth 1, or a depth that names the model's last layer
+        (its layer count recorded at the build; an index that records none read the final state only at 1)."""
+        config = self.config
+        n_layers = self.manifest.model_info.get("n_layers")
+        return config.hidden_channel and (config.hs_depth == 1.0 or (
+            bool(n_layers) and hs_layer_index(config.hs_depth, int(n_layers)) == int(n_layers)))
 
     @property
     def sketches(self) -> SketchSet:
