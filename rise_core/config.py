@@ -139,7 +139,7 @@ class RiseConfig(SavedConfig):
         if isinstance(self.hs_depth, bool) or not isinstance(self.hs_depth, (int, float)) or not (
                 0.0 < self.hs_depth <= 1.0):
             raise ConfigError(f"hs_depth must be a share of the model's depth in (0, 1], got {self.hs_depth!r}")
-        if self.center_hidden and self.hidden_channel and self.hs_depth != 1.0:
+        if self.center_hidden and self.reads_hs_layer:
             raise ConfigError("center_hidden centres the final hidden state with the pool's mean, which the HS channel "
                               f"shares; with hs_depth={self.hs_depth!r} HS reads another layer: set hs_depth=1 to "
                               "centre, or turn center_hidden off")
@@ -155,6 +155,11 @@ class RiseConfig(SavedConfig):
     def channels(self) -> tuple[str, ...]:
         """The channels features under this config store: RH and GH, and HS when `hidden_channel` is on."""
         return CHANNELS if self.hidden_channel else CHANNELS[:2]
+
+    @property
+    def reads_hs_layer(self) -> bool:
+        """Whether the HS channel reads another layer than the final hidden state (stored, and hs_depth under 1)."""
+        return self.hidden_channel and self.hs_depth != 1.0
 
     @property
     def needs_hidden_mean(self) -> bool:

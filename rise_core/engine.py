@@ -53,7 +53,7 @@ class Readout:
 
     def hs_source(self, config: RiseConfig) -> torch.Tensor:
         """The hidden states the HS channel averages under `config`: the final ones, or the `hs_depth` layer's."""
-        if config.hs_depth == 1.0 or not config.hidden_channel:
+        if not config.reads_hs_layer:
             return self.hidden
         if self.hs_hidden is None:
             raise InputDataError(f"hs_depth={config.hs_depth!r} needs the HS layer's hidden states, which this readout "
@@ -163,15 +163,14 @@ def readout_forward(lm: LoadedModel, encoded: Sequence[EncodedSample], config: R
     dev, cdt = lm.device, compute_dtype(lm)
     ids, attn = batch.input_ids.to(dev), batch.attention_mask.to(dev)
     counted = batch.counted.to(dev)
-    hs_hidden = None
-    if config.hidden_channel and config.hs_depth != 1.0:  # the HS channel reads another layer: from the same pass
+    layer_all = None
+    if config.reads_hs_layer:  # the HS channel reads another layer: from the same pass
         hidden_all, layer_all = lm.hidden_with_layer(ids, attn, hs_layer_index(config.hs_depth, lm.n_layers))
     else:
         hidden_all = lm.final_hidden(ids, attn)  # (B, T, d)
     sample_index, position = counted.nonzero(as_tuple=True)
     hidden = hidden_all[sample_index, position]  # (N, d)
-    if config.hidden_channel and config.hs_depth != 1.0:
-        hs_hidden = layer_all[sample_index, position].to(cdt)
+    hs_hidden = None if layer_all is None else layer_all[sample_index, position].to(cdt)
     targets = batch.targets.to(dev)[sample_index, position]
     n, vocab = hidden.shape[0], lm.vocab_size
     c = min(config.k_max, vocab)
@@ -340,10 +339,10 @@ def _tensor_sums(readout: Readout, weight: torch.Tensor, config: RiseConfig, ske
     return rh, gh, keep.sum(dim=1)
 
 
-def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None, config: RiseConfig | None = None) -> torch.Tensor:
-    """(B, d): each sample's mean hidden state over its counted positions (the final one, or under `config` the layer
-    its `hs_depth` names), minus `hidden_mean` (the HS channel; zero for a sample with no counted position)."""
-    b, h = readout.n_samples, readout.hidden if config is None else readout.hs_source(config)
+def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None, config: RiseConfig) -> torch.Tensor:
+    """(B, d): each sample's mean hidden state over its counted positions (the final one, or the layer `config`'s
+    `hs_depth` names), minus `hidden_mean` (the HS channel; zero for a sample with no counted position)."""
+    b, h = readout.n_samples, readout.hs_source(config)
     counts = torch.bincount(readout.sample_index, minlength=b).to(h.dtype).clamp_min(1)
     total = torch.zeros((b, h.shape[1]), dtype=h.dtype, device=h.device).index_add_(0, readout.sample_index, h)
     out = total / counts[:, None]

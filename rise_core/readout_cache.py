@@ -82,7 +82,7 @@ class ReadoutCache:
         layer (hs_depth, where it stores HS), and its k_max unless another is given."""
         return cls(lm, seq_len=config.seq_len, k_max=config.k_max if k_max is None else k_max,
                    grad_sketch_dim=grad_sketch_dim, seed=config.seed, chat_template=config.chat_template,
-                   chat_turns=config.chat_turns, hs_depth=config.hs_depth if config.hidden_channel else 1.0)
+                   chat_turns=config.chat_turns, hs_depth=config.hs_depth if config.reads_hs_layer else 1.0)
 
     def identity(self) -> dict:
         """What the cached readouts depend on: the model and the cache's seq_len, k_max and seed."""
@@ -91,7 +91,7 @@ class ReadoutCache:
                     "seed": cfg.seed}
         if self.rendering != Rendering():  # (caches saved before renderings were a choice are plain text)
             identity["rendering"] = {"template": self.rendering.template, "turns": self.rendering.turns}
-        if cfg.hs_depth != 1.0:  # (caches saved before hs_depth hold the final hidden states only)
+        if cfg.reads_hs_layer:  # (caches saved before hs_depth hold the final hidden states only)
             identity["hs_depth"] = cfg.hs_depth
         return identity
 
@@ -174,7 +174,7 @@ class ReadoutCache:
         return Readout(sample_index=sample_index, position=position, hidden=cat("hidden"), targets=cat("targets"),
                        cand_idx=cat("cand_idx").long(), cand_logit=cat("cand_logit"), target_slot=cat("target_slot"),
                        lse=cat("lse"), p_sq_sum=cat("p_sq_sum"), nll=cat("nll"), n_samples=len(parts),
-                       hs_hidden=cat("hs_hidden") if self.base_config.hs_depth != 1.0 else None)
+                       hs_hidden=cat("hs_hidden") if self.base_config.reads_hs_layer else None)
 
     def hidden_mean(self, samples: Sequence[Sample], counted: str, seq_len: int | None = None,
                     config: RiseConfig | None = None) -> torch.Tensor:
