@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.feedback import chosen_view, lift_lines
+from rise_core.feedback import FeedbackConfig, chosen_view, lift_lines
 
 from . import resources
 from .request_limits import FeedbackLimits
@@ -125,7 +125,9 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
     fb = ranked.attrs["feedback"]
     st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")
-    st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks: "
+    st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks "
+               f"(counted up to ±{FeedbackConfig().max_evidence:g} each way: a few marks cannot hand one channel "
+               "everything): "
                + ", ".join(f"{c.upper()} {w:.2f} (evidence {fb['evidence'][c]:+.2f})"
                            for c, w in fb["weights"].items()))
     if fb.get("words"):

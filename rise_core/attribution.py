@@ -572,8 +572,8 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
     weights lambda_c times the channel's spread (z units), so no marks gives the same ranking as `options`. `start`
-    (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`), e.g. every
-    channel's where the per-query rule chose one view. `words`: the marked words' reader (`marked_words`; None:
+    (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`: the shown ones,
+    with every channel kept within the marks' reach). `words`: the marked words' reader (`marked_words`; None:
     channels only). `span`: the behaviour test's span lift, kept after marks unless they reject it
     (`span_lift.kept_after_marks`; None: none)."""
     q = query_vectors(query_fm, options)

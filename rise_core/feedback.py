@@ -8,7 +8,8 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   For unit vectors this is the classic query update q + beta * mean(relevant) - gamma * beta * mean(irrelevant).
 - Channel re-weighting: the evidence e_c of a channel is how far it already placed the relevant marks above the
   irrelevant ones, in its own z units (mean z_c over relevant minus mean over irrelevant; an empty side counts 0, the
-  pool's mean). The channel's weight becomes w_c * exp(tau * e_c): the channel that agrees with the analyst leads.
+  pool's mean). The channel's weight becomes w_c * exp(tau * e_c), e_c bounded by `max_evidence`: the channel that
+  agrees with the analyst leads, but a few marks cannot hand it everything.
 - The marked words (`MarkedWords`, once a row is marked yes): the query's words that the yes-marks hold, each weighted
   by the share of yes-marks holding it minus the share of no-marks holding it (kept when positive), scored over the
   pool by BM25 and added in z units at `words` times the channels' spread. A trigger word ("Lumen") held by the query
@@ -21,9 +22,9 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   the pool, lifts the rows holding it by `word_lift`.
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
-shown ranking. With marks, the weights start from `adaptive.feedback_start`: the gradient view where the behaviour
-test chose it, else the preset's fixed weights with every channel (not the loss gate's mix), so the marks choose the
-view (studies/behaviour_rule.py; docs/EVALUATION.md, "Backdoors the loss cannot see"). `FeedbackConfig`'s defaults
+shown ranking. With marks, the weights start from `adaptive.feedback_start`: the shown ranking's own (the gradient
+view where the behaviour test chose it, else the loss gate's mix), every channel kept within the marks' reach
+(studies/behaviour_rule.py; docs/EVALUATION.md, "Feedback: where the marks start"). `FeedbackConfig`'s defaults
 are chosen by the simulated analyst on the tune sets only (`studies/feedback_choice.py`, `studies/behaviour_rule.py`;
 docs/EVALUATION.md, "Relevance feedback" and "Feedback: the marked words").
 
@@ -69,17 +70,29 @@ class FeedbackConfig:
     `studies/behaviour_rule.py`, where beta 2, chosen before by `studies/feedback_choice.py`, came second; figures in
     docs/EVALUATION.md, "Backdoors the loss cannot see")."""
     tau: float = 1.0
-    """channel re-weighting strength: weight_c *= exp(tau * evidence_c); 0 keeps the weights (chosen with beta: on
-    the half-learned retrospective tune task dev-pirate-240, 3 marks reach more with it than with tau 0)."""
+    """channel re-weighting strength: weight_c *= exp(tau * evidence_c), the evidence bounded by `max_evidence`; 0
+    keeps the weights (chosen with beta: on the half-learned retrospective tune task dev-pirate-240, 3 marks reach more
+    with it than with tau 0)."""
+    max_evidence: float = 1.0
+    """the most a channel's evidence counts either way, in its z units, so one round of marks moves a weight by at
+    most exp(tau * max_evidence). The rows an analyst marks were picked by the shown ranking, so the channel it weighs
+    most places them high whatever the marks say; unbounded, one "yes" could multiply that channel's weight by exp(5).
+    Chosen among 0.5, 1, 2 and unbounded with the start (`adaptive.feedback_start`) and `words` 0, by the tune mean
+    over 1, 3 and 5 marks: 0.983 (0.5 and 2 the same to 0.001, unbounded 0.982; after 1 mark 0.970 against 0.962; at
+    3 marks alone unbounded leads by 0.002, so the tune sets barely separate them) (`studies/behaviour_rule.py`;
+    docs/EVALUATION.md, "Feedback: where the marks start")."""
     gamma: float = 0.75
     """weight of the irrelevant marks relative to the relevant ones (Rocchio's gamma / beta). Chosen with `words`
     among gamma 1, 0.75, 0.5 x words 0, 0.25, 0.5: the best tune mean at 3 and at 5 marks (0.964 and 0.976, against
     0.943 and 0.966 for gamma 1, words 0; at 1 mark gamma 0.5 leads by 0.005) (`studies/behaviour_rule.py`;
     docs/EVALUATION.md, "Feedback: the marked words"): one "no" on a clean story no longer sinks the poisoned stories
     with it."""
-    words: float = 0.25
+    words: float = 0.0
     """weight of the marked words' BM25 scores (z units, times the channels' spread); 0: channels only. Applies
-    where the caller gives `MarkedWords` (RISE's feedback on an index or a task)."""
+    where the caller gives `MarkedWords` (RISE's feedback on an index or a task). 0 since the marked word's lift
+    (`word_lift`) and the bounded evidence: with them, 0.25 (chosen before either) lowers the tune mean at 3 marks
+    from 0.986 to 0.976 (the tweet-quality sets, whose junk and control tweets share their words; `studies/
+    behaviour_rule.py`; docs/EVALUATION.md, "Feedback: where the marks start")."""
     word_lift: float = 1.0
     """the lift of the rows holding the marked word (`lifted_word`), in spreads of the total; 0: none. Chosen with
     the span lift kept after marks, among 0, 1 and 1.5: the best tune mean at 1, 3 and 5 marks (0.919, 0.965, 0.978
@@ -87,7 +100,7 @@ class FeedbackConfig:
     lifts after marks")."""
 
     def __post_init__(self) -> None:
-        for name in ("beta", "tau", "gamma", "words", "word_lift"):
+        for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
@@ -246,7 +259,8 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
             continue
         z = standardise(raw)
         ev[c] = evidence(z, marks) if marks else 0.0
-        weights[c] = w * math.exp(min(config.tau * ev[c], 30.0))
+        bounded = min(max(ev[c], -config.max_evidence), config.max_evidence)
+        weights[c] = w * math.exp(min(config.tau * bounded, 30.0))
         parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta, config.gamma) if marks else z)
     if not parts:
         raise InputDataError("no channel has a nonzero weight to rank with")

@@ -265,6 +265,25 @@ def with_prompt_share(share: float, run: Callable[[], T]) -> T:
 
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
+UNBOUNDED = 30.0
+"""an evidence bound that never binds (apply_feedback caps tau * evidence at 30): the feedback before max_evidence."""
+START_GRID = tuple((cap, floor, 0.0) for cap in (0.5, 1.0, 2.0, UNBOUNDED) for floor in (0.0, 0.1, 1.0)) + (
+    (1.0, 0.25, 0.0), (1.0, 0.5, 0.0), (1.0, 0.1, 0.25), (UNBOUNDED, 1.0, 0.25))
+"""(max_evidence, start floor, words) tried with beta 1, tau 1, gamma 0.75, word lift 1 and the span kept: floor 1
+starts the marks from the fixed weights (as before; with UNBOUNDED and words 0.25, the feedback served before), a
+floor below 1 from the shown ranking's own weights with each channel at least that share of its fixed weight
+(adaptive.feedback_start, FEEDBACK_START_FLOOR)."""
+
+
+def start_variant(cap: float, floor: float, words: float) -> str:
+    """The name of a START_GRID variant."""
+    start = "fixed" if floor >= 1 else f"shown floor {floor:g}"
+    bound = "unbounded" if cap >= UNBOUNDED else f"<= {cap:g}"
+    return f"start {start}, evidence {bound}, words {words:g}"
+
+
+SERVED_FEEDBACK = start_variant(FeedbackConfig().max_evidence, adaptive.FEEDBACK_START_FLOOR, FeedbackConfig().words)
+"""the served feedback (FeedbackConfig's defaults, adaptive.feedback_start) among the variants."""
 
 
 def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1,
@@ -337,10 +356,16 @@ def lifted_rule(m: dict[str, np.ndarray], findings: Findings, prompt_lift: float
     return np.stack([(grad[q] if fired[q] else gate[q]) + (0.0 if up is None else up) for q, up in enumerate(lifts)])
 
 
+def gate_weight(m: dict[str, np.ndarray], q: int | slice = slice(None), mid: float = adaptive.MIDPOINT,
+                slope: float = adaptive.SLOPE) -> np.ndarray:
+    """The loss gate's gradient-side weight g = sigmoid(slope (surprise - mid)) of query q (default: every query)."""
+    return 1.0 / (1.0 + np.exp(-slope * (m["query_loss"][q] - m["pool_loss"][0] - mid)))
+
+
 def gate_scores(m: dict[str, np.ndarray], mid: float = adaptive.MIDPOINT, slope: float = adaptive.SLOPE
                 ) -> np.ndarray:
     """(Q, N) the loss gate's scores: g = sigmoid(slope (surprise - mid)) per query, 1.4 g RH + g GH + (1 - g) HS."""
-    g = 1.0 / (1.0 + np.exp(-slope * (m["query_loss"] - m["pool_loss"][0] - mid)))[:, None]
+    g = gate_weight(m, mid=mid, slope=slope)[:, None]
     return 1.4 * g * m["RH"] + g * m["GH"] + (1 - g) * m["HS"]
 
 
@@ -439,22 +464,34 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
             lift=lambda total, rows=rows: float(np.std(total)) * rows)
 
         def ranker(cfg: FeedbackConfig, first: np.ndarray = shown[q], raw=raw, base=base, words=words, kept=None):
+            # base: the start's weights in z units (default: the test's view where it fired, else the fixed weights)
             return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, base, cfg, words,
                                                                         kept).total
 
         variants = {f"gamma {g:g} words {w:g}": ranker(FeedbackConfig(beta=1.0, tau=1.0, gamma=g, words=w,
-                                                                      word_lift=0.0))
+                                                                      word_lift=0.0, max_evidence=UNBOUNDED))
                     for g in (1.0, 0.75, 0.5) for w in (0.0, 0.25, 0.5)}
         for lift in WORD_LIFTS:  # the lifts after marks (the served default: span kept, word lift 1)
             variants[f"gamma 0.75 words 0.25 span kept word lift {lift:g}"] = ranker(
-                FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.25, word_lift=lift), kept=span)
+                FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.25, word_lift=lift, max_evidence=UNBOUNDED),
+                kept=span)
+        # where the marks start (the start's fixed weights, or the shown ranking's own floored at a share of them),
+        # with the evidence bounded and the marked words' weight: the served feedback's choice
+        g = 1.0 if fire[q] else float(gate_weight(m, q))
+        for cap, floor, w in START_GRID:
+            own = {c: max(lam * (g if c != "HS" else 1.0 - g), floor * lambdas[start][c])
+                   for c, lam in lambdas["fixed"].items()}
+            variants[start_variant(cap, floor, w)] = ranker(
+                FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=w, word_lift=1.0, max_evidence=cap), kept=span,
+                base={c: lam * float(raw[c].std()) for c, lam in own.items()})
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])
         variants["interleaved unless span, gamma 1 words 0"] = lambda marks, first=first, raw=raw: (
             first if not marks else apply_feedback(raw, rows_fn, marks, {c: lam * float(raw[c].std()) for c, lam in
                                                                          lambdas["fixed"].items()},
-                                                   FeedbackConfig(beta=1.0, tau=1.0, gamma=1.0, words=0.0)).total)
+                                                   FeedbackConfig(beta=1.0, tau=1.0, gamma=1.0, words=0.0,
+                                                                  max_evidence=UNBOUNDED)).total)
         for name, rank_with in variants.items():
             for n, scores in simulate_analyst(rank_with, labels, marks).items():
                 out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})

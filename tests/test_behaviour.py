@@ -447,14 +447,22 @@ def test_the_view_the_marks_chose_is_named_by_the_weight_hs_holds():
     assert chosen_view({}) == "no view"
 
 
-def test_marks_start_from_the_view_the_test_chose_else_from_every_channel():
+def test_marks_start_from_the_shown_weights_with_every_channel_within_reach():
     auto = ScoreOptions.preset("default")
     fired = adaptive.choose(auto, 1.0, 3.0, behaviour=adaptive.BehaviourEvidence("Zorblax", "prompt", 6, 10, 0.1,
                                                                                  1e-5, 0))
-    gated = adaptive.choose(auto, 3.5, 3.0)  # a surprising query: the gate's mix leans on RH + GH
     assert adaptive.feedback_start(auto, fired) == adaptive.gradient_view(auto)
-    start = adaptive.feedback_start(auto, gated)  # not the gate's mix: the preset's weights, every channel
-    assert (start.lambda_rh, start.lambda_gh, start.lambda_hs, start.weighting) == (1.4, 1.0, 1.0, "fixed")
+    floor = adaptive.FEEDBACK_START_FLOOR
+    for query_loss, reference in ((3.5, 3.0), (3.0, 3.0), (9.0, 3.0), (0.0, 3.0)):
+        gated = adaptive.choose(auto, query_loss, reference)
+        g = adaptive.gate(query_loss - reference)
+        start = adaptive.feedback_start(auto, gated)  # the gate's mix, each channel floored at its share of 1.4/1/1
+        assert start.weighting == "fixed"
+        assert start.lambda_rh == pytest.approx(max(1.4 * g, floor * 1.4), rel=1e-12)
+        assert start.lambda_gh == pytest.approx(max(g, floor), rel=1e-12)
+        assert start.lambda_hs == pytest.approx(max(1.0 - g, floor), rel=1e-12)
+    mixed = adaptive.choose(auto, 3.5, 3.0)  # at the gate's midpoint neither floor binds: the shown weights exactly
+    assert adaptive.feedback_start(auto, mixed) == mixed.options
     hand = ScoreOptions(lambda_rh=0.3, lambda_gh=2.0, lambda_hs=0.0)
     assert adaptive.feedback_start(hand, adaptive.choose(hand, 1.0, 3.0)) == hand
 
@@ -541,7 +549,8 @@ def test_a_span_both_views_share_is_lifted_but_does_not_fire():
     choice = adaptive.choose(auto, 3.0, 3.0, behaviour=base)  # no surprise: the gate leans on HS
     assert choice.options.lambda_hs > 0.5 and choice.behaviour is base
     assert "both views share the span" in choice.reason and 'holding "Lumen" are lifted' in choice.reason
-    assert adaptive.feedback_start(auto, choice).lambda_hs == 1.0  # the marks start from every channel, as before
+    start = adaptive.feedback_start(auto, choice)  # the marks start from the shown weights, the gate's mix
+    assert (start.lambda_hs, start.lambda_rh) == (choice.options.lambda_hs, choice.options.lambda_rh)
     assert base.as_dict()["shared"] is True and base.as_dict()["fires"] is False
 
 

@@ -16,8 +16,23 @@ def _marks_key(at) -> str:
     return key
 
 
+def _spy_words(monkeypatch) -> list:
+    """Record the marked-words reader each re-ranking is given (None: channels only)."""
+    from rise_core import attribution
+
+    given, rank = [], attribution.rank_with_feedback
+
+    def spy(*args, **kwargs):
+        given.append(kwargs.get("words"))
+        return rank(*args, **kwargs)
+
+    monkeypatch.setattr(attribution, "rank_with_feedback", spy)
+    return given
+
+
 @pytest.mark.usefixtures("app_env")
-def test_marks_rerank_and_download():
+def test_marks_rerank_and_download(monkeypatch):
+    given = _spy_words(monkeypatch)
     at = type_query(new_app("app_pages/2_Attribute.py"))
     at.button(key="attribute").click().run()
     assert_clean(at)
@@ -34,9 +49,9 @@ def test_marks_rerank_and_download():
     row = reranked.set_index("id").loc[last_id]
     assert row["mark"] == "yes" and int(row["rank"]) < len(first)  # the confirmed hit moved up
     assert any("Channel weights (z units)" in c.value for c in at.caption)
-    # the marked words: the query's words the yes-mark holds, as plain text, and their part in the table
-    assert any(t.value.startswith("Words of the query your yes-marks hold") for t in at.text)
-    assert "words" in reranked.columns
+    # the marked words' reader (the pool's BM25) is given once a row is marked yes: it finds the marked word to lift
+    # (its part weighs FeedbackConfig.words, 0 by default: tests/test_marked_words.py covers the part and its line)
+    assert given and given[-1] is not None
     assert json.loads(json.dumps(at.session_state["feedback_marks"][key])) == {last_id: True}
     at.button(key="feedback_clear").click().run()
     assert at.session_state["feedback_marks"][key] == {}
@@ -57,6 +72,7 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     from rise_core.store import RiseIndex
 
     monkeypatch.setenv("RISE_FEEDBACK_WORDS_MAX_ROWS", "1")
+    given = _spy_words(monkeypatch)
     resources._kept_pools().clear()  # a BM25 another test fitted would be used
     monkeypatch.setattr(resources, "BM25_FIT", dataclasses.replace(
         resources.BM25_FIT, fit=lambda *a, **k: pytest.fail("BM25 fitted above the limit")))
@@ -69,7 +85,7 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     assert_clean(at)
     assert any("the marked words are off for pools over 1 rows" in c.value for c in at.caption)
     reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
-    assert "words" not in reranked.columns
+    assert "words" not in reranked.columns and given[-1] is None
 
     path = Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME  # BM25 fitted on request, as the Compare page's button does
     with RiseIndex.open(path) as index:
@@ -77,6 +93,14 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
     at.button(key="feedback_rerank").click().run()
     assert_clean(at)
     assert not any("the marked words are off" in c.value for c in at.caption)
-    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
-    assert "words" in reranked.columns
+    assert given[-1] is not None  # the fitted BM25 reads the marked words
     resources._kept_pools().clear()
+
+
+def test_the_marked_words_line_lists_the_heaviest_first_and_counts_the_rest():
+    """The page's line for the marked words' part (shown where FeedbackConfig.words weighs it)."""
+    from explorer.feedback_ui import words_line
+
+    line = words_line({"lumen": 1.0, "**bold**": 0.5, "mouse": 0.25}, limit=2)
+    assert line == ("Words of the query your yes-marks hold and your no-marks lack (they rank too): "
+                    "lumen (1.00), **bold** (0.50), and 1 more")

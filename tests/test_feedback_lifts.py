@@ -76,8 +76,8 @@ def test_the_marked_word_lift_is_its_rows_lifted_by_the_spread():
     table = rng.normal(size=(60, 60))
     fixed = {"x": lambda r: table[r]}
     marks = {0: True, 1: True, 20: False}
-    plain = apply_feedback(raw, fixed, marks, {"x": 1.0}, FeedbackConfig(word_lift=0.0), words)
-    lifted = apply_feedback(raw, fixed, marks, {"x": 1.0}, FeedbackConfig(word_lift=1.5), words)
+    plain = apply_feedback(raw, fixed, marks, {"x": 1.0}, FeedbackConfig(word_lift=0.0, words=0.25), words)
+    lifted = apply_feedback(raw, fixed, marks, {"x": 1.0}, FeedbackConfig(word_lift=1.5, words=0.25), words)
     assert plain.lifted_word is None and lifted.lifted_word == "lumen" and lifted.lifted_rows == 5
     held = np.array([i < 5 for i in range(60)], dtype=float)
     np.testing.assert_allclose(lifted.total, plain.total + 1.5 * plain.total.std() * held, rtol=1e-12)

@@ -130,12 +130,13 @@ def test_index_feedback_adds_the_marked_words_part(tiny_llama, tmp_path):
         qf = attribution.query_features(index, tiny_llama, [query])
         words = attribution.marked_words(index, query, compare.fit_bm25(index))
         marks = {"r0": True, "r10": False}
-        ranked = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=40, words=words)
+        weighed = FeedbackConfig(words=0.25)  # the words part weighs 0 by default (only the marked word lifts)
+        ranked = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=40, config=weighed, words=words)
         assert ranked.attrs["feedback"]["words"]["lumen"] == 1.0
         np.testing.assert_allclose(ranked["score"], ranked[["rh", "gh", "hs", "words"]].sum(axis=1), atol=1e-4)
         top10 = set(ranked["id"].head(10))
         assert top10 == {f"r{i}" for i in range(10)}  # the trigger rows lead
-        plain = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=40)
+        plain = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=40, config=weighed)
         assert "words" not in plain.columns and plain.attrs["feedback"]["words"] == {}
         other = BM25Scorer()
         other.fit(pool[:5])

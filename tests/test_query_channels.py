@@ -110,12 +110,34 @@ def test_evidence_moves_weight_to_the_channel_that_agrees_with_the_marks():
     other = np.random.default_rng(0).normal(size=n)
     rows = {"a": lambda r: np.tile(agree, (len(r), 1)), "b": lambda r: np.tile(other, (len(r), 1))}
     marks = {0: True, 1: True, 30: False}
-    res = apply_feedback({"a": agree, "b": other}, rows, marks, {"a": 1.0, "b": 1.0}, FeedbackConfig(tau=1.0))
+    res = apply_feedback({"a": agree, "b": other}, rows, marks, {"a": 1.0, "b": 1.0},
+                         FeedbackConfig(tau=1.0, max_evidence=30.0))  # a bound that does not bind here
     assert res.evidence["a"] == pytest.approx(evidence(standardise(agree), marks))
     assert res.weights["a"] > res.weights["b"]
     assert res.weights["a"] == pytest.approx(math.exp(res.evidence["a"]))
     no_marks = apply_feedback({"a": agree, "b": other}, rows, {}, {"a": 2.0, "b": 0.5})
     np.testing.assert_allclose(no_marks.total, 2.0 * standardise(agree) + 0.5 * standardise(other))
+
+
+def test_a_channels_evidence_counts_up_to_max_evidence_either_way():
+    n = 40
+    agree = np.zeros(n)
+    agree[:5] = 5.0  # the marked rows stand out in channel a: evidence about 2.6 z units
+    against = -agree  # and sink in channel b: evidence about -2.6
+    rows = {"a": lambda r: np.tile(agree, (len(r), 1)), "b": lambda r: np.tile(against, (len(r), 1))}
+    marks = {0: True, 1: True}
+    for bound in (0.5, 1.0, 2.0):
+        res = apply_feedback({"a": agree, "b": against}, rows, marks, {"a": 2.0, "b": 3.0},
+                             FeedbackConfig(tau=1.5, max_evidence=bound))
+        assert res.evidence["a"] == pytest.approx(evidence(standardise(agree), marks)) and res.evidence["a"] > bound
+        assert res.weights["a"] == pytest.approx(2.0 * math.exp(1.5 * bound), rel=1e-12)
+        assert res.weights["b"] == pytest.approx(3.0 * math.exp(-1.5 * bound), rel=1e-12)
+    small = {0: True, 39: False}  # evidence inside the bound is used as it is
+    res = apply_feedback({"a": agree, "b": against}, rows, small, {"a": 1.0, "b": 1.0},
+                         FeedbackConfig(tau=1.0, max_evidence=100.0))
+    assert res.weights["a"] == pytest.approx(math.exp(evidence(standardise(agree), small)), rel=1e-12)
+    with pytest.raises(InputDataError, match="max_evidence"):
+        FeedbackConfig(max_evidence=-1.0)
 
 
 def test_simulated_analyst_marks_the_top_unmarked_row_by_its_label():
