@@ -141,10 +141,34 @@ class LoadedModel:
     def hidden_with_layer(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, layer: int
                           ) -> tuple[torch.Tensor, torch.Tensor]:
         """(final hidden states after the final norm, the hidden states after `layer` decoder layers), each (B, T, d);
-        `layer` indexes `output_hidden_states` (0: the embeddings, n_layers: the final hidden state)."""
-        out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
-                                    output_hidden_states=True)
-        return out.last_hidden_state, out.hidden_states[layer]
+        `layer` indexes `output_hidden_states` (0: the embeddings, n_layers: the final hidden state). A layer inside
+        the model is read by a forward hook on that decoder layer, so one pass keeps one layer's states besides the
+        final ones (not every layer's, as `output_hidden_states` does); a model whose decoder layers are not found
+        (`decoder_layers`) takes `output_hidden_states`."""
+        blocks = self.decoder_layers() if 0 < layer < self.n_layers else None
+        if blocks is None:
+            out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                                        output_hidden_states=True)
+            return out.last_hidden_state, out.hidden_states[layer]
+        seen: list[torch.Tensor] = []
+        handle = blocks[layer - 1].register_forward_hook(
+            lambda _module, _inputs, out: seen.append(out[0] if isinstance(out, tuple) else out))
+        try:
+            out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        finally:
+            handle.remove()
+        return out.last_hidden_state, seen[-1]
+
+    def decoder_layers(self) -> torch.nn.ModuleList | None:
+        """The model's n_layers decoder layers in order (`layers` of Llama, Mistral, Qwen, GPT-NeoX; `h` of GPT-2,
+        GPT-J, Falcon; `decoder.layers` of OPT), or None when none of those holds exactly n_layers modules."""
+        for path in ("layers", "h", "decoder.layers"):
+            module: Any = self.model.base_model
+            for part in path.split("."):
+                module = getattr(module, part, None)
+            if isinstance(module, torch.nn.ModuleList) and len(module) == self.n_layers:
+                return module
+        return None
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """z = W h (+ b) for hidden rows (..., d) -> (..., V)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import CORPUS, FLOAT64_TOL
+from conftest import CORPUS, FLOAT64_TOL, build_tokenizer
 from index_helpers import pool_rows
 from test_engine import PAIRS
 
@@ -20,7 +20,7 @@ from rise_core.compare import hidden_cosine_scores
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import RiseExtractor
 from rise_core.errors import ConfigError
-from rise_core.models import hs_layer_index
+from rise_core.models import hs_layer_index, wrap_model
 from rise_core.readout_cache import ReadoutCache
 from rise_core.samples import Sample
 from rise_core.store import RiseIndex, build_index
@@ -50,6 +50,54 @@ def test_layer_index_known_answers():
     assert hs_layer_index(0.7, 30) == 21
     assert hs_layer_index(0.5, 2) == 1
     assert hs_layer_index(0.01, 30) == 1  # never the embeddings
+
+
+def _gpt2(n_layers: int = 4):
+    """A tiny float64 GPT-2 (its decoder layers are `h`) with `n_layers` layers, hidden size 32."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=n_layers, n_head=4, n_positions=128,
+                     attn_implementation="sdpa", pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return wrap_model(GPT2LMHeadModel(cfg).to(torch.float64).eval(), tok, "tiny-gpt2")
+
+
+def _padded_batch(lm):
+    enc = [lm.tokenizer(t)["input_ids"] for t in CORPUS[:3]]
+    width = max(map(len, enc))
+    ids = torch.tensor([e + [0] * (width - len(e)) for e in enc])
+    attn = torch.tensor([[1] * len(e) + [0] * (width - len(e)) for e in enc])
+    return ids, attn
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt-neox", "gpt2"])
+def test_one_layer_read_by_a_hook_equals_output_hidden_states(arch, tiny_lm_of):
+    """The engine's layer (a forward hook on that decoder layer) against transformers' `output_hidden_states`, every
+    layer inside the model, a right-padded batch; the final and embedding layers take `output_hidden_states`, as does
+    a model whose decoder layers are not found. Both paths run the same float64 model: equal to float64 rounding."""
+    lm = tiny_lm_of(arch)
+    assert lm.decoder_layers() is not None
+    ids, attn = _padded_batch(lm)
+    with torch.no_grad():
+        ref = lm.model.base_model(input_ids=ids, attention_mask=attn, use_cache=False, output_hidden_states=True)
+        for layer in range(lm.n_layers + 1):
+            final, states = lm.hidden_with_layer(ids, attn, layer)
+            torch.testing.assert_close(final, ref.last_hidden_state, **FLOAT64_TOL)
+            torch.testing.assert_close(states, ref.hidden_states[layer], **FLOAT64_TOL)
+        lm.decoder_layers = lambda: None  # an architecture whose layers are not found: output_hidden_states
+        try:
+            torch.testing.assert_close(lm.hidden_with_layer(ids, attn, 1)[1], ref.hidden_states[1], **FLOAT64_TOL)
+        finally:
+            del lm.decoder_layers
+
+
+@pytest.fixture(scope="module")
+def tiny_lm_of():
+    from conftest import make_lm
+
+    made = {}
+    return lambda arch: made.setdefault(arch, _gpt2() if arch == "gpt2" else make_lm(arch))
 
 
 @pytest.mark.parametrize("counted", ["completion", "all"])
