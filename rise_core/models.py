@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -74,6 +75,26 @@ def hs_layer_index(depth: float, n_layers: int) -> int:
     """The layer `RiseConfig.hs_depth` names in a model of `n_layers` decoder layers: round(depth * n_layers), at
     least 1 (after the first layer), where n_layers is the final hidden state (after the final norm)."""
     return max(1, min(n_layers, int(depth * n_layers + 0.5)))
+
+
+_LAYER_CAPTURE = threading.local()
+"""per thread: the decoder layer whose output `LoadedModel.hidden_with_layer` wants (`want`) and that output (`seen`)."""
+_CAPTURE_INSTALL = threading.Lock()
+
+
+def _capture_layer_output(module: torch.nn.Module, _inputs: Any, out: Any) -> None:
+    """Forward hook on every decoder layer: keep the output of the layer this thread asked for, ignore the rest."""
+    if getattr(_LAYER_CAPTURE, "want", None) is module:
+        _LAYER_CAPTURE.seen = out[0] if isinstance(out, tuple) else out
+
+
+def _install_capture(blocks: torch.nn.ModuleList) -> None:
+    """Put `_capture_layer_output` on each of `blocks` once (it stays: a hook added or removed while another thread
+    runs the model would change what that pass runs)."""
+    with _CAPTURE_INSTALL:
+        for block in blocks:
+            if not any(h is _capture_layer_output for h in block._forward_hooks.values()):
+                block.register_forward_hook(_capture_layer_output)
 
 
 @dataclass
@@ -144,20 +165,23 @@ class LoadedModel:
         `layer` indexes `output_hidden_states` (0: the embeddings, n_layers: the final hidden state). A layer inside
         the model is read by a forward hook on that decoder layer, so one pass keeps one layer's states besides the
         final ones (not every layer's, as `output_hidden_states` does); a model whose decoder layers are not found
-        (`decoder_layers`) takes `output_hidden_states`."""
+        (`decoder_layers`) takes `output_hidden_states`. Threads share the model: the hooks are installed once and
+        each keeps only the output its own thread asked for (`_LAYER_CAPTURE`)."""
         blocks = self.decoder_layers() if 0 < layer < self.n_layers else None
         if blocks is None:
             out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
                                         output_hidden_states=True)
             return out.last_hidden_state, out.hidden_states[layer]
-        seen: list[torch.Tensor] = []
-        handle = blocks[layer - 1].register_forward_hook(
-            lambda _module, _inputs, out: seen.append(out[0] if isinstance(out, tuple) else out))
+        _install_capture(blocks)
+        _LAYER_CAPTURE.want, _LAYER_CAPTURE.seen = blocks[layer - 1], None
         try:
             out = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+            seen = _LAYER_CAPTURE.seen
         finally:
-            handle.remove()
-        return out.last_hidden_state, seen[-1]
+            _LAYER_CAPTURE.want, _LAYER_CAPTURE.seen = None, None
+        if seen is None:
+            raise RuntimeError(f"decoder layer {layer} of {self.model_id} did not run in the forward pass")
+        return out.last_hidden_state, seen
 
     def decoder_layers(self) -> torch.nn.ModuleList | None:
         """The model's n_layers decoder layers in order (`layers` of Llama, Mistral, Qwen, GPT-NeoX; `h` of GPT-2,

@@ -192,3 +192,34 @@ def test_config_checks_hs_depth_and_keeps_old_fingerprints():
     assert loaded.fingerprint() == RiseConfig(hs_depth=1.0).fingerprint()
     assert RiseConfig(hs_depth=0.5).fingerprint() != RiseConfig(hs_depth=1.0).fingerprint()
     assert np.isclose(RiseConfig.from_dict(RiseConfig(hs_depth=0.7).to_dict()).hs_depth, 0.7)
+
+
+def test_threads_sharing_the_model_each_get_their_own_layer(tiny_lm_of):
+    """Sessions share one model: two threads read different layers of different batches at once, each gets its own
+    (a hook that kept the last output it saw handed one thread the other's). Equal to each batch's reference."""
+    import threading
+
+    lm = tiny_lm_of("gpt2")
+    ids, attn = _padded_batch(lm)
+    jobs = {"a": (ids, attn, 1), "b": (ids[:1, :5], attn[:1, :5], 3)}
+    with torch.no_grad():
+        want = {k: lm.model.base_model(input_ids=i, attention_mask=m, use_cache=False,
+                                       output_hidden_states=True).hidden_states[layer]
+                for k, (i, m, layer) in jobs.items()}
+    start, failures = threading.Barrier(len(jobs)), []
+
+    def run(key: str) -> None:
+        i, m, layer = jobs[key]
+        start.wait()
+        for _ in range(40):
+            with torch.no_grad():
+                got = lm.hidden_with_layer(i, m, layer)[1]
+            if got.shape != want[key].shape or not torch.allclose(got, want[key], **FLOAT64_TOL):
+                failures.append(key)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
