@@ -313,16 +313,16 @@ def representation_view(options: ScoreOptions) -> ScoreOptions:
     return dataclasses.replace(options, weighting="fixed", lambda_rh=0.0, lambda_gh=0.0, lambda_hs=1.0)
 
 
-def feedback_start(asked: ScoreOptions, choice: ChannelChoice) -> ScoreOptions:
+def feedback_start(asked: ScoreOptions, choice: ChannelChoice, floor: float = FEEDBACK_START_FLOOR) -> ScoreOptions:
     """Where relevance feedback starts for options `asked` and the per-query `choice` made for them: the shown
     ranking's own weights (the gradient view when the behaviour test fired; else, under weighting='auto', the loss
-    gate's mix with each channel at least FEEDBACK_START_FLOOR of `asked`'s fixed weight, so the marks can bring back a
-    view the gate all but left out)."""
+    gate's mix with each channel at least `floor` of `asked`'s fixed weight, so the marks can bring back a view the
+    gate all but left out; floor 1: the fixed weights)."""
     if asked.weighting != "auto" or (choice.behaviour is not None and choice.behaviour.fires):
         return choice.options
     shown, fixed = choice.options, dataclasses.replace(asked, weighting="fixed")
     return dataclasses.replace(shown, **{f"lambda_{c}": max(getattr(shown, f"lambda_{c}"),
-                                                            FEEDBACK_START_FLOOR * getattr(fixed, f"lambda_{c}"))
+                                                            floor * getattr(fixed, f"lambda_{c}"))
                                          for c in ("rh", "gh", "hs")})
 
 

@@ -282,6 +282,8 @@ def start_variant(cap: float, floor: float, words: float) -> str:
     return f"start {start}, evidence {bound}, words {words:g}"
 
 
+AUTO = ScoreOptions.preset("default")
+"""the served scoring (weighting='auto'), whose per-query choice and feedback start the START_GRID variants take."""
 SERVED_FEEDBACK = start_variant(FeedbackConfig().max_evidence, adaptive.FEEDBACK_START_FLOOR, FeedbackConfig().words)
 """the served feedback (FeedbackConfig's defaults, adaptive.feedback_start) among the variants."""
 
@@ -477,10 +479,10 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
                 kept=span)
         # where the marks start (the start's fixed weights, or the shown ranking's own floored at a share of them),
         # with the evidence bounded and the marked words' weight: the served feedback's choice
-        g = 1.0 if fire[q] else float(gate_weight(m, q))
+        gated = adaptive.choose(AUTO, float(m["query_loss"][q]), float(m["pool_loss"][0]))
         for cap, floor, w in START_GRID:
-            own = {c: max(lam * (g if c != "HS" else 1.0 - g), floor * lambdas[start][c])
-                   for c, lam in lambdas["fixed"].items()}
+            began = adaptive.gradient_view(AUTO) if fire[q] else adaptive.feedback_start(AUTO, gated, floor)
+            own = {"RH": began.lambda_rh, "GH": began.lambda_gh, "HS": began.lambda_hs}
             variants[start_variant(cap, floor, w)] = ranker(
                 FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=w, word_lift=1.0, max_evidence=cap), kept=span,
                 base={c: lam * float(raw[c].std()) for c, lam in own.items()})
