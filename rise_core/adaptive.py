@@ -326,6 +326,20 @@ def feedback_start(asked: ScoreOptions, choice: ChannelChoice, floor: float = FE
                                          for c in ("rh", "gh", "hs")})
 
 
+def feedback_turn(asked: ScoreOptions, choice: ChannelChoice) -> ScoreOptions | None:
+    """The view relevance feedback turns to when the first marks all miss (`feedback.FeedbackConfig.turn_after`), for
+    options `asked` and the per-query `choice` made for them: under weighting='auto' where the loss gate chose, the
+    view the gate weighed less (the gradient view where HS held the greater share, else the representation view).
+    None where there is no other view to turn to: fixed weights, a behaviour test that fired (its finding, not the
+    gate, chose the gradient view), no gate, or no HS channel."""
+    if asked.weighting != "auto" or (choice.behaviour is not None and choice.behaviour.fires) \
+            or not math.isfinite(choice.gate):
+        return None
+    if choice.gate < 0.5:
+        return gradient_view(asked)
+    return representation_view(asked) if choice.options.lambda_hs > 0 else None
+
+
 def choose(options: ScoreOptions, query_loss: float, reference_loss: float, has_hs: bool = True,
            behaviour: BehaviourEvidence | None = None) -> ChannelChoice:
     """The per-query weights for `options` with weighting='auto' (other options are returned as they are): the

@@ -567,7 +567,7 @@ def explain_versus(index: RiseIndex, lm: LoadedModel, sample_id: str, versus: Sa
 
 def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOptions,
                     config: FeedbackConfig | None = None, start: ScoreOptions | None = None,
-                    words: MarkedWords | None = None, span: SpanLift | None = None
+                    words: MarkedWords | None = None, span: SpanLift | None = None, turn: ScoreOptions | None = None
                     ) -> Callable[[Marks], FeedbackResult]:
     """marks {row: relevant?} -> the pool's scores after relevance feedback, for fixed `options` (weights already
     chosen, e.g. by `index_weighting`): each weighted channel's raw scores and marked-row similarities, with starting
@@ -575,50 +575,55 @@ def feedback_ranker(fm: FeatureMatrix, query_fm: FeatureMatrix, options: ScoreOp
     (fixed options; None: `options`): the weights the marks start from (`adaptive.feedback_start`: the shown ones,
     with every channel kept within the marks' reach). `words`: the marked words' reader (`marked_words`; None:
     channels only). `span`: the behaviour test's span lift, kept after marks unless they reject it
-    (`span_lift.kept_after_marks`; None: none)."""
+    (`span_lift.kept_after_marks`; None: none). `turn`: the other view's fixed options, which the weights turn to
+    while the marks all miss (`adaptive.feedback_turn`; None: never)."""
     q = query_vectors(query_fm, options)
     scales = channel_scales(fm, options)
     raw, rows_fn = {}, {}
-    for c in _feedback_channels(options, start, q):
+    for c in _feedback_channels(options, q, start, turn):
         raw[c] = (scales[c] * matvec(getattr(fm, c), q[c])).double().numpy()
         rows_fn[c] = unit_row_scores(getattr(fm, c), scales[c])
-    return _ranker(raw, rows_fn, options, start, q, config, words, span)
+    return _ranker(raw, rows_fn, options, start, q, config, words, span, turn)
 
 
-def _feedback_channels(options: ScoreOptions, start: ScoreOptions | None, q: dict[str, torch.Tensor]) -> list[str]:
-    """Every channel either the shown weights or the marks' starting ones weigh, in score order."""
-    return list(dict.fromkeys([*dict(weighted_channels(start or options, q)), *dict(weighted_channels(options, q))]))
+def _feedback_channels(options: ScoreOptions, q: dict[str, torch.Tensor], *more: ScoreOptions | None) -> list[str]:
+    """Every channel the shown weights or any of `more` (the marks' start, the view they turn to) weigh."""
+    return list(dict.fromkeys(c for o in (*more, options) if o is not None for c in dict(weighted_channels(o, q))))
 
 
 def _ranker(raw: dict[str, np.ndarray], rows_fn: dict[str, RowScores], options: ScoreOptions,
             start: ScoreOptions | None, q: dict[str, torch.Tensor], config: FeedbackConfig | None,
-            words: MarkedWords | None, span: SpanLift | None) -> Callable[[Marks], FeedbackResult]:
+            words: MarkedWords | None, span: SpanLift | None, turn: ScoreOptions | None = None
+            ) -> Callable[[Marks], FeedbackResult]:
     """`feedback_ranker` from each channel's raw scores and marked-row similarities however they were computed."""
     shown, started = dict(weighted_channels(options, q)), dict(weighted_channels(start or options, q))
-    unmarked, base = {}, {}
+    other = dict(weighted_channels(turn, q)) if turn is not None else None
+    unmarked, base, turned = {}, {}, {}
     for c, values in raw.items():
         spread = float(values.std())
         base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
-    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words, span)
+        turned[c] = other.get(c, 0.0) * spread if other is not None else 0.0
+    return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words, span,
+                                        turned if other is not None else None)
 
 
 def _streamed_feedback_ranker(index: RiseIndex, handle: ann.AnnIndex, query_fm: FeatureMatrix,
                               options: ScoreOptions, marked: Sequence[int], config: FeedbackConfig | None,
-                              start: ScoreOptions | None, words: MarkedWords | None, span: SpanLift | None
-                              ) -> Callable[[Marks], FeedbackResult]:
+                              start: ScoreOptions | None, words: MarkedWords | None, span: SpanLift | None,
+                              turn: ScoreOptions | None = None) -> Callable[[Marks], FeedbackResult]:
     """`feedback_ranker` for the `marked` rows of a pool the process does not hold (`options` under
     sample_norm='channel', as the ANN path requires): the query's and the marked rows' products with every row,
     in one pass over the ANN file's codes (`ann.pool_channel_products`), the marked rows' features read alone."""
     q = query_vectors(query_fm, options)
     rows = [index.row_features(r) for r in marked]
     column = {r: i + 1 for i, r in enumerate(marked)}
-    channels = _feedback_channels(options, start, q)
+    channels = _feedback_channels(options, q, start, turn)
     products = ann.pool_channel_products(index, handle, {
         c: torch.stack([q[c].float(), *(getattr(row, c)[0].float() for row in rows)], dim=1) for c in channels})
     raw = {c: products[c][:, 0].double().numpy() for c in channels}
     rows_fn = {c: (lambda wanted, p=products[c]: p[:, [column[r] for r in wanted]].T.double().numpy())
                for c in channels}
-    return _ranker(raw, rows_fn, options, start, q, config, words, span)
+    return _ranker(raw, rows_fn, options, start, q, config, words, span, turn)
 
 
 def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer) -> MarkedWords:
@@ -654,15 +659,16 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
         except InputDataError:
             raise InputDataError(f"marked example {sid!r} is not in {index.path.name}") from None
     start = adaptive.feedback_start(resolved.applied.options, resolved.choice)
+    turn = adaptive.feedback_turn(resolved.applied.options, resolved.choice)
     span = span_lift.kept_after_marks(resolved.choice.behaviour, _index_holders(index))
     handle = _streamed_ann(index, resolved.options)
     if handle is not None:  # a large pool the process does not hold: one pass over the ANN file's codes
         allowed = _row_mask(index, where)
         ranker = _streamed_feedback_ranker(index, handle, query_fm, resolved.options, list(row_marks), config, start,
-                                           words, span)
+                                           words, span, turn)
     else:
         fm, allowed = _matrix_and_mask(index, where)
-        ranker = feedback_ranker(fm, query_fm, resolved.options, config, start, words, span)
+        ranker = feedback_ranker(fm, query_fm, resolved.options, config, start, words, span, turn)
     result = ranker(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
@@ -672,7 +678,8 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
                          feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
                                    "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant,
                                    "span": result.span, "span_rejected": result.span_rejected,
-                                   "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows})
+                                   "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows,
+                                   "turned": result.turned})
     extra = {c: parts[c][rows] for c in EXTRA_PARTS if c in parts}
     if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)
         ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, **extra})

@@ -21,6 +21,9 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   every yes-mark holds and no no-mark does, held by more rows than the yes-marks and by at most `MAX_WORD_SHARE` of
   the pool, lifts the rows holding it by `word_lift`.
 
+- The turn after misses: while every mark says "not this" and there are `turn_after` of them, the weights are the
+  other view's (`adaptive.feedback_turn`): three misses in a row say the shown view is not where the answer is.
+
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
 shown ranking. With marks, the weights start from `adaptive.feedback_start`: the shown ranking's own (the gradient
 view where the behaviour test chose it, else the loss gate's mix), every channel kept within the marks' reach
@@ -99,11 +102,23 @@ class FeedbackConfig:
     against 0.905, 0.963, 0.975 with neither) (`studies/behaviour_rule.py`; docs/EVALUATION.md, "Feedback: the
     lifts after marks")."""
 
+    turn_after: int = 3
+    """after this many marks, every one "not this", the weights turn to the other view (`adaptive.feedback_turn`:
+    the gradient view where the shown ranking leaned on HS, else HS) until a mark says yes; 0: never. The shown view
+    has missed that many times in a row; staying on it, its own neighbours of the misses keep coming. Chosen among
+    1, 2, 3 and never on the tune sets: 1 and 2 turn away from views that were about to find one (a finance query
+    whose third mark was its first yes: 1.000 -> 0.377 after 3 marks), 3 changes no tune query (none began with
+    three misses), so it is the earliest turn that costs the tune sets nothing; on the report sets it lifts a
+    tweet-sentiment query that began with ten misses (`studies/behaviour_rule.py` TURN_GRID; docs/EVALUATION.md,
+    "Feedback: turning after misses")."""
+
     def __post_init__(self) -> None:
         for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
+        if isinstance(self.turn_after, bool) or not isinstance(self.turn_after, int) or self.turn_after < 0:
+            raise InputDataError(f"feedback turn_after must be a whole number >= 0, got {self.turn_after!r}")
 
 
 def split_marks(marks: Marks, n: int) -> tuple[list[int], list[int]]:
@@ -241,17 +256,30 @@ class FeedbackResult:
     """the marked word whose rows are lifted (`lifted_word`; part of parts["words"]), else None."""
     lifted_rows: int = 0
     """how many rows hold the marked word."""
+    turned: bool = False
+    """whether the marks turned the weights to the other view (`turned`: every mark so far "not this")."""
+
+
+def turned(marks: Marks, config: FeedbackConfig) -> bool:
+    """Whether the marks turn the weights to the other view: at least `config.turn_after` (> 0) of them, none yes."""
+    return bool(config.turn_after) and len(marks) >= config.turn_after and not any(marks.values())
 
 
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
                    base_weights: Mapping[str, float], config: FeedbackConfig | None = None,
-                   words: MarkedWords | None = None, span: SpanLift | None = None) -> FeedbackResult:
+                   words: MarkedWords | None = None, span: SpanLift | None = None,
+                   turn_weights: Mapping[str, float] | None = None) -> FeedbackResult:
     """Combine channels after feedback. `channel_scores[c]`: the query's raw (N,) scores in channel c; `row_scores[c]`:
     the pool's scores against marked rows in c; `base_weights[c]`: the weights in z units (lambda_c * std_c);
     `words`: the marked words' reader (None: channels only); `span`: the behaviour test's span lift where it lifts
-    (it fired, or both views share the span; kept unless the marks reject it). The lifts are parts of their own:
-    "span", and the marked word's in "words"."""
+    (it fired, or both views share the span; kept unless the marks reject it); `turn_weights`: the other view's
+    weights in z units, which replace `base_weights` while the marks are all misses (`turned`; None, or no weight on
+    a channel scored here: never). The lifts are parts of their own: "span", and the marked word's in "words"."""
     config = config or FeedbackConfig()
+    turn = turn_weights is not None and turned(marks, config) and any(
+        float(turn_weights.get(c, 0.0)) != 0.0 for c in channel_scores)
+    if turn:
+        base_weights = turn_weights
     parts, weights, ev = {}, {}, {}
     for c, raw in channel_scores.items():
         w = float(base_weights.get(c, 0.0))
@@ -292,13 +320,17 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         marked = None
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
                           span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
-                          lifted_rows=0 if marked is None else int(marked[1].sum()))
+                          lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn)
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
-    """The lifts after marks (a ranking's `feedback`) as plain lines: the behaviour test's span, kept or rejected by
-    the marks, and the marked word whose rows were lifted (pool text: the page shows them with st.text)."""
+    """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
+    behaviour test's span, kept or rejected by the marks, and the marked word whose rows were lifted (pool text: the
+    page shows them with st.text)."""
     out = []
+    if feedback.get("turned"):
+        out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
+                   f"the other view, {chosen_view(feedback.get('weights', {}))}, until a mark says yes")
     if feedback.get("span"):
         out.append(f"The behaviour test's span stays lifted (the span column): {feedback['span']!r}")
     if feedback.get("span_rejected"):

@@ -176,7 +176,8 @@ def rise_variant(config_changes: dict | None = None, *, channels: Sequence[str] 
             choice = channel_choice(pool_fm, one, options, tests(q) if tests is not None else None)
             rank = feedback_ranker(pool_fm, one, choice.options, strength, adaptive.feedback_start(options, choice),
                                    words(q) if words is not None else None,
-                                   span_lift.kept_after_marks(choice.behaviour, holds))
+                                   span_lift.kept_after_marks(choice.behaviour, holds),
+                                   adaptive.feedback_turn(options, choice))
             # no marks yet: the ranking shown first, with the span lift where the test lifts (fired, or shared)
             first = (span_lift.lifted_row(pool_fm, one, choice, holds).double().numpy()
                      if span_lift.lifting(choice.behaviour) is not None else None)

@@ -39,6 +39,7 @@ from rise_core.feedback import (
     apply_feedback,
     simulate_analyst,
     standardise,
+    turned,
     unit_row_scores,
 )
 from rise_core.methods import (
@@ -284,8 +285,22 @@ def start_variant(cap: float, floor: float, words: float) -> str:
 
 AUTO = ScoreOptions.preset("default")
 """the served scoring (weighting='auto'), whose per-query choice and feedback start the START_GRID variants take."""
-SERVED_FEEDBACK = start_variant(FeedbackConfig().max_evidence, adaptive.FEEDBACK_START_FLOOR, FeedbackConfig().words)
-"""the served feedback (FeedbackConfig's defaults, adaptive.feedback_start) among the variants."""
+STARTED = start_variant(FeedbackConfig().max_evidence, adaptive.FEEDBACK_START_FLOOR, FeedbackConfig().words)
+"""the START_GRID variant with FeedbackConfig's defaults and adaptive.feedback_start (no turn after misses)."""
+TURN_GRID = tuple((how, after) for how in ("turn", "interleave") for after in (1, 2, 3))
+"""what happens after `after` marks, all "not this", from STARTED, until a mark says yes: "turn", the weights are
+the other view's (adaptive.feedback_turn; FeedbackConfig.turn_after); "interleave", the top rows of the gradient and
+the representation views after the marks, alternating (`interleave`, the view the gate weighed less first), then
+STARTED's ranking."""
+
+
+def turn_variant(how: str, after: int) -> str:
+    """The name of a TURN_GRID variant."""
+    return f"{STARTED}, {how} after {after} misses"
+
+
+SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after)
+"""the served feedback (FeedbackConfig's defaults, adaptive.feedback_start and adaptive.feedback_turn)."""
 
 
 def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1,
@@ -486,6 +501,13 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
             variants[start_variant(cap, floor, w)] = ranker(
                 FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=w, word_lift=1.0, max_evidence=cap), kept=span,
                 base={c: lam * float(raw[c].std()) for c, lam in own.items()})
+        # after misses, from the served start: the weights turn to the other view, or the views' top rows interleave
+        own = _start_weights(fire[q], gated, raw)
+        other = None if fire[q] else adaptive.feedback_turn(AUTO, gated)
+        for how, after in TURN_GRID:
+            variants[turn_variant(how, after)] = _turned_ranker(
+                how, FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.0, word_lift=1.0, turn_after=after),
+                raw, rows_fn, shown[q], own, other, words, span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])
@@ -498,6 +520,38 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
             for n, scores in simulate_analyst(rank_with, labels, marks).items():
                 out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})
     return out
+
+
+def _start_weights(fired: bool, gated: adaptive.ChannelChoice, raw: dict[str, np.ndarray]) -> dict[str, float]:
+    """The served start (adaptive.feedback_start) in z units: the gradient view where the test fired, else the
+    gate's mix floored at FEEDBACK_START_FLOOR of the fixed weights."""
+    began = adaptive.gradient_view(AUTO) if fired else adaptive.feedback_start(AUTO, gated)
+    return {c: getattr(began, f"lambda_{c.lower()}") * float(raw[c].std()) for c in ("RH", "GH", "HS")}
+
+
+def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict, first: np.ndarray,
+                   own: dict[str, float], other: ScoreOptions | None, words: MarkedWords, span: SpanLift | None
+                   ) -> Callable[[dict], np.ndarray]:
+    """A TURN_GRID variant's ranker (marks -> scores). `other`: the view the marks turn to (None: the test fired, no
+    turn)."""
+    lam = None if other is None else {c: getattr(other, f"lambda_{c.lower()}") for c in ("RH", "GH", "HS")}
+    turn = None if lam is None else {c: w * float(raw[c].std()) for c, w in lam.items()}
+    if how == "turn":
+        return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, own, cfg, words, span,
+                                                                    turn).total
+
+    def ranked(marks: dict) -> np.ndarray:
+        if not marks:
+            return first
+        total = apply_feedback(raw, rows_fn, marks, own, cfg, words, span).total
+        if turn is None or not turned(marks, cfg):
+            return total
+        gradient = {c: w * float(raw[c].std()) for c, w in GRADIENT.items()}
+        views = (apply_feedback(raw, rows_fn, marks, gradient, cfg, words, span).total,
+                 apply_feedback(raw, rows_fn, marks, {"HS": float(raw["HS"].std())}, cfg, words, span).total)
+        return interleave(*(views if lam["HS"] == 0 else views[::-1]), total)
+
+    return ranked
 
 
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None) -> pd.DataFrame:

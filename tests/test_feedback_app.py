@@ -104,3 +104,35 @@ def test_the_marked_words_line_lists_the_heaviest_first_and_counts_the_rest():
     line = words_line({"lumen": 1.0, "**bold**": 0.5, "mouse": 0.25}, limit=2)
     assert line == ("Words of the query your yes-marks hold and your no-marks lack (they rank too): "
                     "lumen (1.00), **bold** (0.50), and 1 more")
+
+
+@pytest.mark.usefixtures("app_env")
+def test_three_misses_turn_the_marks_to_the_other_view_and_the_page_says_so(monkeypatch):
+    """Three "not this" marks on the shown top rows (the query is gated: the behaviour test does not fire here): the
+    re-ranking turns to the other view (`adaptive.feedback_turn`), the page names it in plain text and says the marks
+    chose it."""
+    from rise_core import attribution
+    from rise_core.feedback import chosen_view
+
+    results, rank = [], attribution.rank_with_feedback
+
+    def spy(*args, **kwargs):
+        results.append(rank(*args, **kwargs))
+        return results[-1]
+
+    monkeypatch.setattr(attribution, "rank_with_feedback", spy)
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    at.button(key="attribute").click().run()
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    key = _marks_key(at)
+    for sid in first["id"].iloc[:3]:
+        at.session_state["feedback_marks"][key][str(sid)] = False
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    fb = results[-1].attrs["feedback"]
+    assert fb["turned"] and fb["n_irrelevant"] == 3
+    lines = [t.value for t in at.text if "turned to the other view" in t.value]
+    assert lines == [f'Your 3 marks are all "not this": the ranking turned to the other view, '
+                     f'{chosen_view(fb["weights"])}, until a mark says yes']
+    assert any(f"The marks chose {chosen_view(fb['weights'])}." in m.value for m in at.markdown)

@@ -224,6 +224,38 @@ def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_ind
             attribution.rank_with_feedback(index, qf, {"nope": True}, ScoreOptions())
 
 
+def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeypatch):
+    """On a built index under the default (auto) weighting, with the behaviour test silent: three no-marks on the
+    shown top rows rank with the view the gate weighed less (`adaptive.feedback_turn`), and equal the feedback
+    ranker started from that view; a yes-mark turns back."""
+    from index_helpers import patch_finding
+
+    from rise_core import adaptive, attribution
+    from rise_core.feedback import lift_lines
+    from rise_core.store import RiseIndex
+
+    patch_finding(monkeypatch, lambda *a, **k: None)
+    auto = ScoreOptions.preset("default")
+    with RiseIndex.open(hs_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        resolved = attribution.index_weighting(index, qf, auto)
+        other = adaptive.feedback_turn(auto, resolved.choice)
+        assert other is not None and math.isfinite(resolved.choice.gate)
+        shown = attribution.top(index, qf, auto, k=24)
+        ids = index.rows_frame(shown.rows[:4].tolist())["id"].tolist()
+        misses = {i: False for i in ids[:3]}
+        got = attribution.top_with_feedback(index, qf, misses, auto, k=24)
+        assert got.feedback["turned"]
+        fm = index.feature_matrix()
+        want = attribution.feedback_ranker(fm, qf, resolved.options, start=other)(
+            {index.row_of(i): False for i in ids[:3]})
+        assert got.rows.tolist() == np.argsort(-want.total, kind="stable")[:24].tolist()
+        assert got.feedback["weights"] == pytest.approx(want.weights, rel=1e-12)
+        assert any("turned to the other view" in line for line in lift_lines(got.feedback, len(index)))
+        back = attribution.top_with_feedback(index, qf, {**misses, ids[3]: True}, auto, k=24)
+        assert not back.feedback["turned"]
+
+
 def test_feedback_curves_give_each_method_its_own_strength():
     """With no FeedbackConfig given, each method runs at its chosen strength (METHOD_FEEDBACK): BM25's curve equals
     the one run at beta 2 explicitly, and a given config applies to every method."""
