@@ -20,7 +20,6 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   holding the span marked no than yes); and the marked word (`lifted_word`): the rarest of the query's words that
   every yes-mark holds and no no-mark does, held by more rows than the yes-marks and by at most `MAX_WORD_SHARE` of
   the pool, lifts the rows holding it by `word_lift`.
-
 - The turn after misses: while every mark says "not this" and there are `turn_after` of them, the weights are the
   other view's (`adaptive.feedback_turn`): three misses in a row say the shown view is not where the answer is.
 
@@ -107,7 +106,7 @@ class FeedbackConfig:
     the gradient view where the shown ranking leaned on HS, else HS) until a mark says yes; 0: never. The shown view
     has missed that many times in a row; staying on it, its own neighbours of the misses keep coming. Chosen among
     1, 2, 3 and never on the tune sets: 1 and 2 turn away from views that were about to find one (a finance query
-    whose third mark was its first yes: 1.000 -> 0.377 after 3 marks), 3 changes no tune query (none began with
+    whose third mark was its first yes: 1.000 -> 0.475 after 3 marks), 3 changes no tune query (none began with
     three misses), so it is the earliest turn that costs the tune sets nothing; on the report sets it lifts a
     tweet-sentiment query that began with ten misses (`studies/behaviour_rule.py` TURN_GRID; docs/EVALUATION.md,
     "Feedback: turning after misses")."""

@@ -299,6 +299,15 @@ def turn_variant(how: str, after: int) -> str:
     return f"{STARTED}, {how} after {after} misses"
 
 
+STRENGTH_GRID = tuple((b, g, t) for b in (0.5, 1.0, 2.0) for g in (0.5, 0.75, 1.0) for t in (0.5, 1.0, 2.0))
+"""(beta, gamma, tau) tried again with the served start, evidence bound and turn (they were chosen before those)."""
+
+
+def strength_variant(beta: float, gamma: float, tau: float) -> str:
+    """The name of a STRENGTH_GRID variant."""
+    return f"served start and turn, beta {beta:g} gamma {gamma:g} tau {tau:g}"
+
+
 SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after)
 """the served feedback (FeedbackConfig's defaults, adaptive.feedback_start and adaptive.feedback_turn)."""
 
@@ -508,6 +517,10 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
             variants[turn_variant(how, after)] = _turned_ranker(
                 how, FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.0, word_lift=1.0, turn_after=after),
                 raw, rows_fn, shown[q], own, other, words, span)
+        for beta, gamma, tau in STRENGTH_GRID:
+            variants[strength_variant(beta, gamma, tau)] = _turned_ranker(
+                "turn", FeedbackConfig(beta=beta, gamma=gamma, tau=tau), raw, rows_fn, shown[q], own, other, words,
+                span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])
