@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -80,6 +81,8 @@ def hs_layer_index(depth: float, n_layers: int) -> int:
 _LAYER_CAPTURE = threading.local()
 """per thread: the decoder layer whose output `LoadedModel.hidden_with_layer` wants (`want`) and that output (`seen`)."""
 _CAPTURE_INSTALL = threading.Lock()
+_CAPTURING: weakref.WeakSet[torch.nn.ModuleList] = weakref.WeakSet()
+"""the decoder stacks whose layers carry `_capture_layer_output` (checked before taking the lock on each pass)."""
 
 
 def _capture_layer_output(module: torch.nn.Module, _inputs: Any, out: Any) -> None:
@@ -91,10 +94,13 @@ def _capture_layer_output(module: torch.nn.Module, _inputs: Any, out: Any) -> No
 def _install_capture(blocks: torch.nn.ModuleList) -> None:
     """Put `_capture_layer_output` on each of `blocks` once (it stays: a hook added or removed while another thread
     runs the model would change what that pass runs)."""
+    if blocks in _CAPTURING:
+        return
     with _CAPTURE_INSTALL:
         for block in blocks:
             if not any(h is _capture_layer_output for h in block._forward_hooks.values()):
                 block.register_forward_hook(_capture_layer_output)
+        _CAPTURING.add(blocks)
 
 
 @dataclass
