@@ -598,13 +598,12 @@ def _ranker(raw: dict[str, np.ndarray], rows_fn: dict[str, RowScores], options: 
     """`feedback_ranker` from each channel's raw scores and marked-row similarities however they were computed."""
     shown, started = dict(weighted_channels(options, q)), dict(weighted_channels(start or options, q))
     other = dict(weighted_channels(turn, q)) if turn is not None else None
-    unmarked, base, turned = {}, {}, {}
-    for c, values in raw.items():
-        spread = float(values.std())
-        base[c], unmarked[c] = started.get(c, 0.0) * spread, shown.get(c, 0.0) * spread
-        turned[c] = other.get(c, 0.0) * spread if other is not None else 0.0
+    spread = {c: float(values.std()) for c, values in raw.items()}
+    base = {c: started.get(c, 0.0) * s for c, s in spread.items()}
+    unmarked = {c: shown.get(c, 0.0) * s for c, s in spread.items()}
+    turned = None if other is None else {c: other.get(c, 0.0) * s for c, s in spread.items()}
     return lambda marks: apply_feedback(raw, rows_fn, marks, base if marks else unmarked, config, words, span,
-                                        turned if other is not None else None)
+                                        turned)
 
 
 def _streamed_feedback_ranker(index: RiseIndex, handle: ann.AnnIndex, query_fm: FeatureMatrix,

@@ -505,11 +505,9 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
         # with the evidence bounded and the marked words' weight: the served feedback's choice
         gated = adaptive.choose(AUTO, float(m["query_loss"][q]), float(m["pool_loss"][0]))
         for cap, floor, w in START_GRID:
-            began = adaptive.gradient_view(AUTO) if fire[q] else adaptive.feedback_start(AUTO, gated, floor)
-            own = {"RH": began.lambda_rh, "GH": began.lambda_gh, "HS": began.lambda_hs}
             variants[start_variant(cap, floor, w)] = ranker(
                 FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=w, word_lift=1.0, max_evidence=cap), kept=span,
-                base={c: lam * float(raw[c].std()) for c, lam in own.items()})
+                base=_start_weights(fire[q], gated, raw, floor))
         # after misses, from the served start: the weights turn to the other view, or the views' top rows interleave
         own = _start_weights(fire[q], gated, raw)
         other = None if fire[q] else adaptive.feedback_turn(AUTO, gated)
@@ -535,11 +533,17 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
     return out
 
 
-def _start_weights(fired: bool, gated: adaptive.ChannelChoice, raw: dict[str, np.ndarray]) -> dict[str, float]:
+def _z_weights(options: ScoreOptions, raw: dict[str, np.ndarray]) -> dict[str, float]:
+    """`options`' channel weights in z units (lambda_c times the channel's spread over the pool), as feedback takes
+    them."""
+    return {c: getattr(options, f"lambda_{c.lower()}") * float(raw[c].std()) for c in ("RH", "GH", "HS")}
+
+
+def _start_weights(fired: bool, gated: adaptive.ChannelChoice, raw: dict[str, np.ndarray],
+                   floor: float = adaptive.FEEDBACK_START_FLOOR) -> dict[str, float]:
     """The served start (adaptive.feedback_start) in z units: the gradient view where the test fired, else the
-    gate's mix floored at FEEDBACK_START_FLOOR of the fixed weights."""
-    began = adaptive.gradient_view(AUTO) if fired else adaptive.feedback_start(AUTO, gated)
-    return {c: getattr(began, f"lambda_{c.lower()}") * float(raw[c].std()) for c in ("RH", "GH", "HS")}
+    gate's mix floored at `floor` of the fixed weights."""
+    return _z_weights(adaptive.gradient_view(AUTO) if fired else adaptive.feedback_start(AUTO, gated, floor), raw)
 
 
 def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict, first: np.ndarray,
@@ -547,8 +551,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
                    ) -> Callable[[dict], np.ndarray]:
     """A TURN_GRID variant's ranker (marks -> scores). `other`: the view the marks turn to (None: the test fired, no
     turn)."""
-    lam = None if other is None else {c: getattr(other, f"lambda_{c.lower()}") for c in ("RH", "GH", "HS")}
-    turn = None if lam is None else {c: w * float(raw[c].std()) for c, w in lam.items()}
+    turn = None if other is None else _z_weights(other, raw)
     if how == "turn":
         return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, own, cfg, words, span,
                                                                     turn).total
@@ -559,10 +562,11 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
         total = apply_feedback(raw, rows_fn, marks, own, cfg, words, span).total
         if turn is None or not turned(marks, cfg):
             return total
-        gradient = {c: w * float(raw[c].std()) for c, w in GRADIENT.items()}
-        views = (apply_feedback(raw, rows_fn, marks, gradient, cfg, words, span).total,
-                 apply_feedback(raw, rows_fn, marks, {"HS": float(raw["HS"].std())}, cfg, words, span).total)
-        return interleave(*(views if lam["HS"] == 0 else views[::-1]), total)
+        views = (apply_feedback(raw, rows_fn, marks, _z_weights(adaptive.gradient_view(AUTO), raw), cfg, words,
+                                span).total,
+                 apply_feedback(raw, rows_fn, marks, _z_weights(adaptive.representation_view(AUTO), raw), cfg, words,
+                                span).total)
+        return interleave(*(views if other.lambda_hs == 0 else views[::-1]), total)
 
     return ranked
 
