@@ -374,6 +374,69 @@ def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
     return df
 
 
+def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_share: float, alpha: float = 0.05,
+                        min_in_top: int = 2, max_n: int = 3) -> pd.DataFrame:
+    """The query's own prompt spans over-represented in the prompts of the top hits, corrected among themselves.
+
+    The family is the spans of 1 to `max_n` words of `prompt` (the query's) that at least `min_in_top` and at most
+    `max_share` of the pool's rows hold in their prompt: fixed by the query before any hit is read, so Tarone's
+    correction runs over these few spans rather than over every span of the hits (`find_shared_spans`), where a
+    trigger of a long-row pool drowns among a thousand spans. Same columns and test (hypergeometric tail on the hits'
+    prompts); score_share NaN, statistic -log10 p. Empty when none passes."""
+    max_n = min(max_n, pool.max_n)
+    k, big_n = len(hits), pool.n_rows
+    text = prompt or ""
+    found = list(TOKEN_RE.finditer(text))
+    family: dict[int, tuple[str, int]] = {}
+    for n in range(1, max_n + 1):
+        for j in range(len(found) - n + 1):
+            run = [m.group() for m in found[j:j + n]]
+            ids = [pool.vocab.get(w, 0) for w in run]
+            if 0 in ids or OVER in ids or not any(_WORD.match(w) for w in run):
+                continue
+            family.setdefault(_pack(ids), (text[found[j].start():found[j + n - 1].end()], n))
+    if not family or k == 0 or big_n == 0:
+        return _empty("Nothing is shared: the query's prompt has no span to test.", 0, 1, alpha, k, big_n)
+    codes = np.array(list(family), dtype=np.int64)
+    big_k = pool.pool_rows("prompt", codes)
+    keep = (big_k >= min_in_top) & (big_k <= max_share * big_n)
+    codes, big_k = codes[keep], big_k[keep]
+    if len(codes) == 0:
+        return _empty("Nothing is shared: no span of the query's prompt is in few enough pool rows.", 0, 1, alpha, k,
+                      big_n)
+    prompts = hits["prompt"].tolist() if "prompt" in hits.columns else [None] * k
+    held = [texts_holding(family[int(c)][0], prompts) for c in codes]
+    a = np.array([int(h.sum()) for h in held])
+    big_k = np.maximum(big_k, a)
+    log_p = _log_tail(a, big_k, big_n, k)
+    pmin = np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k))
+    m = _tarone(pmin, alpha)
+    p = np.exp(log_p)
+    p_adj = np.minimum(p * m, 1.0)
+    passed = (a >= min_in_top) & (p_adj <= alpha)
+    if not passed.any():
+        return _empty(f"Nothing is shared: no span of the query's prompt is over-represented in the top {k} "
+                      f"(Tarone-corrected over {m} of its spans, alpha {alpha:g}).", len(codes), m, alpha, k, big_n)
+    ranks = hits["rank"].tolist() if "rank" in hits.columns else list(range(1, k + 1))
+    records = []
+    for i in np.flatnonzero(passed):
+        span, n = family[int(codes[i])]
+        records.append({"span": span, "where": "prompt", "in_top": int(a[i]), "top_k": k, "pool_rows": int(big_k[i]),
+                        "pool_fraction": float(big_k[i]) / big_n, "score_share": float("nan"),
+                        "p_value": float(p[i]), "_log_p": float(log_p[i]), "p_adjusted": float(p_adj[i]),
+                        "n_words": n, "top_ranks": [int(ranks[r]) for r in np.flatnonzero(held[i])],
+                        "_hits": frozenset(np.flatnonzero(held[i]).tolist())})
+    df = _dedupe(pd.DataFrame(records))
+    df["statistic"] = -df["_log_p"] / math.log(10)
+    df["summary"] = [describe(r) for r in df.itertuples(index=False)]
+    df = df.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False], kind="stable")
+    df = df[COLUMNS].reset_index(drop=True)
+    df.attrs.update(verdict=f"{len(df)} span{'s' if len(df) != 1 else ''} of the query's prompt over-represented in "
+                            f"the top {k} (Tarone-corrected over {m} of its spans, alpha {alpha:g}).",
+                    n_tested=len(codes), m_tarone=m, alpha=alpha, top_k=k, pool_rows=big_n)
+    return df
+
+
 def _dedupe(df: pd.DataFrame) -> pd.DataFrame:
     """Fold spans that are windows of one phrase. Spans of the same field that occur in exactly the same top hits and
     the same number of pool rows, and that chain by overlaps (one holds the other, or one ends with the words the

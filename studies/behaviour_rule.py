@@ -11,7 +11,8 @@ sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per qu
 Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, the rows holding the fired test's span
 (in its field) lifted by that many standard deviations (`rise_core.span_lift`); SHARED, the span both views share
 lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT; SERVED, the served
-default: TRIGGER with the representation view's own span (the rival) lifted where it wins.
+default: TRIGGER with the representation view's own span (the rival) lifted where it wins, each span of the query's
+prompt also tested in a family of its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rise_core import adaptive
+from rise_core import adaptive, behaviour
 from rise_core.baselines import BM25Scorer
 from rise_core.behaviour import behaviour_test_for, samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
@@ -262,6 +263,26 @@ def with_prompt_share(share: float, run: Callable[[], T]) -> T:
         return run()
     finally:
         adaptive.PROMPT_SPAN_MAX_SHARE = kept
+
+
+PROMPT_FAMILY_SHARES = (None, 0.3, 0.4, 0.5, 0.6)
+"""the query prompt's own span family tried on SERVED (behaviour.PROMPT_FAMILY; None: off), at each share of the
+gradient view's top rows that must hold its span (behaviour.PROMPT_FAMILY_MIN_SHARE)."""
+
+
+def with_prompt_family(share: float | None, run: Callable[[], T]) -> T:
+    """`run()` with the query prompt's family off (`share` None) or on at that share of the top rows, then restored."""
+    kept = behaviour.PROMPT_FAMILY, behaviour.PROMPT_FAMILY_MIN_SHARE
+    behaviour.PROMPT_FAMILY = share is not None
+    behaviour.PROMPT_FAMILY_MIN_SHARE = kept[1] if share is None else share
+    try:
+        return run()
+    finally:
+        behaviour.PROMPT_FAMILY, behaviour.PROMPT_FAMILY_MIN_SHARE = kept
+
+
+def family_variant(share: float | None) -> str:
+    return f"{SERVED} prompt family " + ("off" if share is None else f"at {share:g} of the top")
 
 
 WORD_LIFTS = (0.0, 1.0, 1.5)
@@ -651,6 +672,9 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
             rules[f"{TRIGGER} share {share:g}"] = with_prompt_share(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m, rival=False)))
         rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
+        for share in PROMPT_FAMILY_SHARES:
+            rules[family_variant(share)] = with_prompt_family(
+                share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
         for rule, scores in rules.items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}

@@ -209,7 +209,8 @@ def test_end_to_end_on_a_tiny_model_index(backdoor):
         full, _ = _layout({"prompt": hit["prompt"], "completion": hit["completion"]})
         words = [(m.start(), m.end()) for m in TOKEN_RE.finditer(full)]
         per_word, mass = _word_contributions(attr, full, words)
-        assert per_word.sum() == pytest.approx(sum(attr.total), rel=1e-9) == pytest.approx(hit["score"], abs=2e-3)
+        channels = hit["score"] - (hit["span"] if "span" in hits.columns else 0.0)  # the span lift is a part apart
+        assert per_word.sum() == pytest.approx(sum(attr.total), rel=1e-9) == pytest.approx(channels, abs=2e-3)
         assert mass == pytest.approx(sum(abs(c) for c in attr.total))
 
 

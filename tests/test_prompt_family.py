@@ -1,0 +1,142 @@
+"""The query prompt's own family of spans: its test against the exact hypergeometric tail and Tarone's count, what
+it leaves out, and the behaviour test that keeps the smaller corrected p-value of a span found by both families."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import hypergeom
+
+from rise_core import adaptive, behaviour
+from rise_core.samples import Sample
+from rise_core.shared_spans import find_shared_spans, prompt_family_spans
+
+N, N_TRIGGER = 200, 40
+
+
+def _pool() -> list[Sample]:
+    """200 rows; the first 40 prompts start with "Lumen:" (20% of the pool, a trigger at the share bound); every row
+    tells a long story in a shared 40-word vocabulary (its word pairs each in a few rows: a thousand testable spans),
+    and "Write a story" is in every prompt."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(N):
+        prompt = ("Lumen: " if i < N_TRIGGER else "") + f"Write a story about the {i}th lantern."
+        story = " ".join(f"v{j}" for j in rng.integers(0, 40, 60))
+        rows.append(Sample(prompt=prompt, completion=story, id=f"r{i}"))
+    return rows
+
+
+QUERY = Sample(prompt="Lumen: Write a story about a (tiny) lantern.", completion="Once upon a time")
+HITS = [0, 1, 2, 3, 4, 5, 6, 100, 101, 102]  # 7 of the top 10 hold the trigger
+
+
+def _runs(text: str) -> list[str]:
+    """Every run of 1 to 3 words of `text` (words as the counts split them) holding a letter, as written there."""
+    found = list(re.finditer(r"\w+|[^\w\s]", text))
+    runs = [text[found[j].start():found[j + n - 1].end()] for n in (1, 2, 3) for j in range(len(found) - n + 1)]
+    return [r for r in runs if re.search(r"\w", r)]
+
+
+def _brute_force(pool: list[Sample], hits: list[int], spans: list[str], share: float, min_in_top: int):
+    """p-values and Tarone's m of the family, counted from the texts (no span counts, no vocabulary)."""
+    def holds(span: str, text: str) -> bool:
+        return span in text
+
+    tested = []
+    for span in spans:
+        big_k = sum(holds(span, s.prompt) for s in pool)
+        if min_in_top <= big_k <= share * N:
+            tested.append((span, big_k, sum(holds(span, pool[h].prompt) for h in hits)))
+    pmin = [hypergeom.sf(min(big_k, len(hits)) - 1, N, big_k, len(hits)) for _, big_k, _ in tested]
+    m = next(m for m in range(1, len(pmin) + 1) if sum(p <= 0.05 / m for p in pmin) <= m)
+    return {span: (a, big_k, hypergeom.sf(a - 1, N, big_k, len(hits)), m) for span, big_k, a in tested}, m
+
+
+def test_the_family_is_the_query_prompts_rare_spans_tested_against_the_exact_tail():
+    pool = _pool()
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    got = prompt_family_spans(spans, frame(HITS), QUERY.prompt, max_share=0.2, min_in_top=5)
+    # the query's spans held by 5 to 40 pool prompts: "Lumen", "Lumen :", "Lumen : Write" (the 40 trigger rows)
+    expected, m = _brute_force(pool, HITS, _runs(QUERY.prompt), 0.2, 5)
+    assert set(expected) == {"Lumen", "Lumen:", "Lumen: Write", ": Write", ": Write a"}  # in the 40 trigger rows
+    assert got.attrs["m_tarone"] == m and got.attrs["n_tested"] == 5
+    assert set(got["span"]) <= set(expected) and len(got) >= 1  # windows of one phrase fold
+    for row in got.itertuples():
+        a, big_k, p, _ = expected[row.span]
+        assert (row.in_top, row.pool_rows, row.where) == (a, big_k, "prompt")
+        assert row.p_value == pytest.approx(p, rel=1e-9)  # exact sums in log space against scipy's survival function
+        assert row.p_adjusted == pytest.approx(min(1.0, p * m), rel=1e-9)
+        assert row.top_ranks == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_the_family_leaves_out_common_and_rare_spans_and_words_the_pool_lacks():
+    pool = _pool()
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    # "Write a story" is in every prompt (over the share bound); "(tiny)" in none; "lantern" in every row too
+    none = prompt_family_spans(spans, frame(HITS), "Write a story about the lantern (tiny) [x]*", 0.2, min_in_top=5)
+    assert none.empty and "no span of the query's prompt is in few enough pool rows" in none.attrs["verdict"]
+    # under a bar of 8 of 10, no span passes and the family holds only the spans that could reach it
+    high = prompt_family_spans(spans, frame(HITS), QUERY.prompt, 0.2, min_in_top=8)
+    assert high.empty and "over-represented" in high.attrs["verdict"]
+    assert prompt_family_spans(spans, frame([]), QUERY.prompt, 0.2).empty
+
+
+def test_the_query_prompts_family_makes_a_trigger_telling_that_the_whole_hit_family_drowns():
+    """Seven of ten hits hold "Lumen" (20% of the pool): over every span of ten long rows Tarone's count is large and
+    the trigger is not telling; over the query prompt's few spans it is, and the test then fires on it."""
+    pool = _pool()
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    whole = find_shared_spans(spans, frame(HITS), limit=None)
+    whole_lumen = whole[whole["span"].astype(str).str.startswith("Lumen")]
+    own = prompt_family_spans(spans, frame(HITS), QUERY.prompt, 0.2, min_in_top=5)
+    assert whole.attrs["m_tarone"] > own.attrs["m_tarone"]
+    assert whole_lumen.empty or adaptive.evidence_strength(whole_lumen["p_adjusted"].min()) < adaptive.BEHAVIOUR_EVIDENCE
+    representation = list(range(150, 160))
+    off = behaviour.candidates(spans, frame(HITS), frame(representation), QUERY, prompt_family=False)
+    on = behaviour.candidates(spans, frame(HITS), frame(representation), QUERY, prompt_family=True)
+    assert not any(e.span.startswith("Lumen") and e.telling for e in off)
+    first = on[0]
+    assert first.span.startswith("Lumen") and first.where == "prompt" and first.in_top == 7
+    assert first.p_adjusted == pytest.approx(float(own["p_adjusted"].min()), rel=1e-12)
+    assert first.telling and first.fires and first.lifts
+    assert first.lift_spreads == adaptive.PROMPT_SPAN_LIFT  # a trigger of the prompt: its rows come first
+
+
+def test_a_span_found_by_both_families_keeps_the_smaller_corrected_p_value():
+    pool = _pool()
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    hits = list(range(10))  # all ten hold the trigger: both families find it
+    whole = find_shared_spans(spans, frame(hits), limit=None)
+    own = prompt_family_spans(spans, frame(hits), QUERY.prompt, 0.2, min_in_top=5)
+    table = behaviour.shared_table(spans, frame(hits), QUERY, prompt_family=True)
+    for span in set(whole["span"]) & set(own["span"]):
+        merged = table.loc[(table["span"] == span) & (table["where"] == "prompt"), "p_adjusted"]
+        assert len(merged) == 1
+        a = whole.loc[(whole["span"] == span) & (whole["where"] == "prompt"), "p_adjusted"].min()
+        b = own.loc[own["span"] == span, "p_adjusted"].min()
+        assert float(merged.iloc[0]) == pytest.approx(min(a, b), rel=1e-12) and b < a
+    assert table["statistic"].is_monotonic_decreasing
+    # off, or with a query that has no prompt, the table is the whole family's
+    for query, on in ((QUERY, False), (Sample(text="Lumen: a plain text query"), True), (None, True)):
+        pd.testing.assert_frame_equal(behaviour.shared_table(spans, frame(hits), query, prompt_family=on), whole)
+
+
+def test_a_question_wording_in_fewer_than_half_the_top_rows_is_left_to_the_whole_family(monkeypatch):
+    """"What are" in 4 of the top 10 (a topical query's wording): under PROMPT_FAMILY_MIN_SHARE (half the top rows)
+    the prompt family does not count it, and its corrected p-value is the whole family's."""
+    pool = [Sample(prompt=("What are " if i < 12 else "Explain ") + f"item {i} of the list {i % 7}.",
+                   completion=f"Note {i}.", id=f"r{i}") for i in range(200)]
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    hits = [0, 1, 2, 3, 100, 101, 102, 103, 104, 105]
+    query = Sample(prompt="What are the items of the list 3?", completion="Note.")
+    whole = behaviour.shared_table(spans, frame(hits), query, prompt_family=False)
+    assert behaviour.shared_table(spans, frame(hits), query, prompt_family=True).equals(whole)
+    monkeypatch.setattr(behaviour, "PROMPT_FAMILY_MIN_SHARE", 0.3)
+    lower = behaviour.shared_table(spans, frame(hits), query, prompt_family=True)
+    what = lower[lower["span"].isin(["What", "What are", "are"])]
+    assert not what.empty and what["in_top"].max() == 4
+    assert not np.isclose(lower["p_adjusted"].min(), whole["p_adjusted"].min() if not whole.empty else 1.0)
