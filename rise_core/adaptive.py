@@ -130,6 +130,9 @@ class BehaviourEvidence:
     rival_where: str = ""
     """the rival span's field ("" when unknown: then its rows are not lifted)."""
     rival_pool_fraction: float = 1.0
+    corrected_over: str = "hits"
+    """the family p_adjusted is corrected over: "hits", every span of the top rows, or "prompt", the query prompt's own
+    spans (`behaviour.PROMPT_FAMILY`)."""
 
     @property
     def rival_wins(self) -> bool:
@@ -204,9 +207,10 @@ class BehaviourEvidence:
     def line(self) -> str:
         rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" ({self.rival_in_top} of "
                  "them), more, so it leads" if self.rival_wins else "")
+        family = " over the query prompt's spans" if self.corrected_over == "prompt" else ""
         return (f"the gradient view's top {self.top_k} share \"{self.span}\" ({self.where}; {self.in_top} of them, "
-                f"{self.pool_fraction:.1%} of the pool, corrected p {self.p_adjusted:.1g}) and the representation "
-                f"view's top {self.top_k} hold it {self.in_representation} times{rival}")
+                f"{self.pool_fraction:.1%} of the pool, corrected p {self.p_adjusted:.1g}{family}) and the "
+                f"representation view's top {self.top_k} hold it {self.in_representation} times{rival}")
 
     def as_dict(self) -> dict:
         lifted = self.lifted

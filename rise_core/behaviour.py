@@ -91,8 +91,8 @@ def shared_table(spans: PoolSpans, gradient_hits: pd.DataFrame, query: Sample | 
                  prompt_family: bool | None = None) -> pd.DataFrame:
     """Every span the gradient hits share (`find_shared_spans`), with the query prompt's own family
     (`prompt_family_spans`) where the query has a prompt and `prompt_family` (None: PROMPT_FAMILY): a span found by
-    both keeps the smaller corrected p-value. Most telling first."""
-    table = find_shared_spans(spans, gradient_hits, limit=None)
+    both keeps the smaller corrected p-value, and `family` says which ("hits" or "prompt"). Most telling first."""
+    table = find_shared_spans(spans, gradient_hits, limit=None).assign(family="hits")
     use = PROMPT_FAMILY if prompt_family is None else prompt_family
     if not use or query is None or not query.prompt:
         return table
@@ -100,6 +100,7 @@ def shared_table(spans: PoolSpans, gradient_hits: pd.DataFrame, query: Sample | 
                               min_in_top=max(2, math.ceil(PROMPT_FAMILY_MIN_SHARE * len(gradient_hits))))
     if own.empty:
         return table
+    own = own.assign(family="prompt")
     both = pd.concat([table, own], ignore_index=True) if not table.empty else own
     both = both.sort_values("p_adjusted", kind="stable").drop_duplicates(["span", "where"])
     return both.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False],
@@ -119,7 +120,8 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
         in_query = held_by_query(str(row["span"]), field)
         found.append(BehaviourEvidence(span=str(row["span"]), where=field, in_top=int(row["in_top"]),
                                        top_k=len(gradient_hits), pool_fraction=float(row["pool_fraction"]),
-                                       p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query))
+                                       p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query,
+                                       corrected_over=str(row["family"])))
     out = []
     for e in (order or prompt_first)(found)[:limit]:
         held = texts_holding(e.span, _field(representation_hits, e.where))

@@ -102,7 +102,8 @@ def test_the_query_prompts_family_makes_a_trigger_telling_that_the_whole_hit_fam
     first = on[0]
     assert first.span.startswith("Lumen") and first.where == "prompt" and first.in_top == 7
     assert first.p_adjusted == pytest.approx(float(own["p_adjusted"].min()), rel=1e-12)
-    assert first.telling and first.fires and first.lifts
+    assert first.telling and first.fires and first.lifts and first.corrected_over == "prompt"
+    assert "corrected p 0.00" in first.line and "over the query prompt's spans" in first.line
     assert first.lift_spreads == adaptive.PROMPT_SPAN_LIFT  # a trigger of the prompt: its rows come first
 
 
@@ -119,10 +120,12 @@ def test_a_span_found_by_both_families_keeps_the_smaller_corrected_p_value():
         a = whole.loc[(whole["span"] == span) & (whole["where"] == "prompt"), "p_adjusted"].min()
         b = own.loc[own["span"] == span, "p_adjusted"].min()
         assert float(merged.iloc[0]) == pytest.approx(min(a, b), rel=1e-12) and b < a
+        assert table.loc[merged.index[0], "family"] == "prompt"
     assert table["statistic"].is_monotonic_decreasing
     # off, or with a query that has no prompt, the table is the whole family's
     for query, on in ((QUERY, False), (Sample(text="Lumen: a plain text query"), True), (None, True)):
-        pd.testing.assert_frame_equal(behaviour.shared_table(spans, frame(hits), query, prompt_family=on), whole)
+        pd.testing.assert_frame_equal(behaviour.shared_table(spans, frame(hits), query, prompt_family=on),
+                                      whole.assign(family="hits"))
 
 
 def test_a_question_wording_in_fewer_than_half_the_top_rows_is_left_to_the_whole_family(monkeypatch):
