@@ -20,6 +20,7 @@ among spans the ranking explains equally well, the one that carries the score co
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import threading
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
     from .store import RiseIndex
 
 _WORD = re.compile(r"\w")
+PROMPT_FAMILY_MAX_WORDS = 20_000
+"""the words of a query's prompt whose spans `prompt_family_spans` tests (at most 3 x 20,000 spans): a long pasted
+prompt cannot make the test hold much memory."""
 MASK_WINDOW = 20_000
 """rows of an index's texts read at a time to find the rows holding a span (`PoolSpans.rows_holding`): a few MB of text
 a window, never the whole pool at once, and nothing kept after the search."""
@@ -386,7 +390,7 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
     max_n = min(max_n, pool.max_n)
     k, big_n = len(hits), pool.n_rows
     text = prompt or ""
-    found = list(TOKEN_RE.finditer(text))
+    found = list(itertools.islice(TOKEN_RE.finditer(text), PROMPT_FAMILY_MAX_WORDS))
     family: dict[int, tuple[str, int]] = {}
     for n in range(1, max_n + 1):
         for j in range(len(found) - n + 1):
@@ -405,8 +409,9 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
         return _empty("Nothing is shared: no span of the query's prompt is in few enough pool rows.", 0, 1, alpha, k,
                       big_n)
     prompts = hits["prompt"].tolist() if "prompt" in hits.columns else [None] * k
-    held = [texts_holding(family[int(c)][0], prompts) for c in codes]
-    a = np.array([int(h.sum()) for h in held])
+    runs = [_word_runs(t, max_n) for t in prompts]  # each hit's prompt read once: a set lookup per span
+    held = [np.array([tuple(TOKEN_RE.findall(family[int(c)][0])) in r for r in runs], dtype=bool) for c in codes]
+    a = np.array([int(h.sum()) for h in held], dtype=np.int64)
     big_k = np.maximum(big_k, a)
     log_p = _log_tail(a, big_k, big_n, k)
     pmin = np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k))
@@ -435,6 +440,15 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
                             f"the top {k} (Tarone-corrected over {m} of its spans, alpha {alpha:g}).",
                     n_tested=len(codes), m_tarone=m, alpha=alpha, top_k=k, pool_rows=big_n)
     return df
+
+
+def _word_runs(text: Any, max_n: int) -> set[tuple[str, ...]]:
+    """Every run of 1 to `max_n` adjacent words of a text (`TOKEN_RE`: whitespace only between them, as `span_pattern`
+    matches a span); empty for a missing text."""
+    if not isinstance(text, str):
+        return set()
+    words = TOKEN_RE.findall(text)
+    return {tuple(words[i:i + n]) for n in range(1, max_n + 1) for i in range(len(words) - n + 1)}
 
 
 def _dedupe(df: pd.DataFrame) -> pd.DataFrame:

@@ -143,3 +143,27 @@ def test_a_question_wording_in_fewer_than_half_the_top_rows_is_left_to_the_whole
     what = lower[lower["span"].isin(["What", "What are", "are"])]
     assert not what.empty and what["in_top"].max() == 4
     assert not np.isclose(lower["p_adjusted"].min(), whole["p_adjusted"].min() if not whole.empty else 1.0)
+
+
+def test_a_hit_holds_a_span_as_the_row_mask_reads_it_and_a_long_prompt_is_read_to_its_bound(monkeypatch):
+    """The family counts a hit as holding a span when its words are adjacent there, as `texts_holding` (the row mask)
+    decides: "Lumen:Write" and "Lumen :" hold "Lumen:"; "xLumen" and "Lumens" do not hold "Lumen"."""
+    from rise_core import shared_spans
+
+    variants = ["Lumen:Write a note", "Lumen :  Write a note", "xLumen: Write a note", "Lumens: Write a note",
+                "(Lumen) Write a note"]
+    pool = [Sample(prompt=variants[i % 5] + f" {i}.", completion=f"Note {i}.", id=f"r{i}") for i in range(100)]
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    hits = list(range(10))
+    got = prompt_family_spans(spans, frame(hits), "Lumen: Write a note", max_share=0.5, alpha=1.0, min_in_top=2)
+    for row in got.itertuples():
+        mask = shared_spans.texts_holding(row.span, [pool[h].prompt for h in hits])
+        assert row.in_top == int(mask.sum()), row.span
+    assert list(got["span"]) == ["Lumen: Write"] and int(got["in_top"].iloc[0]) == 4  # its windows fold into it
+    for text in variants:
+        for span in ("Lumen", "Lumen:", "Lumen: Write", "Write a note", ": Write"):
+            held = tuple(shared_spans.TOKEN_RE.findall(span)) in shared_spans._word_runs(text, 3)
+            assert held == bool(shared_spans.texts_holding(span, [text])[0]), (text, span)
+    monkeypatch.setattr(shared_spans, "PROMPT_FAMILY_MAX_WORDS", 2)  # "Lumen" and ":" only
+    short = prompt_family_spans(spans, frame(hits), "Lumen: Write a note", max_share=0.5, alpha=1.0, min_in_top=2)
+    assert set(short["span"]) <= {"Lumen", "Lumen:"} and not short.empty
