@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
@@ -38,7 +37,14 @@ from .adaptive import (
 from .config import ScoreOptions
 from .memo import BoundedMemo
 from .scoring import FeatureMatrix, channel_sum, top_k
-from .shared_spans import PoolSpans, find_shared_spans, prompt_family_spans, span_pattern, texts_holding
+from .shared_spans import (
+    PoolSpans,
+    find_shared_spans,
+    prompt_family_spans,
+    span_pattern,
+    texts_holding,
+    word_runs,
+)
 from .span_counts import TOKEN_RE
 from .store.spans import MAX_N
 
@@ -59,12 +65,11 @@ Order = Callable[[Sequence[BehaviourEvidence]], list[BehaviourEvidence]]
 
 
 def evidence(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,
-             query: Sample | None = None, order: Order | None = None, prompt_family: bool | None = None
-             ) -> BehaviourEvidence | None:
+             query: Sample | None = None, order: Order | None = None) -> BehaviourEvidence | None:
     """The behaviour test on the two views' top rows (frames with id, text / prompt / completion columns): the first
     span the gradient hits share, in the test's `order` (None: `prompt_first`; None when they share none), and how many
     representation hits hold it; `query`, when given, says whether the query holds it too."""
-    found = candidates(spans, gradient_hits, representation_hits, query, 1, order, prompt_family)
+    found = candidates(spans, gradient_hits, representation_hits, query, 1, order)
     return found[0] if found else None
 
 
@@ -150,10 +155,7 @@ def query_spans(query: Sample | None) -> Callable[[str, str], bool]:
             return False
         words = tuple(TOKEN_RE.findall(span))
         if field not in runs:
-            # every non-space character is in a token, so neighbours are adjacent; read no further than the bound
-            tokens = [m.group() for m in itertools.islice(TOKEN_RE.finditer(text), QUERY_RUNS_MAX_WORDS + 1)]
-            runs[field] = None if len(tokens) > QUERY_RUNS_MAX_WORDS else {
-                tuple(tokens[i:i + n]) for n in range(1, MAX_N + 1) for i in range(len(tokens) - n + 1)}
+            runs[field] = word_runs(text, MAX_N, QUERY_RUNS_MAX_WORDS)
         held = runs[field]
         if held is None or len(words) > MAX_N:
             return span_pattern(span).search(text) is not None
@@ -186,8 +188,7 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
 
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
-                       distinct: int | None = None, order: Order | None = None,
-                       prompt_family: bool | None = None) -> BehaviourTest:
+                       distinct: int | None = None, order: Order | None = None) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
     `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
@@ -202,10 +203,10 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
             return None
         counts = spans() if callable(spans) else spans
         grad_hits, rep_hits = rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows])
-        found = candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ, order, prompt_family)
+        found = candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ, order)
         if not found:
             return None
-        rival = evidence(counts, rep_hits, grad_hits, query_sample, order, prompt_family)  # the representation view's own span
+        rival = evidence(counts, rep_hits, grad_hits, query_sample, order)  # the representation view's own span
 
         def against_rival(e: BehaviourEvidence) -> BehaviourEvidence:
             return e if rival is None else dataclasses.replace(

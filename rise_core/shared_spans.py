@@ -360,13 +360,7 @@ def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
                         "pool_rows": int(big_k[idx]), "pool_fraction": float(big_k[idx]) / big_n,
                         "score_share": share, "p_value": float(p[idx]), "_log_p": float(log_p[idx]), "p_adjusted": float(p_adj[idx]),
                         "n_words": entry["n"], "top_ranks": ranks, "_hits": frozenset(entry["hits"])})
-    df = _dedupe(pd.DataFrame(records))
-    evidence = -df["_log_p"] / math.log(10)
-    pos = df["score_share"].clip(lower=0.0)
-    top = float(pos.max()) if has_share else 0.0
-    df["statistic"] = evidence * (1.0 + (pos / top if top > 0 else 0.0))
-    df["summary"] = [describe(r) for r in df.itertuples(index=False)]
-    df = df.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False], kind="stable")
+    df = _ranked(records, has_share)
     n_shared = len(df)
     if limit is not None:
         df = df.head(limit)
@@ -391,14 +385,14 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
     k, big_n = len(hits), pool.n_rows
     text = prompt or ""
     found = list(itertools.islice(TOKEN_RE.finditer(text), PROMPT_FAMILY_MAX_WORDS))
-    family: dict[int, tuple[str, int]] = {}
+    family: dict[int, tuple[str, tuple[str, ...]]] = {}  # code -> (the span as written, its words)
     for n in range(1, max_n + 1):
         for j in range(len(found) - n + 1):
-            run = [m.group() for m in found[j:j + n]]
+            run = tuple(m.group() for m in found[j:j + n])
             ids = [pool.vocab.get(w, 0) for w in run]
             if 0 in ids or OVER in ids or not any(_WORD.match(w) for w in run):
                 continue
-            family.setdefault(_pack(ids), (text[found[j].start():found[j + n - 1].end()], n))
+            family.setdefault(_pack(ids), (text[found[j].start():found[j + n - 1].end()], run))
     if not family or k == 0 or big_n == 0:
         return _empty("Nothing is shared: the query's prompt has no span to test.", 0, 1, alpha, k, big_n)
     codes = np.array(list(family), dtype=np.int64)
@@ -409,8 +403,8 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
         return _empty("Nothing is shared: no span of the query's prompt is in few enough pool rows.", 0, 1, alpha, k,
                       big_n)
     prompts = hits["prompt"].tolist() if "prompt" in hits.columns else [None] * k
-    runs = [_word_runs(t, max_n) for t in prompts]  # each hit's prompt read once: a set lookup per span
-    held = [np.array([tuple(TOKEN_RE.findall(family[int(c)][0])) in r for r in runs], dtype=bool) for c in codes]
+    runs = [word_runs(t, max_n) or set() for t in prompts]  # each hit's prompt read once: a set lookup per span
+    held = [np.array([family[int(c)][1] in r for r in runs], dtype=bool) for c in codes]
     a = np.array([int(h.sum()) for h in held], dtype=np.int64)
     big_k = np.maximum(big_k, a)
     log_p = _log_tail(a, big_k, big_n, k)
@@ -425,29 +419,41 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
     ranks = hits["rank"].tolist() if "rank" in hits.columns else list(range(1, k + 1))
     records = []
     for i in np.flatnonzero(passed):
-        span, n = family[int(codes[i])]
+        span, words = family[int(codes[i])]
         records.append({"span": span, "where": "prompt", "in_top": int(a[i]), "top_k": k, "pool_rows": int(big_k[i]),
                         "pool_fraction": float(big_k[i]) / big_n, "score_share": float("nan"),
                         "p_value": float(p[i]), "_log_p": float(log_p[i]), "p_adjusted": float(p_adj[i]),
-                        "n_words": n, "top_ranks": [int(ranks[r]) for r in np.flatnonzero(held[i])],
+                        "n_words": len(words), "top_ranks": [int(ranks[r]) for r in np.flatnonzero(held[i])],
                         "_hits": frozenset(np.flatnonzero(held[i]).tolist())})
-    df = _dedupe(pd.DataFrame(records))
-    df["statistic"] = -df["_log_p"] / math.log(10)
-    df["summary"] = [describe(r) for r in df.itertuples(index=False)]
-    df = df.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False], kind="stable")
-    df = df[COLUMNS].reset_index(drop=True)
+    df = _ranked(records, has_share=False)[COLUMNS].reset_index(drop=True)
     df.attrs.update(verdict=f"{len(df)} span{'s' if len(df) != 1 else ''} of the query's prompt over-represented in "
                             f"the top {k} (Tarone-corrected over {m} of its spans, alpha {alpha:g}).",
                     n_tested=len(codes), m_tarone=m, alpha=alpha, top_k=k, pool_rows=big_n)
     return df
 
 
-def _word_runs(text: Any, max_n: int) -> set[tuple[str, ...]]:
-    """Every run of 1 to `max_n` adjacent words of a text (`TOKEN_RE`: whitespace only between them, as `span_pattern`
-    matches a span); empty for a missing text."""
+def _ranked(records: list[dict[str, Any]], has_share: bool) -> pd.DataFrame:
+    """The spans that passed, windows of one phrase folded (`_dedupe`), with their statistic (-log10 p, at most
+    doubled by the score share where every hit has one) and summary, most telling first."""
+    df = _dedupe(pd.DataFrame(records))
+    evidence = -df["_log_p"] / math.log(10)
+    pos = df["score_share"].clip(lower=0.0)
+    top = float(pos.max()) if has_share else 0.0
+    df["statistic"] = evidence * (1.0 + (pos / top if top > 0 else 0.0))
+    df["summary"] = [describe(r) for r in df.itertuples(index=False)]
+    return df.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False], kind="stable")
+
+
+def word_runs(text: Any, max_n: int, max_words: int | None = None) -> set[tuple[str, ...]] | None:
+    """Every run of 1 to `max_n` adjacent words of a text (`TOKEN_RE`: every non-space character is in a word, so
+    neighbours have only whitespace between them, as `span_pattern` matches a span); empty for a missing text; None
+    for a text of more than `max_words` words (it is read no further)."""
     if not isinstance(text, str):
         return set()
-    words = TOKEN_RE.findall(text)
+    words = [m.group() for m in itertools.islice(TOKEN_RE.finditer(text), None if max_words is None
+                                                 else max_words + 1)]
+    if max_words is not None and len(words) > max_words:
+        return None
     return {tuple(words[i:i + n]) for n in range(1, max_n + 1) for i in range(len(words) - n + 1)}
 
 

@@ -255,14 +255,22 @@ PROMPT_SHARES = (0.1, 0.2, 0.3, 1.0)
 """the bounds on a prompt span's pool share tried on TRIGGER (adaptive.PROMPT_SPAN_MAX_SHARE; 1: none)."""
 
 
-def with_prompt_share(share: float, run: Callable[[], T]) -> T:
-    """`run()` with adaptive.PROMPT_SPAN_MAX_SHARE set to `share` (the served test reads it), then restored."""
-    kept = adaptive.PROMPT_SPAN_MAX_SHARE
-    adaptive.PROMPT_SPAN_MAX_SHARE = share
+def with_values(module: object, values: dict[str, object], run: Callable[[], T]) -> T:
+    """`run()` with the module's constants set to `values` (the served test reads them at call time), then
+    restored."""
+    kept = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
     try:
         return run()
     finally:
-        adaptive.PROMPT_SPAN_MAX_SHARE = kept
+        for name, value in kept.items():
+            setattr(module, name, value)
+
+
+def with_prompt_share(share: float, run: Callable[[], T]) -> T:
+    """`run()` with adaptive.PROMPT_SPAN_MAX_SHARE set to `share`, then restored."""
+    return with_values(adaptive, {"PROMPT_SPAN_MAX_SHARE": share}, run)
 
 
 PROMPT_FAMILY_SHARES = (None, 0.3, 0.4, 0.5, 0.6)
@@ -272,13 +280,8 @@ gradient view's top rows that must hold its span (behaviour.PROMPT_FAMILY_MIN_SH
 
 def with_prompt_family(share: float | None, run: Callable[[], T]) -> T:
     """`run()` with the query prompt's family off (`share` None) or on at that share of the top rows, then restored."""
-    kept = behaviour.PROMPT_FAMILY, behaviour.PROMPT_FAMILY_MIN_SHARE
-    behaviour.PROMPT_FAMILY = share is not None
-    behaviour.PROMPT_FAMILY_MIN_SHARE = kept[1] if share is None else share
-    try:
-        return run()
-    finally:
-        behaviour.PROMPT_FAMILY, behaviour.PROMPT_FAMILY_MIN_SHARE = kept
+    values = {"PROMPT_FAMILY": False} if share is None else {"PROMPT_FAMILY": True, "PROMPT_FAMILY_MIN_SHARE": share}
+    return with_values(behaviour, values, run)
 
 
 def family_variant(share: float | None) -> str:

@@ -62,8 +62,7 @@ def patch_finding(monkeypatch: Any, finding: Any) -> None:
     BehaviourEvidence, the test's only candidate."""
     from rise_core import behaviour
 
-    def candidates(spans, gradient_hits, representation_hits, query=None, limit=behaviour.SPANS_READ, order=None,
-                   prompt_family=None):
+    def candidates(spans, gradient_hits, representation_hits, query=None, limit=behaviour.SPANS_READ, order=None):
         found = finding(spans, gradient_hits, representation_hits, query)
         return [] if found is None else [found]
 

@@ -162,7 +162,7 @@ def test_a_hit_holds_a_span_as_the_row_mask_reads_it_and_a_long_prompt_is_read_t
     assert list(got["span"]) == ["Lumen: Write"] and int(got["in_top"].iloc[0]) == 4  # its windows fold into it
     for text in variants:
         for span in ("Lumen", "Lumen:", "Lumen: Write", "Write a note", ": Write"):
-            held = tuple(shared_spans.TOKEN_RE.findall(span)) in shared_spans._word_runs(text, 3)
+            held = tuple(shared_spans.TOKEN_RE.findall(span)) in shared_spans.word_runs(text, 3)
             assert held == bool(shared_spans.texts_holding(span, [text])[0]), (text, span)
     monkeypatch.setattr(shared_spans, "PROMPT_FAMILY_MAX_WORDS", 2)  # "Lumen" and ":" only
     short = prompt_family_spans(spans, frame(hits), "Lumen: Write a note", max_share=0.5, alpha=1.0, min_in_top=2)
