@@ -1,5 +1,6 @@
-"""The Attribute page's "What the top hits share" section: spans over-represented in the hits against the pool
-(`rise_core.shared_spans`), and the pool rows that contain the one you pick. Every text goes through st.dataframe /
+"""The Attribute page's "What the top hits share" section: spans over-represented in the hits against the pool, with
+the query prompt's own family beside them as the behaviour test reads it (`rise_core.behaviour.shared_table`), and the
+pool rows that contain the one you pick. Every text goes through st.dataframe /
 st.selectbox (shown as text, never as HTML)."""
 
 from __future__ import annotations
@@ -7,15 +8,18 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from rise_core.behaviour import shared_table
 from rise_core.config import ScoreOptions
 from rise_core.models import LoadedModel
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
-from rise_core.shared_spans import find_shared_spans, span_rows
+from rise_core.shared_spans import pool_spans, span_rows
 from rise_core.store import RiseIndex, row_text
 
 from . import resources, ui
 from .views import HIDDEN_COLUMNS
+
+CORRECTED_OVER = {"hits": "the hits' spans", "prompt": "the query's prompt spans"}
 
 
 def shared_spans_section(index: RiseIndex, lm: LoadedModel, path: str, hits: pd.DataFrame, query: Sample,
@@ -31,18 +35,23 @@ def shared_spans_section(index: RiseIndex, lm: LoadedModel, path: str, hits: pd.
             explained = resources.explanations(index, lm, path, list(hits["id"]), query, query_fm, options)
             explanations = {sid: explained[str(sid)] for sid in hits["id"]}
         with st.spinner("Counting spans in the pool (once per index)…"):
-            spans = find_shared_spans(index, hits, explanations)
+            spans = shared_table(pool_spans(index), hits, query, explanations=explanations, limit=20)
         st.caption(f"{spans.attrs.get('verdict', '')} Spans are runs of up to 3 words in the prompt or the "
-                   "completion; p: the chance that k hits drawn at random from the pool hold the span this often.")
+                   "completion; p: the chance that k hits drawn at random from the pool hold the span this often; "
+                   "corrected over: the spans the p-value was corrected among (every span of the hits, or only "
+                   "the query's own prompt spans, a family fixed before any hit is read).")
         if spans.empty:
             st.info("No pattern: the top hits share no span that the rest of the pool lacks.",
                     icon=":material/search_off:")
             return
-        table = spans[["span", "where", "summary", "score_share", "p_value", "statistic"]].rename(
-            columns={"summary": "count", "p_value": "p"})
+        table = spans[["span", "where", "summary", "score_share", "p_value", "p_adjusted", "statistic"]].rename(
+            columns={"summary": "count", "p_value": "p", "p_adjusted": "p corrected"}).assign(
+            corrected_over=spans["family"].map(CORRECTED_OVER).to_numpy())
         st.dataframe(table, hide_index=True, key="spans_table", column_config={
             "score_share": st.column_config.NumberColumn("score share", format="%.3f"),
             "p": st.column_config.NumberColumn(format="%.2e"),
+            "p corrected": st.column_config.NumberColumn(format="%.2e"),
+            "corrected_over": st.column_config.TextColumn("corrected over"),
             "statistic": st.column_config.NumberColumn(format="%.2f")})
         choice = st.selectbox("Show the pool rows containing", range(len(spans)), key="spans_pick",
                               format_func=lambda i: f"{spans['span'].iloc[i]!r} in the {spans['where'].iloc[i]}")

@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -92,24 +92,41 @@ is the best (0.3 and 0.4 also lift a question's wording, "What are" in 4 of a fi
 0.934; 0.6 changes nothing)."""
 
 
-def shared_table(spans: PoolSpans, gradient_hits: pd.DataFrame, query: Sample | None = None,
-                 prompt_family: bool | None = None) -> pd.DataFrame:
-    """Every span the gradient hits share (`find_shared_spans`), with the query prompt's own family
-    (`prompt_family_spans`) where the query has a prompt and `prompt_family` (None: PROMPT_FAMILY): a span found by
-    both keeps the smaller corrected p-value, and `family` says which ("hits" or "prompt"). Most telling first."""
-    table = find_shared_spans(spans, gradient_hits, limit=None).assign(family="hits")
+def shared_table(spans: PoolSpans, hits: pd.DataFrame, query: Sample | None = None,
+                 prompt_family: bool | None = None, explanations: Mapping[str, Any] | None = None,
+                 limit: int | None = None) -> pd.DataFrame:
+    """Every span the hits share (`find_shared_spans`, weighed by `explanations` where given), with the query prompt's
+    own family (`prompt_family_spans`) where the query has a prompt and `prompt_family` (None: PROMPT_FAMILY): a span
+    both find keeps the hits' row (its score share) with the smaller corrected p-value, and `family` says which family
+    gave it ("hits" or "prompt"). Most telling first, the first `limit` (None: all); attrs["verdict"] states both
+    families' findings."""
+    table = find_shared_spans(spans, hits, explanations, limit=None).assign(family="hits")
     use = PROMPT_FAMILY if prompt_family is None else prompt_family
-    if not use or query is None or not query.prompt:
-        return table
-    own = prompt_family_spans(spans, gradient_hits, query.prompt, adaptive.PROMPT_SPAN_MAX_SHARE,
-                              min_in_top=max(2, math.ceil(PROMPT_FAMILY_MIN_SHARE * len(gradient_hits))))
-    if own.empty:
-        return table
-    own = own.assign(family="prompt")
-    both = pd.concat([table, own], ignore_index=True) if not table.empty else own
-    both = both.sort_values("p_adjusted", kind="stable").drop_duplicates(["span", "where"])
-    return both.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False],
-                            kind="stable").reset_index(drop=True)
+    own = None
+    if use and query is not None and query.prompt:
+        own = prompt_family_spans(spans, hits, query.prompt, adaptive.PROMPT_SPAN_MAX_SHARE,
+                                  min_in_top=max(2, math.ceil(PROMPT_FAMILY_MIN_SHARE * len(hits))))
+    if own is None or own.empty:
+        merged = table
+    else:
+        merged = table.set_index(["span", "where"], drop=False)
+        extra = []
+        for row in own.assign(family="prompt").to_dict("records"):
+            key = (row["span"], row["where"])
+            if key not in merged.index:
+                extra.append(row)
+            elif row["p_adjusted"] < merged.at[key, "p_adjusted"]:
+                merged.loc[key, ["p_adjusted", "family"]] = [row["p_adjusted"], "prompt"]
+        merged = pd.concat([merged.reset_index(drop=True), pd.DataFrame(extra)], ignore_index=True) if extra \
+            else merged.reset_index(drop=True)
+        merged = merged.sort_values(["statistic", "in_top", "n_words"], ascending=[False, False, False],
+                                    kind="stable").reset_index(drop=True)
+    if limit is not None:
+        merged = merged.head(limit).reset_index(drop=True)
+    merged.attrs.update(table.attrs)
+    if own is not None:
+        merged.attrs["verdict"] = f"{table.attrs.get('verdict', '')} {own.attrs.get('verdict', '')}"
+    return merged
 
 
 def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hits: pd.DataFrame,

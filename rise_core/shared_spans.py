@@ -545,12 +545,14 @@ def span_rows(index: RiseIndex, span: str, where: str, limit: int | None = 200) 
 
 
 def format_table(df: pd.DataFrame, width: int = 40) -> str:
-    """The list as plain text for a terminal (the verdict line, then one line per span)."""
+    """The list as plain text for a terminal (the verdict line, then one line per span; a span whose p-value was
+    corrected over the query's prompt spans, `behaviour.shared_table`'s family "prompt", says so)."""
     lines = [str(df.attrs.get("verdict", ""))]
     for i, r in enumerate(df.itertuples(index=False), 1):
         span = r.span.replace("\n", " ")
         span = span if len(span) <= width else span[:width - 1] + "…"
         share = "" if math.isnan(r.score_share) else f", score share {r.score_share:+.3g}"
+        family = ", corrected over the query's prompt spans" if getattr(r, "family", "hits") == "prompt" else ""
         lines.append(f"{i:>3}. {span!r} [{r.where}] {r.summary}; p {r.p_value:.2g}{share}, statistic "
-                     f"{r.statistic:.2f}")
+                     f"{r.statistic:.2f}{family}")
     return "\n".join(lines)

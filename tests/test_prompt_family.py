@@ -11,8 +11,9 @@ import pytest
 from scipy.stats import hypergeom
 
 from rise_core import adaptive, behaviour
+from rise_core.explain import TokenAttribution
 from rise_core.samples import Sample
-from rise_core.shared_spans import find_shared_spans, prompt_family_spans
+from rise_core.shared_spans import find_shared_spans, format_table, prompt_family_spans
 
 N, N_TRIGGER = 200, 40
 
@@ -167,3 +168,43 @@ def test_a_hit_holds_a_span_as_the_row_mask_reads_it_and_a_long_prompt_is_read_t
     monkeypatch.setattr(shared_spans, "PROMPT_FAMILY_MAX_WORDS", 2)  # "Lumen" and ":" only
     short = prompt_family_spans(spans, frame(hits), "Lumen: Write a note", max_share=0.5, alpha=1.0, min_in_top=2)
     assert set(short["span"]) <= {"Lumen", "Lumen:"} and not short.empty
+
+
+def _attr(sample: Sample, weight: float) -> TokenAttribution:
+    """A word-level attribution of a hit: the prompt's first word carries `weight`, every other word 0.01."""
+    prompt, completion = sample.prompt.split(), sample.completion.split()
+    tokens = ["<bos>", *prompt, *completion]
+    rh = [0.0, weight] + [0.01] * (len(tokens) - 2)
+    return TokenAttribution(tokens=tokens, rh=rh, gh=[0.0] * len(tokens), n_prompt_tokens=1 + len(prompt))
+
+
+def test_the_listed_spans_keep_the_hits_score_share_and_add_the_prompts_own_family():
+    """The list the explorer and `rise query --explain` show: the hits' spans weighed by the explanations, the query
+    prompt's family beside them; a span both find keeps the hits' score share with the smaller corrected p."""
+    pool = _pool()
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    for hits in (HITS, list(range(10))):  # 7 of 10 hold the trigger (only the prompt's family finds it), then all
+        explained = {f"r{h}": _attr(pool[h], 1.0 if h < N_TRIGGER else 0.01) for h in hits}
+        whole = find_shared_spans(spans, frame(hits), explained, limit=None)
+        own = prompt_family_spans(spans, frame(hits), QUERY.prompt, 0.2, min_in_top=5)
+        table = behaviour.shared_table(spans, frame(hits), QUERY, prompt_family=True, explanations=explained)
+        lumen = table[table["span"].str.startswith("Lumen") & (table["where"] == "prompt")]
+        assert not lumen.empty and (lumen["family"] == "prompt").all()
+        for row in lumen.itertuples():
+            assert row.p_adjusted == pytest.approx(float(own.loc[own["span"] == row.span, "p_adjusted"].min()))
+            found = whole[(whole["span"] == row.span) & (whole["where"] == "prompt")]
+            if found.empty:  # the prompt's family alone: no score share
+                assert np.isnan(row.score_share)
+            else:  # both: the hits' row, its share and statistic, with the prompt family's smaller p
+                assert row.score_share == pytest.approx(float(found["score_share"].iloc[0])) and row.score_share > 0
+                assert row.statistic == pytest.approx(float(found["statistic"].iloc[0]))
+                assert row.p_adjusted < float(found["p_adjusted"].iloc[0])
+        rest = table[table["family"] == "hits"]
+        assert rest["score_share"].notna().all() and len(rest) == len(whole) - len(
+            set(zip(lumen["span"], lumen["where"], strict=True)) & set(zip(whole["span"], whole["where"], strict=True)))
+        assert table["statistic"].is_monotonic_decreasing
+        assert whole.attrs["verdict"] in table.attrs["verdict"] and own.attrs["verdict"] in table.attrs["verdict"]
+        assert len(behaviour.shared_table(spans, frame(hits), QUERY, explanations=explained, limit=2)) <= 2
+        line = next(x for x in format_table(table).splitlines() if x.split(". ", 1)[-1].startswith("'Lumen"))
+        assert line.endswith("corrected over the query's prompt spans")
+    assert not find_shared_spans(spans, frame(HITS), limit=None)["span"].astype(str).str.startswith("Lumen").any()

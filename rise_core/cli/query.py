@@ -408,9 +408,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
             explanations = {sid: explained[str(sid)]
                             + ((explain_versus(index, lm, sid, versus, qfm, options),) if versus else ())
                             for sid in df["id"]}
-            from ..shared_spans import find_shared_spans  # what the top hits share, weighted by the tokens above
+            from ..behaviour import shared_table  # what the top hits share, weighted by the tokens above
+            from ..shared_spans import pool_spans
 
-            shared = find_shared_spans(index, df, explanations)
+            shared = shared_table(pool_spans(index), df, queries[0], explanations=explanations, limit=20)
     finally:
         index.close()
     if args.format == "table":
