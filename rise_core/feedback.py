@@ -70,7 +70,9 @@ class FeedbackConfig:
     """weight of the marked rows' mean similarity (relevant added, irrelevant subtracted), relative to the query's
     (chosen with tau among 1, 2 x 1, 3: the best mean at 3 marks over the tune sets with fluent backdoors,
     `studies/behaviour_rule.py`, where beta 2, chosen before by `studies/feedback_choice.py`, came second; figures in
-    docs/EVALUATION.md, "Backdoors the loss cannot see")."""
+    docs/EVALUATION.md, "Backdoors the loss cannot see"). Run again with the prompt family's first rankings, seven
+    (beta, gamma, tau) of the grid lead it by 0.002 to 0.003 over 1, 3 and 5 marks, none separated from it by a paired
+    bootstrap over the tune queries: kept (docs/EVALUATION.md, "Feedback: each mark as heavy as the query")."""
     tau: float = 1.0
     """channel re-weighting strength: weight_c *= exp(tau * evidence_c), the evidence bounded by `max_evidence`; 0
     keeps the weights (chosen with beta: on the half-learned retrospective tune task dev-pirate-240, 3 marks reach more
@@ -111,11 +113,20 @@ class FeedbackConfig:
     tweet-sentiment query that began with ten misses (`studies/behaviour_rule.py` TURN_GRID; docs/EVALUATION.md,
     "Feedback: turning after misses")."""
 
+    each_mark: bool = False
+    """False: the yes-marks' mean weighs beta times the query (classic Rocchio); True: each yes-mark does (the query
+    one example among the marks), the no-marks' mean weighing gamma times theirs. Kept at False: True leads the tune
+    mean over 1, 3 and 5 marks by 0.0012, inside a paired bootstrap's 95% interval (-0.0002, +0.0024), so the tune
+    sets do not separate the two (`studies/behaviour_rule.py` EACH_MARK, `separation`; docs/EVALUATION.md,
+    "Feedback: each mark as heavy as the query")."""
+
     def __post_init__(self) -> None:
         for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
+        if not isinstance(self.each_mark, bool):
+            raise InputDataError(f"feedback each_mark must be true or false, got {self.each_mark!r}")
         if isinstance(self.turn_after, bool) or not isinstance(self.turn_after, int) or self.turn_after < 0:
             raise InputDataError(f"feedback turn_after must be a whole number >= 0, got {self.turn_after!r}")
 
@@ -136,16 +147,19 @@ def standardise(scores: np.ndarray) -> np.ndarray:
     return (scores - mean) / np.where(std > 0, std, 1.0)
 
 
-def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float, gamma: float = 1.0
-            ) -> np.ndarray:
+def rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float, gamma: float = 1.0,
+            each_mark: bool = False) -> np.ndarray:
     """One channel's Rocchio update in z units: the query's standardised scores plus beta times the mean standardised
-    similarity to the relevant rows, minus gamma * beta times that to the irrelevant rows; re-standardised."""
+    similarity to the relevant rows, minus gamma * beta times that to the irrelevant rows; re-standardised. With
+    `each_mark`, beta counts once per relevant row (their sum, not their mean) and the irrelevant rows' mean weighs
+    gamma * beta times the number of relevant rows (at least 1)."""
     relevant, irrelevant = split_marks(marks, len(query_z))
     out = np.asarray(query_z, dtype=np.float64).copy()
+    mass = beta * max(len(relevant), 1) if each_mark else beta
     if beta and relevant:
-        out += beta * standardise(row_scores(relevant)).mean(axis=0)
+        out += mass * standardise(row_scores(relevant)).mean(axis=0)
     if beta and gamma and irrelevant:
-        out -= gamma * beta * standardise(row_scores(irrelevant)).mean(axis=0)
+        out -= gamma * mass * standardise(row_scores(irrelevant)).mean(axis=0)
     return standardise(out)
 
 
@@ -288,7 +302,8 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         ev[c] = evidence(z, marks) if marks else 0.0
         bounded = min(max(ev[c], -config.max_evidence), config.max_evidence)
         weights[c] = w * math.exp(min(config.tau * bounded, 30.0))
-        parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta, config.gamma) if marks else z)
+        parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta, config.gamma, config.each_mark)
+                                  if marks else z)
     if not parts:
         raise InputDataError("no channel has a nonzero weight to rank with")
     total = np.sum(list(parts.values()), axis=0)

@@ -177,6 +177,8 @@ def main() -> int:
             ftab = mean_table(fb, "auPRC", ["variant", "marks"])
             ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
             print(ftab.round(3).to_string())
+            print(f"Against the served feedback ({SERVED_FEEDBACK}), tune mean over 1, 3, 5 marks:")
+            print(separation(fb).round(4).to_string(index=False))
     return 0
 
 
@@ -332,8 +334,38 @@ def strength_variant(beta: float, gamma: float, tau: float) -> str:
     return f"served start and turn, beta {beta:g} gamma {gamma:g} tau {tau:g}"
 
 
+EACH_MARK = (0.75, 1.0, 2.0)
+"""beta tried with each yes-mark as heavy as the query (`FeedbackConfig.each_mark`), with the served rest."""
+
+
+def each_mark_variant(beta: float) -> str:
+    """The name of an EACH_MARK variant."""
+    return f"served start and turn, each mark beta {beta:g}"
+
+
 SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after)
 """the served feedback (FeedbackConfig's defaults, adaptive.feedback_start and adaptive.feedback_turn)."""
+
+
+def separation(frame: pd.DataFrame, reference: str = SERVED_FEEDBACK, marks: tuple[int, ...] = (1, 3, 5),
+               n_boot: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """Whether the tune sets separate each feedback variant from `reference`: per tune query, the variant's auPRC@K
+    averaged over `marks` minus the reference's; their mean with each set weighted equally (`diff`), and a paired
+    bootstrap of it (queries resampled within each set): the 95% interval (`lo`, `hi`) and the share of resamples at or
+    below 0 (`p_le0`). Best first."""
+    tune = frame[(frame["split"] == "tune") & frame["marks"].isin(marks)]
+    per = tune.groupby(["variant", "task", "query"])["auPRC"].mean().unstack("variant")
+    diff = per.sub(per[reference], axis=0).drop(columns=[reference])
+    sets = [np.flatnonzero(per.index.get_level_values("task") == t) for t in per.index.unique("task")]
+    values = diff.to_numpy()
+    rng = np.random.default_rng(seed)
+    boots = np.array([np.mean([values[rng.choice(rows, len(rows))].mean(axis=0) for rows in sets], axis=0)
+                      for _ in range(n_boot)])
+    out = pd.DataFrame({"variant": diff.columns,
+                        "diff": np.mean([values[rows].mean(axis=0) for rows in sets], axis=0),
+                        "lo": np.percentile(boots, 2.5, axis=0), "hi": np.percentile(boots, 97.5, axis=0),
+                        "p_le0": (boots <= 0).mean(axis=0)})
+    return out.sort_values("diff", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def span_holders(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None = None, spans: int = 1,
@@ -543,6 +575,9 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
             variants[strength_variant(beta, gamma, tau)] = _turned_ranker(
                 "turn", FeedbackConfig(beta=beta, gamma=gamma, tau=tau), raw, rows_fn, shown[q], own, other, words,
                 span)
+        for beta in EACH_MARK:
+            variants[each_mark_variant(beta)] = _turned_ranker(
+                "turn", FeedbackConfig(beta=beta, each_mark=True), raw, rows_fn, shown[q], own, other, words, span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])

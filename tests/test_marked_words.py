@@ -142,3 +142,29 @@ def test_index_feedback_adds_the_marked_words_part(tiny_llama, tmp_path):
         other.fit(pool[:5])
         with pytest.raises(InputDataError, match="fitted on 5 samples"):
             attribution.marked_words(index, query, other)
+
+
+def test_rocchio_each_mark_weighs_every_yes_mark_as_beta_times_the_query():
+    g = torch.Generator().manual_seed(5)
+    pool = torch.nn.functional.normalize(torch.randn(40, 8, generator=g, dtype=torch.float64), dim=1)
+    q = pool[2] + 0.2 * torch.randn(8, generator=g, dtype=torch.float64)
+    z = standardise((pool @ q).numpy())
+    rel = [_s((pool @ pool[r]).numpy()) for r in (2, 11, 17)]
+    irr = _s((pool @ pool[30]).numpy())
+    got = rocchio(z, unit_row_scores(pool), {2: True, 11: True, 17: True, 30: False}, beta=0.5, gamma=0.75,
+                  each_mark=True)
+    # dense: the query plus beta times the sum of the yes rows, minus gamma * beta * 3 (yes rows) times the no row's
+    dense = _s(_s((pool @ q).numpy()) + 0.5 * sum(rel) - 0.75 * 0.5 * 3 * irr)
+    np.testing.assert_allclose(got, dense, atol=1e-5)  # unit_row_scores multiplies in float32 (~1e-7 relative)
+    # one yes-mark: the same as the mean; no yes-mark: the no-marks weigh gamma * beta, as the mean does
+    for marks in ({11: True, 30: False}, {30: False, 31: False}):
+        np.testing.assert_allclose(rocchio(z, unit_row_scores(pool), marks, 0.5, 0.75, each_mark=True),
+                                   rocchio(z, unit_row_scores(pool), marks, 0.5, 0.75), atol=1e-12)
+    mean = rocchio(z, unit_row_scores(pool), {2: True, 11: True, 17: True, 30: False}, beta=0.5, gamma=0.75)
+    np.testing.assert_allclose(mean, _s(_s((pool @ q).numpy()) + 0.5 * sum(rel) / 3 - 0.75 * 0.5 * irr), atol=1e-5)
+    assert not np.allclose(got, mean, atol=1e-3)  # three yes-marks: the sum moves further than the mean
+
+
+def test_feedback_config_each_mark_must_be_a_bool():
+    with pytest.raises(InputDataError, match="each_mark"):
+        FeedbackConfig(each_mark="yes")
