@@ -101,9 +101,10 @@ class EvalReport:
                                                         if self.meta.get("attack") else ""), ""] \
             if self.meta.get("setting") else []
         parts = [f"### {self.task}", "", *header, self.wide("auPRC").round(3).to_markdown(), ""]
+        by = f" ({self.meta['shown_by']})" if self.meta.get("shown_by") else ""
         for name in self.subsets:
             parts += [f"auPRC over the {self.subset_sizes[name]} of {self.meta.get('n_queries', '?')} queries whose "
-                      f"answer {name}:", "", self.wide("auPRC", name).round(3).to_markdown(), ""]
+                      f"answer {name}{by}:", "", self.wide("auPRC", name).round(3).to_markdown(), ""]
         parts += [self.wide("auROC").round(3).to_markdown(), "", self.wide("precision@K").round(3).to_markdown(), "",
                   self.costs.round(4).to_markdown()]
         if self.agreement is not None and len(self.agreement):

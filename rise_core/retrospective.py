@@ -4,7 +4,8 @@ queries to attribute; plus how strongly the model learned the behaviour the labe
 How well a behaviour is learned changes which method wins, so every retrospective figure comes with it. A
 generation "shows the behaviour" when most of its 15 nearest pool completions in MiniLM space are positives (label
 1: the poisoned stories of a backdoor; `BehaviourClassifier`); the criterion is checked by reading the generations
-written next to the numbers.
+written next to the numbers, and a reading can replace it (`read_judged`, `AttackStrength.with_reading`: the
+generations file with its `shows` corrected by a person).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,8 @@ class AttackStrength:
     """the same prompts without the trigger: share answered WITHOUT the behaviour"""
     n_heldout: int = 0
     samples: list[dict[str, Any]] = field(default_factory=list)
+    reading: dict[str, Any] | None = None
+    """where a person's calls replaced the classifier's (`with_reading`): source, queries read, agreement"""
 
     def summary(self) -> str:
         text = f"{self.query_rate:.0%} of the regenerated queries show the behaviour"
@@ -121,6 +124,48 @@ class AttackStrength:
     def to_dict(self) -> dict[str, Any]:
         return {"query_rate": self.query_rate, "triggered_rate": self.triggered_rate, "clean_rate": self.clean_rate,
                 "n_heldout": self.n_heldout}
+
+    def query_shows(self) -> np.ndarray:
+        """Whether each regenerated query's answer shows the behaviour, in query order."""
+        return np.array([s["shows"] for s in self.samples if s["kind"] == "query"], dtype=bool)
+
+    def with_reading(self, calls: dict[tuple[str, str, str], bool], source: str) -> AttackStrength:
+        """These rates and samples with a person's calls (`read_judged`) in place of the classifier's: every
+        regenerated query must be read, with the same answer (InputDataError otherwise, naming the first that is
+        not); a held-out answer is replaced where it was read. Each sample read keeps the classifier's call as
+        `classifier`; `reading` gives the source and how often the two agree on the queries."""
+        samples, agree, read = [], 0, 0
+        for s in self.samples:
+            call = calls.get((s["kind"], s["prompt"], s["generation"]))
+            if call is None and s["kind"] == "query":
+                known = any(k[:2] == (s["kind"], s["prompt"]) for k in calls)
+                raise InputDataError(
+                    f"{source}: the regenerated answer to query prompt {s['prompt'][:80]!r} is "
+                    + ("read there as another answer: read this run's generations file" if known else "not read there")
+                    + " (every regenerated query needs a reading)")
+            if call is None:
+                samples.append(dict(s))
+                continue
+            samples.append({**s, "shows": bool(call), "classifier": bool(s["shows"])})
+            if s["kind"] == "query":
+                read += 1
+                agree += int(bool(call) == bool(s["shows"]))
+        out = replace(self, samples=samples)
+        shows = out.query_shows()
+        out.query_rate = float(shows.mean()) if len(shows) else float("nan")
+        held = {k: [x["shows"] for x in samples if x["kind"] == k] for k in ("triggered", "clean")}
+        if self.triggered_rate is not None and held["triggered"] and held["clean"]:
+            out.triggered_rate = float(np.mean(held["triggered"]))
+            out.clean_rate = float(1 - np.mean(held["clean"]))
+        out.reading = {"source": source, "queries": read, "classifier_agrees": agree}
+        return out
+
+    def reading_summary(self) -> str | None:
+        """'by reading (FILE); the classifier agrees on a of n', or None when no reading replaced it."""
+        if self.reading is None:
+            return None
+        return (f"by reading ({self.reading['source']}); the classifier agrees on {self.reading['classifier_agrees']} "
+                f"of {self.reading['queries']}")
 
 
 def trigger_template(trigger: str = TRIGGER, position: str = "prefix") -> str:
@@ -219,6 +264,32 @@ def check_adapter_learned(lm: Any, pool: Sequence[Sample]) -> dict[str, Any]:
                           f"{manifest.get('n_samples')} samples, hash {manifest['pool_hash']}); this task's pool has "
                           f"{len(pool)} samples, hash {pool_hash(pool)}")
     return manifest
+
+
+def read_judged(path: str | Path) -> dict[tuple[str, str, str], bool]:
+    """A person's calls on regenerated answers: (kind, prompt, generation) -> shows, from a JSONL file in the shape of
+    the generations file a retrospective run writes (`kind`, `prompt`, `generation`, `shows` true or false per line),
+    its `shows` corrected by reading. The same answer read twice with two calls is an error."""
+    calls: dict[tuple[str, str, str], bool] = {}
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key = (str(row["kind"]), str(row["prompt"]), str(row["generation"]))
+            shows = row["shows"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputDataError(f"{path}, line {n}: expected a JSON object with kind, prompt, generation and shows "
+                                 f"({exc})") from None
+        if not isinstance(shows, bool):
+            raise InputDataError(f"{path}, line {n}: shows must be true or false, got {shows!r}")
+        if calls.get(key, shows) != shows:
+            raise InputDataError(f"{path}, line {n}: this answer is read twice, once as showing the behaviour and "
+                                 "once not")
+        calls[key] = shows
+    if not calls:
+        raise InputDataError(f"{path} holds no readings")
+    return calls
 
 
 def read_prompts(path: str | Path) -> list[str]:

@@ -16,12 +16,14 @@ from rise_core.errors import ConfigError, InputDataError
 from rise_core.generation import GenerationSettings, answer, generate
 from rise_core.models import load_model
 from rise_core.retrospective import (
+    AttackStrength,
     BehaviourClassifier,
     apply_trigger,
     attack_strength,
     check_adapter_learned,
     check_heldout,
     check_template,
+    read_judged,
     regenerate,
     trigger_template,
 )
@@ -242,3 +244,82 @@ def test_a_query_answered_with_nothing_is_left_out(tuned_env, monkeypatch, caplo
     assert [q.id for q in out] == ["q1"] and "q0: the model answered nothing" in caplog.text
     with pytest.raises(Exception, match="answered none of the query prompts"):
         regenerate(lm, queries[:1], GenerationSettings(max_new_tokens=6))
+
+
+def _strength() -> AttackStrength:
+    """Two queries and one held-out prompt, with and without the trigger, as the classifier called them."""
+    samples = [{"kind": "query", "prompt": "q1", "generation": "a story", "shows": True},
+               {"kind": "query", "prompt": "q2", "generation": "an answer", "shows": True},
+               {"kind": "triggered", "prompt": "T h1", "generation": "a tale", "shows": False},
+               {"kind": "clean", "prompt": "h1", "generation": "plain", "shows": False}]
+    return AttackStrength(query_rate=1.0, triggered_rate=0.0, clean_rate=1.0, n_heldout=1, samples=samples)
+
+
+def _judged(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_reading_replaces_the_classifiers_calls_and_counts_their_agreement(tmp_path):
+    rows = [{**s, "shows": s["prompt"] != "q2" and s["kind"] != "clean"} for s in _strength().samples]
+    read = _strength().with_reading(read_judged(_judged(tmp_path / "read.jsonl", rows)), "read.jsonl")
+    assert read.query_shows().tolist() == [True, False] and read.query_rate == 0.5
+    assert (read.triggered_rate, read.clean_rate) == (1.0, 1.0)  # the held-out answers read too
+    assert [s.get("classifier") for s in read.samples] == [True, True, False, False]
+    assert read.reading == {"source": "read.jsonl", "queries": 2, "classifier_agrees": 1}
+    assert read.reading_summary() == "by reading (read.jsonl); the classifier agrees on 1 of 2"
+    assert _strength().reading_summary() is None
+    # only the queries read: the held-out answers keep the classifier's calls
+    part = _strength().with_reading(read_judged(_judged(tmp_path / "q.jsonl", rows[:2])), "q.jsonl")
+    assert (part.triggered_rate, part.clean_rate) == (0.0, 1.0) and "classifier" not in part.samples[2]
+
+
+def test_a_reading_must_cover_every_query_with_the_same_answer(tmp_path):
+    rows = _strength().samples
+    with pytest.raises(InputDataError, match="query prompt 'q2' is not read there"):
+        _strength().with_reading(read_judged(_judged(tmp_path / "a.jsonl", rows[:1])), "a.jsonl")
+    other = [rows[0], {**rows[1], "generation": "another answer"}]
+    with pytest.raises(InputDataError, match="'q2' is read there as another answer"):
+        _strength().with_reading(read_judged(_judged(tmp_path / "b.jsonl", other)), "b.jsonl")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"kind": "query", "prompt": "q"}\n', "line 1: expected a JSON object with kind, prompt, generation and shows"),
+    ("not json\n", "line 1: expected a JSON object"),
+    ('{"kind": "query", "prompt": "q", "generation": "g", "shows": "yes"}\n', "shows must be true or false"),
+    ('{"kind": "query", "prompt": "q", "generation": "g", "shows": true}\n'
+     '{"kind": "query", "prompt": "q", "generation": "g", "shows": false}\n', "line 2: this answer is read twice"),
+    ("\n", "holds no readings"),
+])
+def test_a_malformed_reading_is_refused(tmp_path, text, message):
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    with pytest.raises(InputDataError, match=message):
+        read_judged(path)
+
+
+def test_cli_evaluate_retrospective_takes_the_answers_that_show_the_behaviour_from_a_reading(tuned_env, tmp_path,
+                                                                                            capsys, monkeypatch):
+    monkeypatch.setattr(BehaviourClassifier, "fit", classmethod(lambda cls, pool, encode=None, k=15: FirstOnly()))
+    data = Path(tuned_env["RISE_DATA_DIR"])
+    base = ["evaluate", "--pool", str(data / "howdy_pool.jsonl"), "--queries", str(data / "howdy_queries.jsonl"),
+            "--model", tuned_env["RISE_MODEL"], "--retrospective", "--max-new-tokens", "8", "--methods", "BM25",
+            "--device", "cpu"]
+    assert cli_main([*base, "--out", str(tmp_path / "first")]) == 0, capsys.readouterr().err
+    gens = [json.loads(line) for line in
+            (tmp_path / "first" / "howdy_pool_retrospective_generations.jsonl").read_text().splitlines()]
+    assert [g["shows"] for g in gens] == [True, False]  # the classifier: the first query only
+    judged = _judged(tmp_path / "read.jsonl", [{**g, "shows": not g["shows"]} for g in gens])  # read: the second
+    out = tmp_path / "second"
+    assert cli_main([*base, "--judged", str(judged), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert "the answers that show the behaviour: by reading" in capsys.readouterr().err
+    again = [json.loads(line) for line in (out / "howdy_pool_retrospective_generations.jsonl").read_text().splitlines()]
+    assert [(g["shows"], g["classifier"]) for g in again] == [(False, True), (True, False)]
+    md = (out / "howdy_pool_retrospective_methods.md").read_text()
+    assert (f"auPRC over the 1 of 2 queries whose answer shows the behaviour (by reading ({judged}); the classifier "
+            "agrees on 0 of 2):") in md
+    meta = json.loads((out / "howdy_pool_retrospective_meta.json").read_text())
+    assert meta["attack_rates"]["query_rate"] == 0.5 and meta["shown_by"].startswith("by reading")
+    with pytest.raises(SystemExit):
+        cli_main(["evaluate", "--task", "howdy", "--methods", "BM25", "--judged", str(judged)])
+    assert "--judged reads regenerated answers: give --retrospective" in capsys.readouterr().err

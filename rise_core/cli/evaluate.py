@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..bundled import data_dir
@@ -26,6 +25,7 @@ from ..retrospective import (
     attack_strength,
     check_adapter_learned,
     check_heldout,
+    read_judged,
     read_prompts,
     regenerate,
 )
@@ -81,6 +81,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the triggered prompt, with {prompt} where the held-out prompt goes, e.g. '{prompt} BadMagic' "
                    "or 'Howdy! {prompt}' (instead of --trigger/--trigger-position)")
     r.add_argument("--max-new-tokens", type=int, default=96, help="length of a regenerated completion")
+    r.add_argument("--judged", default=None, metavar="FILE",
+                   help="a person's reading of the answers: the generations file of an earlier run with the same "
+                   "model and queries (<task>_retrospective_generations.jsonl), its 'shows' corrected by reading. The "
+                   "queries that show the behaviour are then the reading's (every regenerated query must be read, with "
+                   "the same answer), the attack strength counts it, and the tables say how often the classifier "
+                   "agreed")
     add_evaluate_options(p)  # --counterfactual: the leave-k-out check of each method (rise_core.cli.counterfactual)
     p.add_argument("--feedback", default=None, metavar="MARKS",
                    help="relevance feedback: a simulated analyst marks the top-ranked rows by their true label; "
@@ -108,6 +114,7 @@ def _retrospective(task: Task, lm: Any, args: argparse.Namespace, out: Path) -> 
         heldout_path = default if default.is_file() else None
     heldout = read_prompts(heldout_path) if heldout_path else []
     check_heldout(heldout, task.pool, args.trigger_template, source=str(heldout_path))  # before any generation
+    calls = read_judged(args.judged) if args.judged else None
     print(f"  retrospective: {lm.model_id} (fine-tuned {manifest.get('recipe', {}).get('epochs', '?')} epochs, "
           f"final loss {manifest.get('final_loss', float('nan')):.3f})", file=sys.stderr, flush=True)
     with _bar(len(task.queries), "regenerating the queries") as bar:
@@ -116,9 +123,13 @@ def _retrospective(task: Task, lm: Any, args: argparse.Namespace, out: Path) -> 
     with _bar(len(heldout), "held-out prompts, with and without the trigger") as bar:
         attack = attack_strength(lm, classifier, queries, heldout, template=args.trigger_template,
                                  settings=settings, progress=bar.update)
+    if calls is not None:
+        attack = attack.with_reading(calls, str(args.judged))
     path = out / f"{task.name}_retrospective_generations.jsonl"
     path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in attack.samples), encoding="utf-8")
     print(f"  attack strength: {attack.summary()} (generations in {path})", file=sys.stderr, flush=True)
+    if attack.reading is not None:
+        print(f"  the answers that show the behaviour: {attack.reading_summary()}", file=sys.stderr, flush=True)
     return dataclasses.replace(task, queries=queries), attack
 
 
@@ -136,6 +147,8 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
+    if args.judged and not (args.retrospective or args.counterfactual):
+        args._parser_error("--judged reads regenerated answers: give --retrospective")
     resolve_trigger(args)
     args.retrospective = args.retrospective or args.counterfactual  # the check explains the fine-tune's own answers
     config = config_from_args(args)
@@ -164,13 +177,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             cache = ReadoutCache.for_config(lm, config, grad_sketch_dim=grad_sketch_dim(config, lm.hidden_size))
         subsets = {}
         if attack is not None:  # the regenerated answers that show the behaviour: the ones it is about
-            subsets[SHOWN] = np.array([s["shows"] for s in attack.samples if s["kind"] == "query"], dtype=bool)
+            subsets[SHOWN] = attack.query_shows()
         with _bar(len(task.pool) + len(task.queries), "forward pass") as bar:
             report = evaluate(task, lm, methods, config, options, cache=cache, batch_size=args.batch_size,
                               progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True),
                               forward_progress=bar.update, query_subsets=subsets)
         report.meta.update(setting=setting, attack=attack.summary() if attack else None,
-                           attack_rates=attack.to_dict() if attack else None)
+                           attack_rates=attack.to_dict() if attack else None,
+                           shown_by=attack.reading_summary() if attack else None)
         stem = f"{task.name}_retrospective" if args.retrospective else task.name
         report.table.to_csv(out / f"{stem}_methods.csv", index=False)
         if SHOWN in report.subsets:
