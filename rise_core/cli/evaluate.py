@@ -42,7 +42,8 @@ from .options import (
 )
 
 SHOWN = "shows the behaviour"
-"""the query subset of a retrospective run: regenerated answers the behaviour classifier says show it."""
+"""the query subset of a retrospective run: regenerated answers the behaviour classifier (or a reading, --judged) says
+show it."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
