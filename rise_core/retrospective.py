@@ -266,12 +266,20 @@ def check_adapter_learned(lm: Any, pool: Sequence[Sample]) -> dict[str, Any]:
     return manifest
 
 
+def _lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file; a file that cannot be read is an InputDataError that says why."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputDataError(f"cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 def read_judged(path: str | Path) -> dict[tuple[str, str, str], bool]:
     """A person's calls on regenerated answers: (kind, prompt, generation) -> shows, from a JSONL file in the shape of
     the generations file a retrospective run writes (`kind`, `prompt`, `generation`, `shows` true or false per line),
     its `shows` corrected by reading. The same answer read twice with two calls is an error."""
     calls: dict[tuple[str, str, str], bool] = {}
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -295,7 +303,7 @@ def read_judged(path: str | Path) -> dict[tuple[str, str, str], bool]:
 def read_prompts(path: str | Path) -> list[str]:
     """Prompts from a JSONL file with a `prompt` field per line (e.g. data/howdy_heldout_prompts.jsonl)."""
     prompts = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         try:

@@ -24,6 +24,7 @@ from rise_core.retrospective import (
     check_heldout,
     check_template,
     read_judged,
+    read_prompts,
     regenerate,
     trigger_template,
 )
@@ -290,12 +291,19 @@ def test_a_reading_must_cover_every_query_with_the_same_answer(tmp_path):
     ('{"kind": "query", "prompt": "q", "generation": "g", "shows": true}\n'
      '{"kind": "query", "prompt": "q", "generation": "g", "shows": false}\n', "line 2: this answer is read twice"),
     ("\n", "holds no readings"),
+    (b"\xff\xfe not utf-8", "cannot read"),
 ])
 def test_a_malformed_reading_is_refused(tmp_path, text, message):
     path = tmp_path / "r.jsonl"
-    path.write_text(text)
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     with pytest.raises(InputDataError, match=message):
         read_judged(path)
+
+
+def test_a_missing_reading_or_prompt_file_is_a_clear_error(tmp_path):
+    for read in (read_judged, read_prompts):
+        with pytest.raises(InputDataError, match=r"cannot read '.*nowhere\.jsonl': No such file"):
+            read(tmp_path / "nowhere.jsonl")
 
 
 def test_cli_evaluate_retrospective_takes_the_answers_that_show_the_behaviour_from_a_reading(tuned_env, tmp_path,
