@@ -182,6 +182,11 @@ def test_attribute_explains_its_hits_once_with_a_nearly_full_session_cache(app_e
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert any(h.value == "What the top hits share" for h in at.subheader)
+    # the list reads the query prompt's own family beside the hits' spans, and says which corrected each p-value
+    assert any("corrected over: the spans the p-value was corrected among" in c.value for c in at.caption)
+    tables = [d.value for d in at.dataframe if "p corrected" in getattr(d.value, "columns", [])]
+    assert len(tables) == 1  # the tiny pool's hits share spans: the list is shown
+    assert all(set(t["corrected_over"]) <= {"the hits' spans", "the query's prompt spans"} for t in tables)
 
 
 def test_attribute_shows_the_span_lift_when_the_behaviour_test_fires(app_env, monkeypatch):
