@@ -13,6 +13,8 @@ Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, th
 lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT; SERVED, the served
 default: TRIGGER with the representation view's own span (the rival) lifted where it wins, each span of the query's
 prompt also tested in a family of its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
+With --feedback-rule, the simulated analyst runs every feedback variant from that rule's ranking, and `separation`
+says whether the tune sets separate each from the served feedback (a paired bootstrap over the tune queries).
 """
 
 from __future__ import annotations
