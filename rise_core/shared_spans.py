@@ -274,6 +274,17 @@ def _log_tail(a: np.ndarray, big_k: np.ndarray, big_n: int, k: int) -> np.ndarra
     return np.minimum(logsumexp(terms, axis=1), 0.0)
 
 
+def _corrected(a: np.ndarray, big_k: np.ndarray, big_n: int, k: int, alpha: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The test of a family of spans, each held by `a` of the k top hits and `big_k` of the big_n pool rows: (big_k
+    raised to at least a, log p, p, p corrected by Tarone's m, m)."""
+    big_k = np.maximum(big_k, a)
+    log_p = _log_tail(a, big_k, big_n, k)
+    m = _tarone(np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k)), alpha)
+    p = np.exp(log_p)
+    return big_k, log_p, p, np.minimum(p * m, 1.0), m
+
+
 def _tarone(pmin: np.ndarray, alpha: float) -> int:
     """Tarone's number of testable hypotheses: the least m with #{pmin <= alpha / m} <= m."""
     if len(pmin) == 0:
@@ -333,12 +344,7 @@ def find_shared_spans(pool: PoolSpans | RiseIndex, hits: pd.DataFrame,
         sel = [i for i, key in enumerate(keys) if key[0] == f]
         if sel:
             big_k[sel] = pool.pool_rows(f, np.array([keys[i][1] for i in sel], dtype=np.int64))
-    big_k = np.maximum(big_k, a)
-    log_p = _log_tail(a, big_k, big_n, k)
-    p = np.exp(log_p)
-    pmin = np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k))
-    m = _tarone(pmin, alpha)
-    p_adj = np.minimum(p * m, 1.0)
+    big_k, log_p, p, p_adj, m = _corrected(a, big_k, big_n, k, alpha)
     keep = (a >= min_in_top) & (p_adj <= alpha)
     if not keep.any():
         return _empty(f"Nothing is shared: no span of the {verdict_base} is over-represented (hypergeometric test, "
@@ -406,12 +412,7 @@ def prompt_family_spans(pool: PoolSpans, hits: pd.DataFrame, prompt: str, max_sh
     runs = [word_runs(t, max_n) or set() for t in prompts]  # each hit's prompt read once: a set lookup per span
     held = [np.array([family[int(c)][1] in r for r in runs], dtype=bool) for c in codes]
     a = np.array([int(h.sum()) for h in held], dtype=np.int64)
-    big_k = np.maximum(big_k, a)
-    log_p = _log_tail(a, big_k, big_n, k)
-    pmin = np.exp(_log_tail(np.minimum(big_k, k), big_k, big_n, k))
-    m = _tarone(pmin, alpha)
-    p = np.exp(log_p)
-    p_adj = np.minimum(p * m, 1.0)
+    big_k, log_p, p, p_adj, m = _corrected(a, big_k, big_n, k, alpha)
     passed = (a >= min_in_top) & (p_adj <= alpha)
     if not passed.any():
         return _empty(f"Nothing is shared: no span of the query's prompt is over-represented in the top {k} "
