@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.feedback import FeedbackConfig, chosen_view, lift_lines
+from rise_core.feedback import MAX_REFUSED_WORDS, FeedbackConfig, chosen_view, lift_lines
 
 from . import resources
 from .request_limits import FeedbackLimits
@@ -46,6 +46,11 @@ def session_marks(query: Any) -> dict[str, bool]:
     return _per_query("feedback_marks", query, {})
 
 
+def refused_words(query: Any) -> set[str]:
+    """The query's words the analyst said not to lift in this session (`MarkedWords.without`)."""
+    return _per_query("feedback_refused_words", query, set())
+
+
 def shown_ids(query: Any) -> set[str]:
     """The ids this session's page has shown for the query: the only rows that may be marked."""
     return _per_query("feedback_shown_ids", query, set())
@@ -75,6 +80,23 @@ def words_line(words: dict[str, float], limit: int = 12) -> str:
     shown = ", ".join(f"{w} ({v:.2f})" for w, v in list(words.items())[:limit])
     more = f", and {len(words) - limit} more" if len(words) > limit else ""
     return f"Words of the query your yes-marks hold and your no-marks lack (they rank too): {shown}{more}"
+
+
+def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:
+    """Buttons to refuse the lifted word (a word a yes-mark shares with the query by chance) and to lift refused
+    words again. The word comes from the ranking, not the client, and is named by the line above (st.text): button
+    labels render Markdown."""
+    refused = refused_words(query)
+    word = feedback.get("lifted_word")
+    c1, c2 = st.columns(2)
+    if word and c1.button("Don't lift this word", key="feedback_refuse_word",
+                          help="the word above is held by your yes-marks and the query; refuse it when they share "
+                               "it by chance", disabled=len(refused) >= MAX_REFUSED_WORDS):
+        refused.add(str(word))
+        st.rerun()
+    if refused and c2.button("Lift refused words again", key="feedback_unrefuse_words"):
+        refused.clear()
+        st.rerun()
 
 
 def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
@@ -117,7 +139,8 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
         limit = FeedbackLimits.from_env().words_max_rows
         fitted = resources.fitted_ready(resources.BM25_FIT, index.path)  # fitted on request on Compare, whatever the size
         if fitted is not None or len(index) <= limit:
-            words = attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True))
+            words = attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True),
+                                             refused_words(query))
         else:
             st.caption(f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
                        "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is "
@@ -134,6 +157,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
         st.text(words_line(fb["words"]))
     for line in lift_lines(fb, len(index)):
         st.text(line)
+    refuse_controls(query, fb)
     shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
     columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "completion", "text")
                if c in ranked]

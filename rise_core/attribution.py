@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Collection, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -625,9 +625,11 @@ def _streamed_feedback_ranker(index: RiseIndex, handle: ann.AnnIndex, query_fm: 
     return _ranker(raw, rows_fn, options, start, q, config, words, span, turn)
 
 
-def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer) -> MarkedWords:
+def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer, refused: Collection[str] = ()
+                 ) -> MarkedWords:
     """The marked-words reader of feedback on `index`: the query's words, the marked rows' stored texts, and `bm25`
-    (a scorer fitted on this index's pool, `compare.fit_bm25`) to score them over the pool."""
+    (a scorer fitted on this index's pool, `compare.fit_bm25`) to score them over the pool; `refused`: words the
+    analyst said not to lift (`MarkedWords.without`)."""
     if bm25.n_pool != len(index):
         raise InputDataError(f"the BM25 scorer was fitted on {bm25.n_pool} samples but {index.path.name} has "
                              f"{len(index)}: fit it on this index's pool")
@@ -635,7 +637,7 @@ def marked_words(index: RiseIndex, query: Sample | str | dict, bm25: TermScorer)
     def row_text(rows: list[int]) -> list[str]:
         return [sample_from_row(r).full_text for r in index.rows_frame(rows).reset_index().to_dict("records")]
 
-    return MarkedWords.from_bm25(bm25, Sample.coerce(query).full_text, row_text)
+    return MarkedWords.from_bm25(bm25, Sample.coerce(query).full_text, row_text).without(refused)
 
 
 def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
@@ -678,6 +680,7 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
                                    "n_relevant": n_relevant, "n_irrelevant": len(row_marks) - n_relevant,
                                    "span": result.span, "span_rejected": result.span_rejected,
                                    "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows,
+                                   "refused_words": list(result.refused_words),
                                    "turned": result.turned})
     extra = {c: parts[c][rows] for c in EXTRA_PARTS if c in parts}
     if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)

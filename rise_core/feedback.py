@@ -19,7 +19,8 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   deviation over the pool): the test's span lift stays after marks (`SpanLift`) unless the marks reject it (more rows
   holding the span marked no than yes); and the marked word (`lifted_word`): the rarest of the query's words that
   every yes-mark holds and no no-mark does, held by more rows than the yes-marks and by at most `MAX_WORD_SHARE` of
-  the pool, lifts the rows holding it by `word_lift`.
+  the pool, lifts the rows holding it by `word_lift`. A word a yes-mark shares with the query by chance ("first" in
+  two tweets) can be refused by the analyst (`MarkedWords.without`): it is neither weighted nor lifted again.
 - The turn after misses: while every mark says "not this" and there are `turn_after` of them, the weights are the
   other view's (`adaptive.feedback_turn`): three misses in a row say the shown view is not where the answer is.
 
@@ -37,6 +38,7 @@ compares like with like.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +51,9 @@ from .errors import InputDataError
 
 WIDEN_ROWS = 8192
 """rows of a half-precision channel widened to float32 at once for the marked rows' similarities (`unit_row_scores`)."""
+
+MAX_REFUSED_WORDS = 64
+"""words one query's feedback may refuse (`MarkedWords.without`): a query holds a few dozen BM25 words."""
 
 MAX_WORD_SHARE = 0.1
 """the marked word lifts only a word held by at most this share of the pool (a trigger is rare; a genre's or a
@@ -182,6 +187,8 @@ class MarkedWords:
     query: frozenset[str]
     row_words: Callable[[list[int]], list[set[str]]]
     score: Callable[[Mapping[str, float]], np.ndarray]
+    refused: frozenset[str] = frozenset()
+    """the query's words the analyst said not to lift (`without`): never weighted, never the marked word."""
 
     @classmethod
     def from_bm25(cls, scorer: TermScorer, query_text: str, row_text: Callable[[list[int]], list[str]]
@@ -191,6 +198,16 @@ class MarkedWords:
         return cls(query=frozenset(scorer.tokenize([query_text])[0]),
                    row_words=lambda rows: [set(w) for w in scorer.tokenize(row_text(rows))] if rows else [],
                    score=scorer.term_scores)
+
+    def without(self, words: Collection[str]) -> MarkedWords:
+        """These words refused: a word a yes-mark shares with the query by chance ("first") is not lifted again.
+        Words the query does not hold are ignored (they could never be chosen); more than MAX_REFUSED_WORDS is an
+        error."""
+        words = {str(w) for w in words}
+        if len(words) > MAX_REFUSED_WORDS:
+            raise InputDataError(f"{len(words)} words refused; at most {MAX_REFUSED_WORDS}")
+        refused = self.refused | (words & self.query)
+        return dataclasses.replace(self, query=self.query - refused, refused=refused)
 
 
 def word_weights(query: Collection[str], relevant: Sequence[set[str]], irrelevant: Sequence[set[str]]
@@ -269,6 +286,8 @@ class FeedbackResult:
     """the marked word whose rows are lifted (`lifted_word`; part of parts["words"]), else None."""
     lifted_rows: int = 0
     """how many rows hold the marked word."""
+    refused_words: tuple[str, ...] = ()
+    """the query's words the analyst refused (`MarkedWords.without`), sorted."""
     turned: bool = False
     """whether the marks turned the weights to the other view (`turned`: every mark so far "not this")."""
 
@@ -334,13 +353,14 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         marked = None
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
                           span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
-                          lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn)
+                          lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn,
+                          refused_words=tuple(sorted(words.refused)) if words is not None else ())
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
     """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
-    behaviour test's span, kept or rejected by the marks, and the marked word whose rows were lifted (pool text: the
-    page shows them with st.text)."""
+    behaviour test's span, kept or rejected by the marks, the marked word whose rows were lifted and the words the
+    analyst refused (pool text: the page shows them with st.text)."""
     out = []
     if feedback.get("turned"):
         out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
@@ -355,6 +375,8 @@ def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
         out.append(f"Every yes-mark holds this word of the query and no no-mark does; the {rows:,} rows holding it "
                    f"({rows / max(n_pool, 1):.1%} of the pool) are lifted (in the words column): "
                    f"{feedback['lifted_word']!r}")
+    if feedback.get("refused_words"):
+        out.append("Not lifted, as you asked: " + ", ".join(repr(w) for w in feedback["refused_words"]))
     return out
 
 

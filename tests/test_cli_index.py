@@ -462,6 +462,35 @@ def test_query_with_marks_ranks_again(env, capsys, tmp_path):
     assert code == 0 and out.splitlines()[0].split()[:3] == ["rank", "mark", "id"]
 
 
+def test_query_not_word_refuses_a_word_of_the_query(env, capsys, tmp_path, monkeypatch):
+    """`--not-word` (repeatable) reaches the marked words as refused words of the query (a word the query lacks is
+    ignored) and stderr says so; in `rise select --marks` too; without --marks it is a usage error."""
+    from rise_core import attribution
+
+    seen, marked_words = [], attribution.marked_words
+
+    def spy(*args, **kwargs):
+        seen.append(marked_words(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(attribution, "marked_words", spy)
+    text = "the cat sat on the mat ."
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--format", "json", "-k", "3")
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps({json.loads(out)[0]["id"]: True}))
+    code, out, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "--not-word", "cat",
+                          "--not-word", "zebra", "--format", "json")
+    assert code == 0 and "Not lifted, as you asked: 'cat'" in err
+    assert seen[-1].refused == {"cat"} and "cat" not in seen[-1].query and "mat" in seen[-1].query
+    code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "3", "--out",
+                        tmp_path / "sel.jsonl", "--marks", marks, "--not-word", "mat")
+    assert code == 0 and seen[-1].refused == {"mat"}  # the queries file's first query holds "mat"
+    with pytest.raises(SystemExit) as exc:
+        main(["query", "--index", str(env.index), "--text", text, "--not-word", "cat"])
+    assert exc.value.code == 2 and "--not-word refuses a word the marks would lift; it needs --marks" in \
+        capsys.readouterr().err
+
+
 def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path, monkeypatch):
     """Where the behaviour test fired (its finding replaced: the tiny pool shares no trigger), `--marks` keeps the span
     lift after a yes on a row holding it: the span column stays, the score is the sum of its parts, stderr says so."""

@@ -136,3 +136,38 @@ def test_three_misses_turn_the_marks_to_the_other_view_and_the_page_says_so(monk
     assert lines == [f'Your 3 marks are all "not this": the ranking turned to the other view, '
                      f'{chosen_view(fb["weights"])}, until a mark says yes']
     assert any(f"The marks chose {chosen_view(fb['weights'])}." in m.value for m in at.markdown)
+
+
+@pytest.mark.usefixtures("app_env")
+def test_the_lifted_word_can_be_refused_and_lifted_again(monkeypatch):
+    """Where a yes-mark lifts a word of the query, "Don't lift this word" refuses it: the next re-ranking's marked
+    words lack it and the page says so in plain text; "Lift refused words again" gives it back. (The tiny pool shares
+    no rare word with its query, so the lifted word is the first word the marks weigh: `lifted_word` replaced.)"""
+    import numpy as np
+
+    from rise_core import feedback
+
+    given = _spy_words(monkeypatch)
+    monkeypatch.setattr(feedback, "lifted_word", lambda words, weights, n_rel, n_pool: None if not weights else (
+        next(iter(weights)), np.arange(n_pool) == 0))
+    at = type_query(new_app("app_pages/2_Attribute.py"))
+    at.button(key="attribute").click().run()
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    key = _marks_key(at)
+    at.session_state["feedback_marks"][key][str(first["id"].iloc[0])] = True
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    lifted = [t.value for t in at.text if "are lifted (in the words column)" in t.value]
+    assert len(lifted) == 1
+    word = lifted[0].rsplit(": ", 1)[1].strip("'")
+    assert word in given[-1].query
+    at.button(key="feedback_refuse_word").click().run()
+    assert_clean(at)
+    assert at.session_state["feedback_refused_words"][key] == {word}
+    assert given[-1].refused == {word} and word not in given[-1].query
+    assert any(t.value == f"Not lifted, as you asked: {word!r}" for t in at.text)
+    assert not any(t.value.endswith(f"{word!r}") and "are lifted" in t.value for t in at.text)
+    at.button(key="feedback_unrefuse_words").click().run()
+    assert_clean(at)
+    assert at.session_state["feedback_refused_words"][key] == set() and word in given[-1].query

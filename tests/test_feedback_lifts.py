@@ -8,7 +8,9 @@ import pytest
 
 from rise_core import adaptive
 from rise_core.baselines import BM25Scorer
+from rise_core.errors import InputDataError
 from rise_core.feedback import (
+    MAX_REFUSED_WORDS,
     MAX_WORD_SHARE,
     FeedbackConfig,
     MarkedWords,
@@ -87,6 +89,35 @@ def test_the_marked_word_lift_is_its_rows_lifted_by_the_spread():
     # no yes-mark: no marked word
     assert apply_feedback(raw, fixed, {20: False}, {"x": 1.0}, None, words).lifted_word is None
     assert any("'lumen'" in line and "5 rows" in line for line in lift_lines(vars(lifted), 60))
+
+
+def test_a_refused_word_is_neither_lifted_nor_weighted():
+    """Known answer: with "lumen" refused the marks find no other word to lift (zephyr: the no-mark holds it; dragon,
+    story: over MAX_WORD_SHARE; topic0: one yes-mark), so the total is exactly the one without the word lift, the
+    marked words' part lacks lumen, and the lines say the word was refused. Words the query lacks are ignored."""
+    pool = _pool()
+    words = _words(pool, QUERY)
+    rng = np.random.default_rng(0)
+    raw, table = {"x": rng.normal(size=60)}, rng.normal(size=(60, 60))
+    fixed = {"x": lambda r: table[r]}
+    marks = {0: True, 1: True, 20: False}
+    config = FeedbackConfig(word_lift=1.5, words=0.25)
+    refused = words.without(["lumen", "absent"])
+    assert refused.refused == {"lumen"} and refused.query == words.query - {"lumen"}
+    got = apply_feedback(raw, fixed, marks, {"x": 1.0}, config, refused)
+    assert got.lifted_word is None and got.lifted_rows == 0 and got.refused_words == ("lumen",)
+    assert "lumen" not in got.words and got.words  # topic0 (one yes of two) still weighs
+    plain_words = dict(got.words)
+    expected = apply_feedback(raw, fixed, marks, {"x": 1.0}, FeedbackConfig(word_lift=0.0, words=0.25),
+                              MarkedWords(query=words.query - {"lumen"}, row_words=words.row_words,
+                                          score=words.score))
+    np.testing.assert_allclose(got.total, expected.total, rtol=1e-12)
+    assert expected.words == plain_words
+    assert "Not lifted, as you asked: 'lumen'" in lift_lines(vars(got), 60)
+    # refusals add up; too many is an error
+    assert refused.without(["zephyr"]).refused == {"lumen", "zephyr"}
+    with pytest.raises(InputDataError, match="words refused"):
+        words.without([f"w{i}" for i in range(MAX_REFUSED_WORDS + 1)])
 
 
 def _span(held: np.ndarray) -> SpanLift:

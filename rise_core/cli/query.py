@@ -83,6 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Attribute page's 'Download marks' writes it; ranks the one query again with the marks "
                         "(Rocchio per channel, channel re-weighting, and the query's words the yes-marks hold, by "
                         "BM25 over the pool's texts, fitted here)")
+    p.add_argument("--not-word", action="append", default=None, metavar="WORD", dest="not_words",
+                   help=NOT_WORD_HELP)
     p.add_argument("--search", choices=["auto", "exact", "ann"], default="auto",
                    help="auto: the ANN index (rise index-ann) when the index has a valid one and is large; exact: "
                    "scan every row; ann: the ANN index whatever the pool size (default auto)")
@@ -112,6 +114,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "false (not this)}; scores the pool again with the marks (Rocchio per channel, channel "
                         "re-weighting, and the queries' words the yes-marks hold, by BM25 over the pool's texts) "
                         "and keeps the top N or fraction of that")
+    p.add_argument("--not-word", action="append", default=None, metavar="WORD", dest="not_words",
+                   help=NOT_WORD_HELP)
     v = add_versus_options(p, "query set", "each query")
     v.add_argument("--versus-queries", default=None, metavar="FILE",
                    help="one other answer per query, in the order of --queries (same file format and columns): e.g. "
@@ -371,6 +375,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
     marks = _marks(args.marks) if args.marks is not None else None
+    not_words = _not_words(args)
     if marks is not None and (args.each or args.explain or versus is not None or args.versus_generate):
         args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
                            "--versus-*")
@@ -398,7 +403,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         if marks is not None:
             if len(queries) != 1:
                 raise InputDataError(f"--marks are one query's: give one query, not {len(queries)}")
-            df = _rank_with_marks(index, qfm, queries[0], marks, options, args.k, args.where)
+            df = _rank_with_marks(index, qfm, queries[0], marks, options, args.k, args.where, not_words)
         else:
             df = (rank_each if args.each else rank)(index, qfm, options, k=args.k, where=args.where,
                                                     search=args.search)
@@ -440,6 +445,18 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+NOT_WORD_HELP = ("with --marks: a word of the query not to lift, however the yes-marks hold it (a word they share "
+                 "with the query by chance, as stderr's 'lifted' line names it); repeat for more")
+
+
+def _not_words(args: argparse.Namespace) -> list[str]:
+    """--not-word's words; an error without --marks (they refine a ranking with marks)."""
+    words = args.not_words or []
+    if words and args.marks is None:
+        args._parser_error("--not-word refuses a word the marks would lift; it needs --marks FILE")
+    return words
+
+
 MAX_MARKS_FILE_BYTES = 1 << 20  # a marks file is a few ids; more is not a marks file
 MAX_MARKS = 1000
 
@@ -468,14 +485,14 @@ def _marks(path: str) -> dict[str, bool]:
 
 
 def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], options: Any, k: int,
-                     where: str | None) -> pd.DataFrame:
+                     where: str | None, not_words: list[str] = ()) -> pd.DataFrame:
     """The query (or query set) ranked again with its marks, its best k (the marked words from BM25 over the pool
-    when any mark is yes); what the marks chose, on stderr."""
+    when any mark is yes, less `not_words`); what the marks chose, on stderr."""
     from ..attribution import marked_words, rank_with_feedback
     from ..compare import fit_bm25
     from ..feedback import chosen_view, lift_lines
 
-    words = marked_words(index, query, fit_bm25(index)) if any(marks.values()) else None
+    words = marked_words(index, query, fit_bm25(index), not_words) if any(marks.values()) else None
     df = rank_with_feedback(index, qfm, marks, options, k=k, where=where, words=words)
     fb = df.attrs["feedback"]
     print(f"feedback: {fb['n_relevant']} marked yes, {fb['n_irrelevant']} no; the marks chose "
@@ -496,6 +513,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     queries = _queries(args)
     versus = _versus(args, args._parser_error)
     marks = _marks(args.marks) if args.marks is not None else None
+    not_words = _not_words(args)
     if marks is not None and versus is not None:
         args._parser_error("--marks scores the query set again with its marks; it does not go with a contrast "
                            "(--versus-*)")
@@ -509,7 +527,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
         else:  # the queries' words, as one text, for the words the yes-marks hold
             words_of = Sample(text="\n".join(q.full_text for q in queries), id="queries")
             n_keep = selection_size(n_pool, args.top_n, args.fraction)
-            df = _rank_with_marks(index, qfm, words_of, marks, options, n_keep, args.where)
+            df = _rank_with_marks(index, qfm, words_of, marks, options, n_keep, args.where, not_words)
     finally:
         index.close()
     _write_frame(df, args.out)
