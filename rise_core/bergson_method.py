@@ -40,6 +40,7 @@ from .config import RiseConfig
 from .engine import rendering_for
 from .errors import ConfigError, InputDataError
 from .method_types import Method, Source, Unavailable
+from .model_lock import seeded_global_rng
 from .models import LoadedModel
 from .samples import Rendering, Sample, encode_sample
 
@@ -288,9 +289,9 @@ def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[in
         shutil.rmtree(hess_path)
     cfg = _index_config(bergson, hess_path, options)
     cfg.partial_run_path.mkdir(parents=True, exist_ok=True)
-    with _bergson_grads(lm.model), _quiet(), torch.random.fork_rng(devices=[]), \
+    # the labels are sampled from torch's global generator: seeded for this block alone, no other thread drawing
+    with _bergson_grads(lm.model), _quiet(), seeded_global_rng(0), \
             contextlib.redirect_stdout(io.StringIO()):  # its eigendecomposition prints its progress
-        torch.manual_seed(0)  # the sampled labels
         collector = AutocorrelationCollector(model=lm.model.base_model, data=data, path=str(cfg.partial_run_path),
                                              processor=_processor(bergson, options))
         computer = CollectorComputer(model=lm.model, data=data, collector=collector, batches=batches, cfg=cfg)

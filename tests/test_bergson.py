@@ -6,6 +6,8 @@ Every test but the last needs the optional `bergson` package and is skipped with
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -98,6 +100,32 @@ def test_preconditioned_scores_run_and_differ(tiny_llama, tmp_path):
     pre = index.scores(tiny_llama, QUERIES)
     assert pre.shape == plain.shape and np.isfinite(pre).all() and not np.allclose(pre, plain)
     assert np.abs(pre).max() <= 1 + 1e-9  # two-sided H^-1/2 then unit norm: still a cosine
+
+
+def test_the_hessians_sampled_labels_are_seeded_under_the_lock(tiny_llama, tmp_path, monkeypatch):
+    """The Hessian's labels are drawn in `seeded_global_rng(0)` (the model lock held: no other thread's draws
+    interleave), so two fits give the same scores, and the caller's generator is as it was."""
+    _needs_bergson()
+    from rise_core.model_lock import MODEL_LOAD_LOCK
+
+    seeds, real = [], bergson_method.seeded_global_rng
+
+    @contextlib.contextmanager
+    def spy(seed):
+        with real(seed):
+            seeds.append((seed, MODEL_LOAD_LOCK._is_owned()))
+            yield
+
+    monkeypatch.setattr(bergson_method, "seeded_global_rng", spy)
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    options = BergsonOptions(precondition=True)
+    first = build(tiny_llama, POOL, tmp_path / "a", SEQ_LEN, options=options).scores(tiny_llama, QUERIES)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    torch.manual_seed(7)  # another draw state before the second fit: the labels do not depend on it
+    second = build(tiny_llama, POOL, tmp_path / "b", SEQ_LEN, options=options).scores(tiny_llama, QUERIES)
+    assert seeds == [(0, True), (0, True)]
+    np.testing.assert_array_equal(first, second)
 
 
 def test_it_runs_through_the_evaluation_harness(tiny_llama):
