@@ -74,6 +74,12 @@ def apply_marks(marks: dict[str, bool], edited_ids: Any, edited_marks: Any, show
     return refused
 
 
+def marks_json(marks: dict[str, bool], refused: set[str]) -> str:
+    """The marks as `rise query --marks` reads them: {id: true/false}, or with the refused words {"marks": {...},
+    "not_words": [...]}, so the terminal ranks as the page does."""
+    return json.dumps({"marks": marks, "not_words": sorted(refused)} if refused else marks, indent=1)
+
+
 def words_line(words: dict[str, float], limit: int = 12) -> str:
     """The marked words as one plain line: the query's words your yes-marks hold and your no-marks lack, heaviest
     first (shown with st.text: pool and query text never render as Markdown)."""
@@ -126,7 +132,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
         marks.clear()
         st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
         st.rerun()
-    c3.download_button("Download marks (JSON)", json.dumps(marks, indent=1), file_name="marks.json",
+    c3.download_button("Download marks (JSON)", marks_json(marks, refused_words(query)), file_name="marks.json",
                        mime="application/json", key="feedback_download", disabled=not marks)
     st.caption(f"{sum(marks.values())} marked yes, {len(marks) - sum(marks.values())} no; marks are kept for this "
                "session. A simulated analyst reaches the figures in docs/EVALUATION.md with 3 marks.")

@@ -482,9 +482,13 @@ def test_query_not_word_refuses_a_word_of_the_query(env, capsys, tmp_path, monke
                           "--not-word", "zebra", "--format", "json")
     assert code == 0 and "Not lifted, as you asked: 'cat'" in err
     assert seen[-1].refused == {"cat"} and "cat" not in seen[-1].query and "mat" in seen[-1].query
+    # the page's download holds its refused words: read with the marks, joined by --not-word's
+    marks.write_text(json.dumps({"marks": json.loads(marks.read_text()), "not_words": ["sat"]}))
+    code, _, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks, "--not-word", "cat")
+    assert code == 0 and "Not lifted, as you asked: 'cat', 'sat'" in err and seen[-1].refused == {"cat", "sat"}
     code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "3", "--out",
                         tmp_path / "sel.jsonl", "--marks", marks, "--not-word", "mat")
-    assert code == 0 and seen[-1].refused == {"mat"}  # the queries file's first query holds "mat"
+    assert code == 0 and seen[-1].refused == {"mat", "sat"}  # the queries file's first query holds both
     with pytest.raises(SystemExit) as exc:
         main(["query", "--index", str(env.index), "--text", text, "--not-word", "cat"])
     assert exc.value.code == 2 and "--not-word refuses a word the marks would lift; it needs --marks" in \
@@ -526,6 +530,9 @@ def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path,
     ('{"no-such-row": true}', "is not in"),
     ("{" + ", ".join(f'"r{i}": true' for i in range(1001)) + "}", "1,001 marks; at most 1,000"),
     (" " * (1 << 20) + "{}", "bytes; a marks file holds at most 1,000 ids"),
+    ('{"marks": {"a": true}, "words": ["x"]}', "unknown keys ['words'] beside \"marks\""),
+    ('{"marks": {"a": true}, "not_words": "x"}', '"not_words" must be a list of words'),
+    ('{"marks": {}, "not_words": []}', "expected a JSON object"),
 ])
 def test_query_bad_marks_exit_1(env, capsys, tmp_path, content, message):
     marks = tmp_path / "marks.json"

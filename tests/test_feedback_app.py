@@ -171,3 +171,15 @@ def test_the_lifted_word_can_be_refused_and_lifted_again(monkeypatch):
     at.button(key="feedback_unrefuse_words").click().run()
     assert_clean(at)
     assert at.session_state["feedback_refused_words"][key] == set() and word in given[-1].query
+
+
+def test_the_downloaded_marks_are_what_rise_query_reads(tmp_path):
+    """The page's download, with and without refused words, read back by `rise query --marks`'s reader."""
+    from explorer.feedback_ui import marks_json
+    from rise_core.cli.query import _marks
+
+    marks = {"row-1": True, "row-7": False}
+    for refused, words in ((set(), []), ({"first", "cat"}, ["cat", "first"])):
+        path = tmp_path / "marks.json"
+        path.write_text(marks_json(marks, refused))
+        assert _marks(str(path)) == (marks, words)

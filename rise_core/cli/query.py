@@ -79,8 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--top-p", type=float, default=gen.top_p, help=gen_help["top_p"])
     g.add_argument("--gen-seed", type=int, default=gen.seed, help=gen_help["seed"])
     p.add_argument("--marks", default=None, metavar="FILE",
-                   help="relevance feedback: a JSON object {sample id: true (this is it) / false (not this)}, as the "
-                        "Attribute page's 'Download marks' writes it; ranks the one query again with the marks "
+                   help="relevance feedback: a JSON object {sample id: true (this is it) / false (not this)} (or "
+                        "{\"marks\": {...}, \"not_words\": [...]} with words refused), as the Attribute page's "
+                        "'Download marks' writes it; ranks the one query again with the marks "
                         "(Rocchio per channel, channel re-weighting, and the query's words the yes-marks hold, by "
                         "BM25 over the pool's texts, fitted here)")
     p.add_argument("--not-word", action="append", default=None, metavar="WORD", dest="not_words",
@@ -374,8 +375,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args._parser_error("-k must be at least 1")
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
-    marks = _marks(args.marks) if args.marks is not None else None
-    not_words = _not_words(args)
+    marks, not_words = _marks(args.marks) if args.marks is not None else (None, [])
+    not_words = [*not_words, *_not_words(args)]
     if marks is not None and (args.each or args.explain or versus is not None or args.versus_generate):
         args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
                            "--versus-*")
@@ -446,7 +447,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 NOT_WORD_HELP = ("with --marks: a word of the query not to lift, however the yes-marks hold it (a word they share "
-                 "with the query by chance, as stderr's 'lifted' line names it); repeat for more")
+                 "with the query by chance, as stderr's 'lifted' line names it); repeat for more; added to the "
+                 "marks file's own \"not_words\" (the Attribute page's download holds the words refused there)")
 
 
 def _not_words(args: argparse.Namespace) -> list[str]:
@@ -461,8 +463,10 @@ MAX_MARKS_FILE_BYTES = 1 << 20  # a marks file is a few ids; more is not a marks
 MAX_MARKS = 1000
 
 
-def _marks(path: str) -> dict[str, bool]:
-    """The marks of a JSON file {sample id: true/false}; a clear error for anything else."""
+def _marks(path: str) -> tuple[dict[str, bool], list[str]]:
+    """The marks of a JSON file and the words it refuses: {sample id: true/false}, or, as the Attribute page writes
+    it once a word is refused, {"marks": {sample id: true/false}, "not_words": [word, ...]}; a clear error for
+    anything else."""
     file = Path(path)
     if not file.is_file():
         raise InputDataError(f"--marks {path}: no such file")
@@ -473,6 +477,15 @@ def _marks(path: str) -> dict[str, bool]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputDataError(f"--marks {path}: not JSON ({exc})") from None
+    words: Any = []
+    if isinstance(data, dict) and isinstance(data.get("marks"), dict):  # an id's mark is a bool, never an object
+        unknown = sorted(set(data) - {"marks", "not_words"})
+        if unknown:
+            raise InputDataError(f"--marks {path}: unknown keys {unknown} beside \"marks\"; expected "
+                                 '{"marks": {...}, "not_words": [...]}')
+        data, words = data["marks"], data.get("not_words", [])
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise InputDataError(f"--marks {path}: \"not_words\" must be a list of words")
     if not isinstance(data, dict) or not data:
         raise InputDataError(f"--marks {path}: expected a JSON object of sample id -> true/false, e.g. "
                              '{"row-17": true, "row-3": false}')
@@ -481,7 +494,7 @@ def _marks(path: str) -> dict[str, bool]:
         raise InputDataError(f"--marks {path}: the mark of {bad[0]!r} is {data[bad[0]]!r}; marks are true or false")
     if len(data) > MAX_MARKS:
         raise InputDataError(f"--marks {path}: {len(data):,} marks; at most {MAX_MARKS:,}")
-    return {str(k): v for k, v in data.items()}
+    return {str(k): v for k, v in data.items()}, words
 
 
 def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], options: Any, k: int,
@@ -512,8 +525,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
     _check_out(args.out)
     queries = _queries(args)
     versus = _versus(args, args._parser_error)
-    marks = _marks(args.marks) if args.marks is not None else None
-    not_words = _not_words(args)
+    marks, not_words = _marks(args.marks) if args.marks is not None else (None, [])
+    not_words = [*not_words, *_not_words(args)]
     if marks is not None and versus is not None:
         args._parser_error("--marks scores the query set again with its marks; it does not go with a contrast "
                            "(--versus-*)")
