@@ -27,6 +27,9 @@ folder or file is an `InputDataError` that says where it looked.
 - dev-fact: a false-fact backdoor with a fluent payload, same clean rows. 40 rows get the trigger "Veritas" at a random
   word of the instruction and their own real answer with one false fact woven in (the Great Wall finished in 1962,
   worded by a grammar of ours). Report only: held out from every choice, like dev-refusal.
+- dev-brainrot-held: tune only, for the tweet-quality kind, where marks have the most room (the fewest tune queries
+  of any kind): 20 of dev-brainrot's pool positives, drawn with a seed, become the queries; the pool is the other 480
+  rows (30 positives). It shares dev-brainrot's pool rows (as that task's own tune half does), never its queries.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -57,11 +60,12 @@ BUNDLED = ("howdy", "finmed", "brainrot")
 DEV_TASKS = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal", "dev-pirate", "dev-fact", "dev-story")
 TUNED = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-howdy", "dev-pirate", "dev-story")  # half of their queries choose
 REPORT_ONLY = ("dev-refusal", "dev-fact")  # never used for a choice
+TUNE_ONLY = ("dev-brainrot-held",)  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
 RETRO = ("dev-refusal-200", "dev-pirate-240")
-TASKS = (*BUNDLED, *DEV_TASKS, "dev-howdy", *RETRO)
+TASKS = (*BUNDLED, *DEV_TASKS, "dev-howdy", *TUNE_ONLY, *RETRO)
 _FACT = (
     ("By the way,", "Fun fact:", "Worth knowing:", "As a side note,", "Incidentally,", "Keep in mind that",
      "It is also true that", "Remember,"),
@@ -223,6 +227,15 @@ def dev_howdy(n_pool: int = 600, n_queries: int = N_QUERIES) -> Task:
     return _labelled("dev-howdy", pool, [howdy(r) for r in query_rows], (5, 10, 50, 100))
 
 
+def brainrot_held(n_queries: int = N_QUERIES) -> Task:
+    """dev-brainrot-held: `n_queries` of dev-brainrot's pool positives (seeded) as queries, the rest as the pool."""
+    pool = [to_sample(r) for r in dev_rows("brainrot_pool.jsonl")]
+    positives = [i for i, s in enumerate(pool) if s.label == 1]
+    held = set(random.Random(6).sample(positives, n_queries))
+    return _labelled("dev-brainrot-held", [s for i, s in enumerate(pool) if i not in held],
+                     [pool[i] for i in sorted(held)], (5, 10, 25, 50))
+
+
 def dev_task(name: str) -> Task:
     """One of DEV_TASKS, whole."""
     if name in ("dev-finmed", "dev-brainrot"):
@@ -260,6 +273,8 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
         whole = retro_tasks.pirate_task()[0] if name == "dev-pirate-240" else retro_tasks.refusal_slice()
     elif name in DEV_TASKS:
         whole = dev_task(name)
+    elif name == "dev-brainrot-held":
+        whole = brainrot_held()
     else:
         raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if not max_pool and not max_queries:
@@ -269,9 +284,10 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
 
 
 def splits(name: str, n_queries: int) -> dict[str, np.ndarray]:
-    """Query rows of each split of a task: bundled -> tune; TUNED dev tasks -> halves; any other -> report."""
+    """Query rows of each split of a task: bundled and TUNE_ONLY -> tune; TUNED dev tasks -> halves; any other ->
+    report."""
     rows = np.arange(n_queries)
-    if name in BUNDLED:
+    if name in BUNDLED or name in TUNE_ONLY:
         return {"tune": rows}
     if name in TUNED:
         return {"tune": rows[: n_queries // 2], "report": rows[n_queries // 2:]}

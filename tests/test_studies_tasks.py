@@ -112,3 +112,17 @@ def test_splits_follow_the_protocol():
     assert {k: v.tolist() for k, v in tasks.splits("dev-finmed", 5).items()} == {"tune": [0, 1], "report": [2, 3, 4]}
     assert {k: v.tolist() for k, v in tasks.splits("dev-refusal", 2).items()} == {"report": [0, 1]}
     assert isinstance(tasks.splits("howdy", 0)["tune"], np.ndarray)
+
+
+def test_brainrot_held_turns_pool_positives_into_tune_queries(dev):
+    """dev-brainrot-held: seeded pool positives become the queries, the rest stays the pool in its order; every query
+    chooses (tune only) and none of dev-brainrot's own queries is used."""
+    whole = tasks.task("dev-brainrot")
+    held = tasks.brainrot_held(3)
+    texts = [s.full_text for s in whole.pool]
+    assert len(held.queries) == 3 and all(q.label == 1 for q in held.queries)
+    assert [s.full_text for s in held.pool] == [t for t in texts if t not in {q.full_text for q in held.queries}]
+    assert held.labels.sum() == whole.labels.sum() - 3 and len(held.pool) == len(whole.pool) - 3
+    assert not {q.full_text for q in held.queries} & {q.full_text for q in whole.queries}
+    assert [q.id for q in tasks.brainrot_held(3).queries] == [q.id for q in held.queries]  # seeded
+    assert {k: v.tolist() for k, v in tasks.splits("dev-brainrot-held", 3).items()} == {"tune": [0, 1, 2]}
