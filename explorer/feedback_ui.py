@@ -88,6 +88,21 @@ def words_line(words: dict[str, float], limit: int = 12) -> str:
     return f"Words of the query your yes-marks hold and your no-marks lack (they rank too): {shown}{more}"
 
 
+ALL_MISSES_AFTER = 3
+ALL_MISSES_HINT = ("Your marks so far all say \"not this\". The marks keep the view this ranking chose (turning to "
+                   "the other one by itself lost more than it found on the tune sets: docs/EVALUATION.md); to look "
+                   "from the other view, choose it under \"Looking for\" above (what taught this behaviour, or "
+                   "examples like this one).")
+ALL_MISSES_NO_HS = ("Your marks so far all say \"not this\". This index stores no HS channel, so there is no other "
+                    "view to try; the λ sliders weigh RH against GH.")
+
+
+def all_misses(marks: dict[str, bool]) -> bool:
+    """Whether the analyst has marked at least ALL_MISSES_AFTER rows and none yes (the page then names the other
+    view's control)."""
+    return len(marks) >= ALL_MISSES_AFTER and not any(marks.values())
+
+
 def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:
     """Buttons to refuse the lifted word (a word a yes-mark shares with the query by chance) and to lift refused
     words again. The word comes from the ranking, not the client, and is named by the line above (st.text): button
@@ -163,6 +178,8 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
         st.text(words_line(fb["words"]))
     for line in lift_lines(fb, len(index)):
         st.text(line)
+    if all_misses(marks) and not fb.get("turned"):
+        st.caption(ALL_MISSES_HINT if getattr(index.config, "hidden_channel", False) else ALL_MISSES_NO_HS)
     refuse_controls(query, fb)
     shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
     columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "completion", "text")

@@ -21,8 +21,8 @@ so channels and marked rows are on one scale. Two updates, both linear in stored
   every yes-mark holds and no no-mark does, held by more rows than the yes-marks and by at most `MAX_WORD_SHARE` of
   the pool, lifts the rows holding it by `word_lift`. A word a yes-mark shares with the query by chance ("first" in
   two tweets) can be refused by the analyst (`MarkedWords.without`): it is neither weighted nor lifted again.
-- The turn after misses: while every mark says "not this" and there are `turn_after` of them, the weights are the
-  other view's (`adaptive.feedback_turn`): three misses in a row say the shown view is not where the answer is.
+- The turn after misses (off by default: `FeedbackConfig.turn_after`): while every mark says "not this" and there
+  are `turn_after` of them, the weights are the other view's (`adaptive.feedback_turn`).
 
 Weights are in z units (lambda_c times the channel's standard deviation over the pool). No marks gives exactly the
 shown ranking. With marks, the weights start from `adaptive.feedback_start`: the shown ranking's own (the gradient
@@ -108,15 +108,16 @@ class FeedbackConfig:
     against 0.905, 0.963, 0.975 with neither) (`studies/behaviour_rule.py`; docs/EVALUATION.md, "Feedback: the
     lifts after marks")."""
 
-    turn_after: int = 3
+    turn_after: int = 0
     """after this many marks, every one "not this", the weights turn to the other view (`adaptive.feedback_turn`:
-    the gradient view where the shown ranking leaned on HS, else HS) until a mark says yes; 0: never. The shown view
-    has missed that many times in a row; staying on it, its own neighbours of the misses keep coming. Chosen among
-    1, 2, 3 and never on the tune sets: 1 and 2 turn away from views that were about to find one (a finance query
-    whose third mark was its first yes: 1.000 -> 0.475 after 3 marks), 3 changes no tune query (none began with
-    three misses), so it is the earliest turn that costs the tune sets nothing; on the report sets it lifts a
-    tweet-sentiment query that began with ten misses (`studies/behaviour_rule.py` TURN_GRID; docs/EVALUATION.md,
-    "Feedback: turning after misses")."""
+    the gradient view where the shown ranking leaned on HS, else HS) until a mark says yes; 0: never. Never since
+    2026-11-28: with a tune set of held-out tweets (`studies.tasks` dev-brainrot-held: twenty of dev-brainrot's pool
+    positives as queries), turning after 3 misses costs the tune mean over 1, 3 and 5 marks 0.0058, a paired bootstrap's
+    95% interval 0.0009 to 0.0115 (four of its twenty queries began with three misses, and the other view was worse:
+    0.59 -> 0.00, 0.45 -> 0.09 after 3 marks), and no variant leads never by a separated margin (`studies/
+    behaviour_rule.py`, `separation`; docs/EVALUATION.md, "Feedback: a tune set of held-out tweets"). Before that set,
+    3 had been kept because it changed no tune query (1 and 2 turn away from views about to find one). The other view
+    stays one choice away: the Attribute page's "Looking for" (and the page says so after three misses)."""
 
     each_mark: bool = False
     """False: the yes-marks' mean weighs beta times the query (classic Rocchio); True: each yes-mark does (the query

@@ -140,7 +140,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--readouts", default="results/readouts")
     ap.add_argument("--out", default="results/behaviour_rule")
-    ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.REPORT_ONLY)))
+    ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.TUNE_ONLY, *tasks.REPORT_ONLY)))
     ap.add_argument("--stage", choices=("scores", "rules", "all", "depths"), default="all",
                     help="depths: the served rule, the fixed weights and HS alone at each depth of --depths (HS from "
                     "--hs-layers), with the baselines")
@@ -333,7 +333,7 @@ STRENGTH_GRID = tuple((b, g, t) for b in (0.5, 1.0, 2.0) for g in (0.5, 0.75, 1.
 
 def strength_variant(beta: float, gamma: float, tau: float) -> str:
     """The name of a STRENGTH_GRID variant."""
-    return f"served start and turn, beta {beta:g} gamma {gamma:g} tau {tau:g}"
+    return f"served start, turn {FeedbackConfig().turn_after}, beta {beta:g} gamma {gamma:g} tau {tau:g}"
 
 
 EACH_MARK = (0.75, 1.0, 2.0)
@@ -342,11 +342,12 @@ EACH_MARK = (0.75, 1.0, 2.0)
 
 def each_mark_variant(beta: float) -> str:
     """The name of an EACH_MARK variant."""
-    return f"served start and turn, each mark beta {beta:g}"
+    return f"served start, turn {FeedbackConfig().turn_after}, each mark beta {beta:g}"
 
 
-SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after)
-"""the served feedback (FeedbackConfig's defaults, adaptive.feedback_start and adaptive.feedback_turn)."""
+SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after) if FeedbackConfig().turn_after else STARTED
+"""the served feedback (FeedbackConfig's defaults, adaptive.feedback_start, and adaptive.feedback_turn where
+FeedbackConfig.turn_after turns)."""
 
 
 def separation(frame: pd.DataFrame, reference: str = SERVED_FEEDBACK, marks: tuple[int, ...] = (1, 3, 5),

@@ -23,6 +23,7 @@ from rise_core.cli import main
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.engine import SampleFeatures
 from rise_core.errors import ConfigError, IndexMismatchError, IndexStoreError, InputDataError
+from rise_core.feedback import FeedbackConfig
 from rise_core.memo import BoundedMemo
 from rise_core.samples import Sample
 from rise_core.scoring import ContrastFeatures, FeatureMatrix, score_pool
@@ -563,24 +564,25 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
     query's and the marked rows' products with every row come from one pass over the ANN file's codes
     (`ann.pool_channel_products`), and the ranking, its scores, parts and feedback weights equal the matrix path's
     (float32 products of the same float16 rows, summed in another order: 1e-5 after standardising), with a filter,
-    rows appended since the ANN build, and three misses (the marks turn to the other view)."""
+    rows appended since the ANN build, and three misses with the turn on (the marks turn to the other view)."""
     path = grown_pool(tmp_path / "fb.duckdb", 7, 12)
     q = query(15)
     marks = {"s3": True, "new305": True, "s40": False}
-    misses = {"s3": False, "new305": False, "s40": False}  # all "not this": the marks turn to the other view
-    cases = [(ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5), None, marks),
-             (ScoreOptions.preset("default"), "topic = 't2'", marks),
-             (ScoreOptions.preset("default"), None, misses)]
+    misses = {"s3": False, "new305": False, "s40": False}  # all "not this": with the turn on, it turns
+    turn = FeedbackConfig(turn_after=3)
+    cases = [(ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5), None, marks, None),
+             (ScoreOptions.preset("default"), "topic = 't2'", marks, None),
+             (ScoreOptions.preset("default"), None, misses, turn)]
     want = []
     with RiseIndex.open(path) as index:
-        for options, where, marked in cases:
-            want.append(attribution.top_with_feedback(index, q, marked, options, k=8, where=where))
+        for options, where, marked, config in cases:
+            want.append(attribution.top_with_feedback(index, q, marked, options, k=8, where=where, config=config))
     assert [w.feedback["turned"] for w in want] == [False, False, True]
     monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
     with RiseIndex.open(path) as index:
         forbid_matrix(monkeypatch, index)
-        for (options, where, marked), expected in zip(cases, want, strict=True):
-            got = attribution.top_with_feedback(index, q, marked, options, k=8, where=where)
+        for (options, where, marked, config), expected in zip(cases, want, strict=True):
+            got = attribution.top_with_feedback(index, q, marked, options, k=8, where=where, config=config)
             assert got.feedback["turned"] == expected.feedback["turned"]
             assert got.rows.tolist() == expected.rows.tolist()
             torch.testing.assert_close(got.scores, expected.scores, rtol=1e-5, atol=1e-5)

@@ -13,10 +13,12 @@ from rise_core.config import ScoreOptions
 from rise_core.errors import InputDataError
 from rise_core.feedback import FeedbackConfig, apply_feedback, chosen_view, lift_lines, turned, unit_row_scores
 
+TURN3 = FeedbackConfig(turn_after=3)  # the turn is off by default (FeedbackConfig.turn_after 0); these test it on
+
 
 def test_the_marks_turn_after_that_many_misses_and_none_yes():
-    cfg = FeedbackConfig()
-    assert cfg.turn_after == 3
+    assert FeedbackConfig().turn_after == 0 and not turned({1: False, 2: False, 3: False}, FeedbackConfig())
+    cfg = TURN3
     assert not turned({}, cfg)
     assert not turned({1: False, 2: False}, cfg)
     assert turned({1: False, 2: False, 3: False}, cfg)
@@ -52,18 +54,18 @@ def test_after_the_misses_the_feedback_is_the_other_views_exactly():
     other = {"RH": 1.4, "GH": 1.0, "HS": 0.0}
     order = np.argsort(-(0.14 * raw["RH"] + 0.1 * raw["GH"] + 0.9 * raw["HS"]), kind="stable")
     misses = {int(r): False for r in order[:3]}
-    got = apply_feedback(raw, rows_fn, misses, base, turn_weights=other)
+    got = apply_feedback(raw, rows_fn, misses, base, TURN3, turn_weights=other)
     want = apply_feedback(raw, rows_fn, misses, other)
     assert got.turned and not want.turned
     np.testing.assert_array_equal(got.total, want.total)
     assert got.weights == want.weights and set(got.weights) == {"RH", "GH"}
     for marks in (dict(list(misses.items())[:2]), {**misses, int(order[5]): True}):
-        got = apply_feedback(raw, rows_fn, marks, base, turn_weights=other)
+        got = apply_feedback(raw, rows_fn, marks, base, TURN3, turn_weights=other)
         want = apply_feedback(raw, rows_fn, marks, base)
         assert not got.turned
         np.testing.assert_array_equal(got.total, want.total)
     # turn weights on no channel scored here (an index without HS asked to turn to it): no turn
-    kept = apply_feedback({c: raw[c] for c in ("RH", "GH")}, rows_fn, misses, base, turn_weights={"HS": 1.0})
+    kept = apply_feedback({c: raw[c] for c in ("RH", "GH")}, rows_fn, misses, base, TURN3, turn_weights={"HS": 1.0})
     assert not kept.turned and set(kept.weights) == {"RH", "GH"}
 
 
@@ -84,7 +86,7 @@ def test_three_misses_in_the_leaning_view_bring_up_the_other_views_answers():
     misses = {0: False, 1: False, 2: False}
     stayed = apply_feedback(raw, rows_fn, misses, base, FeedbackConfig(turn_after=0), turn_weights=other)
     assert np.argsort(-stayed.total, kind="stable")[:3].tolist() == [3, 4, 5]
-    moved = apply_feedback(raw, rows_fn, misses, base, turn_weights=other)
+    moved = apply_feedback(raw, rows_fn, misses, base, TURN3, turn_weights=other)
     assert sorted(np.argsort(-moved.total, kind="stable")[:3].tolist()) == answers
     assert chosen_view(moved.weights) == "the gradient view (RH + GH)"
 
