@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.feedback import MAX_REFUSED_WORDS, FeedbackConfig, chosen_view, lift_lines
+from rise_core.feedback import MAX_REFUSED_WORDS, FeedbackConfig, all_misses, chosen_view, lift_lines
 
 from . import resources
 from .request_limits import FeedbackLimits
@@ -88,19 +88,12 @@ def words_line(words: dict[str, float], limit: int = 12) -> str:
     return f"Words of the query your yes-marks hold and your no-marks lack (they rank too): {shown}{more}"
 
 
-ALL_MISSES_AFTER = 3
 ALL_MISSES_HINT = ("Your marks so far all say \"not this\". The marks keep the view this ranking chose (turning to "
                    "the other one by itself lost more than it found on the tune sets: docs/EVALUATION.md); to look "
                    "from the other view, choose it under \"Looking for\" above (what taught this behaviour, or "
                    "examples like this one).")
 ALL_MISSES_NO_HS = ("Your marks so far all say \"not this\". This index stores no HS channel, so there is no other "
                     "view to try; the λ sliders weigh RH against GH.")
-
-
-def all_misses(marks: dict[str, bool]) -> bool:
-    """Whether the analyst has marked at least ALL_MISSES_AFTER rows and none yes (the page then names the other
-    view's control)."""
-    return len(marks) >= ALL_MISSES_AFTER and not any(marks.values())
 
 
 def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:

@@ -495,6 +495,32 @@ def test_query_not_word_refuses_a_word_of_the_query(env, capsys, tmp_path, monke
         capsys.readouterr().err
 
 
+def test_query_with_three_misses_names_the_other_view_and_its_flags_run(env, capsys, tmp_path):
+    """Three no-marks and none yes: stderr says how to rank from the other view (the marks do not turn by themselves),
+    naming the flags for this index (with or without HS), and the flags it names run; two misses say nothing."""
+    from rise_core.cli.query import ALL_MISSES_CLI, ALL_MISSES_CLI_NO_HS
+
+    text = "the cat sat on the mat ."
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "--format", "json", "-k", "3")
+    ids = [h["id"] for h in json.loads(out)]
+    marks = tmp_path / "marks.json"
+    with RiseIndex.open(env.index) as index:
+        has_hs = index.config.hidden_channel
+    hint = ALL_MISSES_CLI if has_hs else ALL_MISSES_CLI_NO_HS
+    marks.write_text(json.dumps(dict.fromkeys(ids[:2], False)))
+    code, _, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks)
+    assert code == 0 and hint not in err
+    marks.write_text(json.dumps(dict.fromkeys(ids, False)))
+    code, _, err = _run(capsys, "query", "--index", env.index, "--text", text, "--marks", marks)
+    assert code == 0 and hint in err
+    flags = (["--preset", "backdoor"], ["--weighting", "fixed", "--lambda-rh", "0", "--lambda-gh", "0", "--lambda-hs",
+                                        "1"]) if has_hs else (["--lambda-rh", "0"],)
+    for named in flags:
+        assert " ".join(named) in hint
+        code, out, _ = _run(capsys, "query", "--index", env.index, "--text", text, "-k", "3", *named)
+        assert code == 0 and out.strip()
+
+
 def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path, monkeypatch):
     """Where the behaviour test fired (its finding replaced: the tiny pool shares no trigger), `--marks` keeps the span
     lift after a yes on a row holding it: the span column stays, the score is the sum of its parts, stderr says so."""

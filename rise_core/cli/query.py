@@ -446,6 +446,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+ALL_MISSES_CLI = ("your marks all say \"not this\": they keep the view this ranking chose (turning by itself lost "
+                  "more than it found on the tune sets); for the other view rank again with --preset backdoor (what "
+                  "taught this behaviour: RH + GH) or --weighting fixed --lambda-rh 0 --lambda-gh 0 --lambda-hs 1 "
+                  "(examples like this one: HS)")
+ALL_MISSES_CLI_NO_HS = ("your marks all say \"not this\"; this index stores no HS channel, so there is no other view "
+                        "to try (--lambda-rh / --lambda-gh weigh RH against GH)")
 NOT_WORD_HELP = ("with --marks: a word of the query not to lift, however the yes-marks hold it (a word they share "
                  "with the query by chance, as stderr's 'lifted' line names it); repeat for more; added to the "
                  "marks file's own \"not_words\" (the Attribute page's download holds the words refused there)")
@@ -503,7 +509,7 @@ def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], o
     when any mark is yes, less `not_words`); what the marks chose, on stderr."""
     from ..attribution import marked_words, rank_with_feedback
     from ..compare import fit_bm25
-    from ..feedback import chosen_view, lift_lines
+    from ..feedback import all_misses, chosen_view, lift_lines
 
     words = marked_words(index, query, fit_bm25(index), not_words) if any(marks.values()) else None
     df = rank_with_feedback(index, qfm, marks, options, k=k, where=where, words=words)
@@ -515,6 +521,8 @@ def _rank_with_marks(index: Any, qfm: Any, query: Any, marks: dict[str, bool], o
               file=sys.stderr)
     for line in lift_lines(fb, len(index)):
         print(line, file=sys.stderr)
+    if all_misses(marks) and not fb.get("turned"):
+        print(ALL_MISSES_CLI if index.config.hidden_channel else ALL_MISSES_CLI_NO_HS, file=sys.stderr)
     return df
 
 
