@@ -225,14 +225,17 @@ def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_ind
 
 
 def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeypatch):
-    """On a built index under the default (auto) weighting, with the behaviour test silent: three no-marks on the
-    shown top rows rank with the view the gate weighed less (`adaptive.feedback_turn`), and equal the feedback
-    ranker started from that view; a yes-mark turns back."""
+    """On a built index under the default (auto) weighting, with the behaviour test silent and the turn on
+    (`FeedbackConfig(turn_after=3)`; off by default, where three misses keep the view): three no-marks on the shown
+    top rows rank with the view the gate weighed less (`adaptive.feedback_turn`), and equal the feedback ranker
+    started from that view; a yes-mark turns back."""
     from index_helpers import patch_finding
 
     from rise_core import adaptive, attribution
-    from rise_core.feedback import lift_lines
+    from rise_core.feedback import FeedbackConfig, lift_lines
     from rise_core.store import RiseIndex
+
+    turn = FeedbackConfig(turn_after=3)
 
     patch_finding(monkeypatch, lambda *a, **k: None)
     auto = ScoreOptions.preset("default")
@@ -244,10 +247,11 @@ def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeyp
         shown = attribution.top(index, qf, auto, k=24)
         ids = index.rows_frame(shown.rows[:4].tolist())["id"].tolist()
         misses = {i: False for i in ids[:3]}
-        got = attribution.top_with_feedback(index, qf, misses, auto, k=24)
+        assert not attribution.top_with_feedback(index, qf, misses, auto, k=24).feedback["turned"]  # the default
+        got = attribution.top_with_feedback(index, qf, misses, auto, k=24, config=turn)
         assert got.feedback["turned"]
         fm = index.feature_matrix()
-        want = attribution.feedback_ranker(fm, qf, resolved.options, start=other)(
+        want = attribution.feedback_ranker(fm, qf, resolved.options, turn, start=other)(
             {index.row_of(i): False for i in ids[:3]})
         # the same scores, in order (float32 on the page's path: 1e-6 relative; ties may break either way)
         assert sorted(got.rows.tolist()) == list(range(24))
@@ -255,7 +259,7 @@ def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeyp
         assert bool((got.scores[:-1] >= got.scores[1:]).all())
         assert got.feedback["weights"] == pytest.approx(want.weights, rel=1e-12)
         assert any("turned to the other view" in line for line in lift_lines(got.feedback, len(index)))
-        back = attribution.top_with_feedback(index, qf, {**misses, ids[3]: True}, auto, k=24)
+        back = attribution.top_with_feedback(index, qf, {**misses, ids[3]: True}, auto, k=24, config=turn)
         assert not back.feedback["turned"]
 
 
