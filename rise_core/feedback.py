@@ -297,15 +297,20 @@ ALL_MISSES_AFTER = 3
 """marks, none yes, after which the page and `rise query --marks` name the other view's control (`all_misses`)."""
 
 
+def missed(marks: Mapping, n: int) -> bool:
+    """Whether at least `n` (> 0) rows are marked and none yes."""
+    return n > 0 and len(marks) >= n and not any(marks.values())
+
+
 def all_misses(marks: Mapping) -> bool:
     """Whether at least ALL_MISSES_AFTER rows are marked and none yes: the shown view has missed that often, and the
     analyst is told how to look from the other one (the marks do not turn by themselves: `FeedbackConfig.turn_after`)."""
-    return len(marks) >= ALL_MISSES_AFTER and not any(marks.values())
+    return missed(marks, ALL_MISSES_AFTER)
 
 
 def turned(marks: Marks, config: FeedbackConfig) -> bool:
     """Whether the marks turn the weights to the other view: at least `config.turn_after` (> 0) of them, none yes."""
-    return bool(config.turn_after) and len(marks) >= config.turn_after and not any(marks.values())
+    return missed(marks, config.turn_after)
 
 
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
