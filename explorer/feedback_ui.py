@@ -172,7 +172,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     for line in lift_lines(fb, len(index)):
         st.text(line)
     if all_misses(marks) and not fb.get("turned"):
-        st.caption(ALL_MISSES_HINT if getattr(index.config, "hidden_channel", False) else ALL_MISSES_NO_HS)
+        st.caption(ALL_MISSES_HINT if index.config.hidden_channel else ALL_MISSES_NO_HS)
     refuse_controls(query, fb)
     shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
     columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "completion", "text")
