@@ -559,6 +559,8 @@ def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path,
     ('{"marks": {"a": true}, "words": ["x"]}', "unknown keys ['words'] beside \"marks\""),
     ('{"marks": {"a": true}, "not_words": "x"}', '"not_words" must be a list of words'),
     ('{"marks": {}, "not_words": []}', "expected a JSON object"),
+    (json.dumps({"marks": {"a": True}, "not_words": [f"w{i}" for i in range(65)]}),
+     "65 words refused (--marks file and --not-word); at most 64"),
 ])
 def test_query_bad_marks_exit_1(env, capsys, tmp_path, content, message):
     marks = tmp_path / "marks.json"

@@ -375,8 +375,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args._parser_error("-k must be at least 1")
     if args.each and args.queries is None:
         args._parser_error("--each needs --queries FILE")
-    marks, not_words = _marks(args.marks) if args.marks is not None else (None, [])
-    not_words = [*not_words, *_not_words(args)]
+    marks, from_file = _marks(args.marks) if args.marks is not None else (None, [])
+    not_words = _not_words(args, from_file)
     if marks is not None and (args.each or args.explain or versus is not None or args.versus_generate):
         args._parser_error("--marks ranks one query again with its marks; it does not go with --each, --explain or "
                            "--versus-*")
@@ -457,11 +457,18 @@ NOT_WORD_HELP = ("with --marks: a word of the query not to lift, however the yes
                  "marks file's own \"not_words\" (the Attribute page's download holds the words refused there)")
 
 
-def _not_words(args: argparse.Namespace) -> list[str]:
-    """--not-word's words; an error without --marks (they refine a ranking with marks)."""
+def _not_words(args: argparse.Namespace, from_file: list[str]) -> list[str]:
+    """The marks file's refused words and --not-word's, checked before any model or BM25 work: --not-word without
+    --marks is a usage error, more than MAX_REFUSED_WORDS in all a clear one."""
+    from ..feedback import MAX_REFUSED_WORDS
+
     words = args.not_words or []
     if words and args.marks is None:
         args._parser_error("--not-word refuses a word the marks would lift; it needs --marks FILE")
+    words = [*from_file, *words]
+    if len(set(words)) > MAX_REFUSED_WORDS:
+        raise InputDataError(f"{len(set(words)):,} words refused (--marks file and --not-word); at most "
+                             f"{MAX_REFUSED_WORDS}")
     return words
 
 
@@ -533,8 +540,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
     _check_out(args.out)
     queries = _queries(args)
     versus = _versus(args, args._parser_error)
-    marks, not_words = _marks(args.marks) if args.marks is not None else (None, [])
-    not_words = [*not_words, *_not_words(args)]
+    marks, from_file = _marks(args.marks) if args.marks is not None else (None, [])
+    not_words = _not_words(args, from_file)
     if marks is not None and versus is not None:
         args._parser_error("--marks scores the query set again with its marks; it does not go with a contrast "
                            "(--versus-*)")
