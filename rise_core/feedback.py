@@ -119,6 +119,11 @@ class FeedbackConfig:
     3 had been kept because it changed no tune query (1 and 2 turn away from views about to find one). The other view
     stays one choice away: the Attribute page's "Looking for" (and the page says so after three misses)."""
 
+    turn_unless_shown: int = 0
+    """with `turn_after`: the marks turn only when none of the missed rows is among the other view's own top
+    `turn_unless_shown` rows (before marks): a view that would show the same misses has nothing else to offer; 0: no
+    such check. Tried as `studies.behaviour_rule` TURN_GRID's "turn unless shown" (docs/EVALUATION.md)."""
+
     each_mark: bool = False
     """False: the yes-marks' mean weighs beta times the query (classic Rocchio); True: each yes-mark does (the query
     one example among the marks), the no-marks' mean weighing gamma times theirs. Kept at False: True leads the tune
@@ -133,8 +138,10 @@ class FeedbackConfig:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
         if not isinstance(self.each_mark, bool):
             raise InputDataError(f"feedback each_mark must be true or false, got {self.each_mark!r}")
-        if isinstance(self.turn_after, bool) or not isinstance(self.turn_after, int) or self.turn_after < 0:
-            raise InputDataError(f"feedback turn_after must be a whole number >= 0, got {self.turn_after!r}")
+        for name in ("turn_after", "turn_unless_shown"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputDataError(f"feedback {name} must be a whole number >= 0, got {value!r}")
 
 
 def split_marks(marks: Marks, n: int) -> tuple[list[int], list[int]]:
@@ -313,6 +320,18 @@ def turned(marks: Marks, config: FeedbackConfig) -> bool:
     return missed(marks, config.turn_after)
 
 
+def other_view_shows(channel_scores: Mapping[str, np.ndarray], weights: Mapping[str, float], marks: Marks,
+                     depth: int) -> bool:
+    """Whether any marked row is among the top `depth` rows of the view with `weights` (z units) over
+    `channel_scores`, before marks (ties: the lower row first)."""
+    total = sum(float(weights.get(c, 0.0)) * standardise(raw) for c, raw in channel_scores.items()
+                if float(weights.get(c, 0.0)) != 0.0)
+    if np.ndim(total) == 0:
+        return False
+    top = np.argsort(-total, kind="stable")[:depth]
+    return bool(np.isin(np.fromiter((int(r) for r in marks), dtype=np.int64), top).any())
+
+
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
                    base_weights: Mapping[str, float], config: FeedbackConfig | None = None,
                    words: MarkedWords | None = None, span: SpanLift | None = None,
@@ -325,7 +344,8 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
     a channel scored here: never). The lifts are parts of their own: "span", and the marked word's in "words"."""
     config = config or FeedbackConfig()
     turn = turn_weights is not None and turned(marks, config) and any(
-        float(turn_weights.get(c, 0.0)) != 0.0 for c in channel_scores)
+        float(turn_weights.get(c, 0.0)) != 0.0 for c in channel_scores) and not (
+        config.turn_unless_shown and other_view_shows(channel_scores, turn_weights, marks, config.turn_unless_shown))
     if turn:
         base_weights = turn_weights
     parts, weights, ev = {}, {}, {}

@@ -315,11 +315,12 @@ AUTO = ScoreOptions.preset("default")
 """the served scoring (weighting='auto'), whose per-query choice and feedback start the START_GRID variants take."""
 STARTED = start_variant(FeedbackConfig().max_evidence, adaptive.FEEDBACK_START_FLOOR, FeedbackConfig().words)
 """the START_GRID variant with FeedbackConfig's defaults and adaptive.feedback_start (no turn after misses)."""
-TURN_GRID = tuple((how, after) for how in ("turn", "interleave") for after in (1, 2, 3))
+TURN_GRID = tuple((how, after) for how in ("turn", "turn unless shown", "interleave") for after in (1, 2, 3))
 """what happens after `after` marks, all "not this", from STARTED, until a mark says yes: "turn", the weights are
-the other view's (adaptive.feedback_turn; FeedbackConfig.turn_after); "interleave", the top rows of the gradient and
-the representation views after the marks, alternating (`interleave`, the view the gate weighed less first), then
-STARTED's ranking."""
+the other view's (adaptive.feedback_turn; FeedbackConfig.turn_after); "turn unless shown", the same unless a missed
+row is among the other view's own top K (FeedbackConfig.turn_unless_shown: that view would show the same misses);
+"interleave", the top rows of the gradient and the representation views after the marks, alternating (`interleave`,
+the view the gate weighed less first), then STARTED's ranking."""
 
 
 def turn_variant(how: str, after: int) -> str:
@@ -572,7 +573,8 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
         other = None if fire[q] else adaptive.feedback_turn(AUTO, gated)
         for how, after in TURN_GRID:
             variants[turn_variant(how, after)] = _turned_ranker(
-                how, FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.0, word_lift=1.0, turn_after=after),
+                how, FeedbackConfig(beta=1.0, tau=1.0, gamma=0.75, words=0.0, word_lift=1.0, turn_after=after,
+                                    turn_unless_shown=K if how == "turn unless shown" else 0),
                 raw, rows_fn, shown[q], own, other, words, span)
         for beta, gamma, tau in STRENGTH_GRID:
             variants[strength_variant(beta, gamma, tau)] = _turned_ranker(
@@ -614,7 +616,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
     """A TURN_GRID variant's ranker (marks -> scores). `other`: the view the marks turn to (None: the test fired, no
     turn)."""
     turn = None if other is None else _z_weights(other, raw)
-    if how == "turn":
+    if how in ("turn", "turn unless shown"):
         return lambda marks: first if not marks else apply_feedback(raw, rows_fn, marks, own, cfg, words, span,
                                                                     turn).total
 

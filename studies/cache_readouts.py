@@ -3,7 +3,8 @@
     python -m studies.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
 One file per task (<out>/<task>.pt, see `ReadoutCache.save`); the backdoors planted in the same Alpaca rows (dev-sentiment,
-dev-refusal, dev-pirate, dev-fact) share their clean rows, so they share one file (alpaca.pt).
+dev-refusal, dev-pirate, dev-fact, dev-story and dev-sentiment-held) share their clean rows, so they share one file
+(alpaca.pt).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in
 
 
 def cache_file(out: Path, task: str) -> Path:
-    shares_alpaca = task.removeprefix("dev-") in tasks.BACKDOOR_KINDS
+    shares_alpaca = task.removeprefix("dev-").removesuffix("-held") in tasks.BACKDOOR_KINDS
     return out / ("alpaca.pt" if shares_alpaca else f"{task}.pt")
 
 

@@ -30,6 +30,9 @@ folder or file is an `InputDataError` that says where it looked.
 - dev-brainrot-held: tune only, for the tweet-quality kind, where marks have the most room (the fewest tune queries
   of any kind): 20 of dev-brainrot's pool positives, drawn with a seed, become the queries; the pool is the other 480
   rows (30 positives). It shares dev-brainrot's pool rows (as that task's own tune half does), never its queries.
+- dev-sentiment-held: tune only, the same for the sentiment backdoor (the report set where 3 marks reach least): 20 of
+  dev-sentiment's 40 poisoned pool rows, drawn with a seed, become the queries; the pool is the other 940 rows (20
+  poisoned). It shares dev-sentiment's pool rows, never its queries.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -60,7 +63,7 @@ BUNDLED = ("howdy", "finmed", "brainrot")
 DEV_TASKS = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal", "dev-pirate", "dev-fact", "dev-story")
 TUNED = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-howdy", "dev-pirate", "dev-story")  # half of their queries choose
 REPORT_ONLY = ("dev-refusal", "dev-fact")  # never used for a choice
-TUNE_ONLY = ("dev-brainrot-held",)  # every query chooses; reported on nowhere
+TUNE_ONLY = ("dev-brainrot-held", "dev-sentiment-held")  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
@@ -227,13 +230,24 @@ def dev_howdy(n_pool: int = 600, n_queries: int = N_QUERIES) -> Task:
     return _labelled("dev-howdy", pool, [howdy(r) for r in query_rows], (5, 10, 50, 100))
 
 
+def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES) -> Task:
+    """Task `name`: `n_queries` of `whole`'s pool positives (drawn with `seed`) as the queries, the other rows, in
+    their order, as the pool; `whole`'s own queries are not used."""
+    positives = [i for i, s in enumerate(whole.pool) if s.label == 1]
+    held = set(random.Random(seed).sample(positives, n_queries))
+    return _labelled(name, [s for i, s in enumerate(whole.pool) if i not in held],
+                     [whole.pool[i] for i in sorted(held)], whole.ks)
+
+
 def brainrot_held(n_queries: int = N_QUERIES) -> Task:
     """dev-brainrot-held: `n_queries` of dev-brainrot's pool positives (seeded) as queries, the rest as the pool."""
-    pool = [to_sample(r) for r in dev_rows("brainrot_pool.jsonl")]
-    positives = [i for i, s in enumerate(pool) if s.label == 1]
-    held = set(random.Random(6).sample(positives, n_queries))
-    return _labelled("dev-brainrot-held", [s for i, s in enumerate(pool) if i not in held],
-                     [pool[i] for i in sorted(held)], (5, 10, 25, 50))
+    return held_positives(dev_task("dev-brainrot"), "dev-brainrot-held", 6, n_queries)
+
+
+def sentiment_held(n_queries: int = N_QUERIES) -> Task:
+    """dev-sentiment-held: `n_queries` of dev-sentiment's poisoned pool rows (seeded) as queries, the rest as the
+    pool."""
+    return held_positives(dev_task("dev-sentiment"), "dev-sentiment-held", 7, n_queries)
 
 
 def dev_task(name: str) -> Task:
@@ -275,6 +289,8 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
         whole = dev_task(name)
     elif name == "dev-brainrot-held":
         whole = brainrot_held()
+    elif name == "dev-sentiment-held":
+        whole = sentiment_held()
     else:
         raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if not max_pool and not max_queries:

@@ -11,7 +11,15 @@ import torch
 from rise_core import adaptive
 from rise_core.config import ScoreOptions
 from rise_core.errors import InputDataError
-from rise_core.feedback import FeedbackConfig, apply_feedback, chosen_view, lift_lines, turned, unit_row_scores
+from rise_core.feedback import (
+    FeedbackConfig,
+    apply_feedback,
+    chosen_view,
+    lift_lines,
+    other_view_shows,
+    turned,
+    unit_row_scores,
+)
 
 TURN3 = FeedbackConfig(turn_after=3)  # the turn is off by default (FeedbackConfig.turn_after 0); these test it on
 
@@ -32,6 +40,8 @@ def test_the_marks_turn_after_that_many_misses_and_none_yes():
 def test_feedback_config_refuses_a_bad_turn_after(bad):
     with pytest.raises(InputDataError, match="turn_after"):
         FeedbackConfig(turn_after=bad)
+    with pytest.raises(InputDataError, match="turn_unless_shown"):
+        FeedbackConfig(turn_unless_shown=bad)
 
 
 def _channels(n: int = 40, seed: int = 0):
@@ -115,3 +125,43 @@ def test_the_turn_line_names_the_view_and_the_misses():
                      '(RH + GH), until a mark says yes']
     assert lift_lines({"turned": False, "n_irrelevant": 3}, 100) == []
 
+
+
+def test_the_other_view_shows_a_missed_row_by_its_own_top_rows():
+    """Against dense math: the view's total is the weighted sum of standardised channels; a mark among its top
+    `depth` rows (ties: the lower row first) is shown, one below is not; channels without weight do not count."""
+    raw = {"RH": np.array([0.0, 3.0, 1.0, 2.0, 2.0]), "GH": np.array([5.0, 0.0, 0.0, 0.0, 0.0]),
+           "HS": np.array([9.0, 8.0, 7.0, 6.0, 5.0])}
+    grad = {"RH": 1.0, "GH": 0.0, "HS": 0.0}  # RH alone ranks 1, 3, 4, 2, 0
+    assert other_view_shows(raw, grad, {1: False}, 1) and not other_view_shows(raw, grad, {3: False}, 1)
+    assert other_view_shows(raw, grad, {3: False, 0: False}, 2) and not other_view_shows(raw, grad, {4: False}, 2)
+    assert other_view_shows(raw, grad, {4: False}, 3)  # 3 and 4 tie: 3 first
+    assert not other_view_shows(raw, {"HS": 0.0}, {0: False}, 5)  # no weight: no view, nothing shown
+    mixed = {"RH": 1.0, "GH": 2.0}
+    want = np.argsort(-sum(w * (raw[c] - raw[c].mean()) / raw[c].std() for c, w in mixed.items()), kind="stable")
+    assert all(other_view_shows(raw, mixed, {int(r): False}, 1) == (i == 0) for i, r in enumerate(want))
+
+
+def test_the_turn_waits_where_the_other_view_would_show_the_same_misses():
+    """`turn_unless_shown`: with a missed row among the other view's own top rows the marks do not turn (that view
+    has nothing else to offer); with none there, they turn as `turn_after` alone does."""
+    n = 30
+    hs = np.linspace(1.0, 0.0, n)
+    grad = np.linspace(0.0, 0.5, n)  # HS's top rows are the gradient view's last ...
+    grad[[20, 21, 22]] = 1.0  # ... and its first are the answers
+    eye = np.eye(n)
+    rows_fn = {c: (lambda rows: eye[rows]) for c in ("RH", "GH", "HS")}
+    base = {"RH": 0.014, "GH": 0.01, "HS": 0.9}
+    other = {"RH": 1.4, "GH": 1.0, "HS": 0.0}
+    gate = FeedbackConfig(turn_after=3, turn_unless_shown=10)
+    raw = {"RH": grad.copy(), "GH": grad.copy(), "HS": hs}
+    misses = {0: False, 1: False, 2: False}
+    moved = apply_feedback(raw, rows_fn, misses, base, gate, turn_weights=other)
+    assert moved.turned and sorted(np.argsort(-moved.total, kind="stable")[:3].tolist()) == [20, 21, 22]
+    np.testing.assert_array_equal(moved.total, apply_feedback(raw, rows_fn, misses, base, TURN3,
+                                                              turn_weights=other).total)
+    shown = {**raw, "RH": grad + np.eye(n)[1] * 2.0}  # the gradient view now ranks row 1 (a miss) first
+    kept = apply_feedback(shown, rows_fn, misses, base, gate, turn_weights=other)
+    assert not kept.turned
+    np.testing.assert_array_equal(kept.total, apply_feedback(shown, rows_fn, misses, base, turn_weights=other).total)
+    assert apply_feedback(shown, rows_fn, misses, base, TURN3, turn_weights=other).turned  # no check: it turns

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +127,20 @@ def test_brainrot_held_turns_pool_positives_into_tune_queries(dev):
     assert not {q.full_text for q in held.queries} & {q.full_text for q in whole.queries}
     assert [q.id for q in tasks.brainrot_held(3).queries] == [q.id for q in held.queries]  # seeded
     assert {k: v.tolist() for k, v in tasks.splits("dev-brainrot-held", 3).items()} == {"tune": [0, 1, 2]}
+
+
+def test_sentiment_held_turns_poisoned_pool_rows_into_tune_queries(dev):
+    """dev-sentiment-held: seeded poisoned pool rows of dev-sentiment become the queries (tune only), the other rows
+    stay the pool in order, and none of dev-sentiment's own queries is used; it reads the shared Alpaca readouts."""
+    whole = tasks.task("dev-sentiment")
+    held = tasks.task("dev-sentiment-held")
+    asked = {q.full_text for q in held.queries}
+    assert len(held.queries) == tasks.N_QUERIES and all(q.label == 1 for q in held.queries)
+    assert [s.full_text for s in held.pool] == [s.full_text for s in whole.pool if s.full_text not in asked]
+    assert held.labels.sum() == whole.labels.sum() - tasks.N_QUERIES and held.ks == whole.ks
+    assert not asked & {q.full_text for q in whole.queries}
+    assert [q.id for q in tasks.sentiment_held().queries] == [q.id for q in held.queries]  # seeded
+    assert set(tasks.splits("dev-sentiment-held", 4)) == {"tune"}
+    from studies.cache_readouts import cache_file
+
+    assert cache_file(Path("r"), "dev-sentiment-held") == cache_file(Path("r"), "dev-sentiment") == Path("r/alpaca.pt")
