@@ -216,11 +216,17 @@ class MarkedWords:
         """These words refused: a word a yes-mark shares with the query by chance ("first") is not lifted again.
         Words the query does not hold are ignored (they could never be chosen); more than MAX_REFUSED_WORDS is an
         error."""
-        words = {str(w) for w in words}
-        if len(words) > MAX_REFUSED_WORDS:
-            raise InputDataError(f"{len(words)} words refused; at most {MAX_REFUSED_WORDS}")
+        words = bounded_refusals(words)
         refused = self.refused | (words & self.query)
         return dataclasses.replace(self, query=self.query - refused, refused=refused)
+
+
+def bounded_refusals(words: Collection[str], source: str = "") -> set[str]:
+    """The refused words, as a set; more than MAX_REFUSED_WORDS is an error (`source`: where they came from, for it)."""
+    words = {str(w) for w in words}
+    if len(words) > MAX_REFUSED_WORDS:
+        raise InputDataError(f"{len(words):,} words refused{source}; at most {MAX_REFUSED_WORDS}")
+    return words
 
 
 def word_weights(query: Collection[str], relevant: Sequence[set[str]], irrelevant: Sequence[set[str]]

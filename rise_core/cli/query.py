@@ -460,15 +460,13 @@ NOT_WORD_HELP = ("with --marks: a word of the query not to lift, however the yes
 def _not_words(args: argparse.Namespace, from_file: list[str]) -> list[str]:
     """The marks file's refused words and --not-word's, checked before any model or BM25 work: --not-word without
     --marks is a usage error, more than MAX_REFUSED_WORDS in all a clear one."""
-    from ..feedback import MAX_REFUSED_WORDS
+    from ..feedback import bounded_refusals
 
     words = args.not_words or []
     if words and args.marks is None:
         args._parser_error("--not-word refuses a word the marks would lift; it needs --marks FILE")
     words = [*from_file, *words]
-    if len(set(words)) > MAX_REFUSED_WORDS:
-        raise InputDataError(f"{len(set(words)):,} words refused (--marks file and --not-word); at most "
-                             f"{MAX_REFUSED_WORDS}")
+    bounded_refusals(words, " (--marks file and --not-word)")
     return words
 
 
