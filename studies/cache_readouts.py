@@ -3,13 +3,14 @@
     python -m studies.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
 One file per task (<out>/<task>.pt, see `ReadoutCache.save`); the backdoors planted in the same Alpaca rows (dev-sentiment,
-dev-refusal, dev-pirate, dev-fact, dev-story and dev-sentiment-held) share their clean rows, so they share one file
-(alpaca.pt).
+dev-refusal, dev-pirate, dev-fact, dev-story and the sentiment held sets) share their clean rows, so they share one file
+(alpaca.pt); both folds of the tweet held set read dev-brainrot-held.pt (their rows are dev-brainrot's pool).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,8 +26,10 @@ ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in
 
 
 def cache_file(out: Path, task: str) -> Path:
-    shares_alpaca = task.removeprefix("dev-").removesuffix("-held") in tasks.BACKDOOR_KINDS
-    return out / ("alpaca.pt" if shares_alpaca else f"{task}.pt")
+    whole = re.sub(r"-held2?$", "", task)  # a held set's rows are all its whole task's
+    if whole.removeprefix("dev-") in tasks.BACKDOOR_KINDS:
+        return out / "alpaca.pt"
+    return out / f"{whole}-held.pt" if whole != task else out / f"{task}.pt"
 
 
 def main() -> int:

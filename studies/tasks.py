@@ -33,6 +33,10 @@ folder or file is an `InputDataError` that says where it looked.
 - dev-sentiment-held: tune only, the same for the sentiment backdoor (the report set where 3 marks reach least): 20 of
   dev-sentiment's 40 poisoned pool rows, drawn with a seed, become the queries; the pool is the other 940 rows (20
   poisoned). It shares dev-sentiment's pool rows, never its queries.
+- dev-brainrot-held2, dev-sentiment-held2: tune only, the second fold of each: the next 20 positives drawn with the
+  same seed (for the sentiment backdoor, the other 20 poisoned rows) become the queries, the rest the pool. Added to
+  test a choice the first folds could not separate on queries no choice had seen (docs/EVALUATION.md, "Feedback: a
+  second fold of each held set").
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -63,7 +67,7 @@ BUNDLED = ("howdy", "finmed", "brainrot")
 DEV_TASKS = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal", "dev-pirate", "dev-fact", "dev-story")
 TUNED = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-howdy", "dev-pirate", "dev-story")  # half of their queries choose
 REPORT_ONLY = ("dev-refusal", "dev-fact")  # never used for a choice
-TUNE_ONLY = ("dev-brainrot-held", "dev-sentiment-held")  # every query chooses; reported on nowhere
+TUNE_ONLY = ("dev-brainrot-held", "dev-sentiment-held", "dev-brainrot-held2", "dev-sentiment-held2")  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
@@ -230,24 +234,31 @@ def dev_howdy(n_pool: int = 600, n_queries: int = N_QUERIES) -> Task:
     return _labelled("dev-howdy", pool, [howdy(r) for r in query_rows], (5, 10, 50, 100))
 
 
-def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES) -> Task:
-    """Task `name`: `n_queries` of `whole`'s pool positives (drawn with `seed`) as the queries, the other rows, in
-    their order, as the pool; `whole`'s own queries are not used."""
+def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES, fold: int = 0) -> Task:
+    """Task `name`: `n_queries` of `whole`'s pool positives as the queries, the other rows, in their order, as the
+    pool; `whole`'s own queries are not used. The positives are shuffled with `seed`; fold k takes the (k+1)-th
+    `n_queries` of that order, so folds are disjoint (fold 0 is the draw the held sets had before folds existed)."""
     positives = [i for i, s in enumerate(whole.pool) if s.label == 1]
-    held = set(random.Random(seed).sample(positives, n_queries))
+    if (fold + 1) * n_queries > len(positives):
+        raise ConfigError(f"{name}: fold {fold} of {n_queries} queries needs {(fold + 1) * n_queries} positives, "
+                          f"the pool has {len(positives)}")
+    order = random.Random(seed).sample(positives, len(positives))
+    held = set(order[fold * n_queries:(fold + 1) * n_queries])
     return _labelled(name, [s for i, s in enumerate(whole.pool) if i not in held],
                      [whole.pool[i] for i in sorted(held)], whole.ks)
 
 
-def brainrot_held(n_queries: int = N_QUERIES) -> Task:
-    """dev-brainrot-held: `n_queries` of dev-brainrot's pool positives (seeded) as queries, the rest as the pool."""
-    return held_positives(dev_task("dev-brainrot"), "dev-brainrot-held", 6, n_queries)
+def brainrot_held(n_queries: int = N_QUERIES, fold: int = 0) -> Task:
+    """dev-brainrot-held (fold 0) or -held2 (fold 1): `n_queries` of dev-brainrot's pool positives (seeded) as
+    queries, the rest as the pool."""
+    return held_positives(dev_task("dev-brainrot"), "dev-brainrot-held" + ("2" if fold else ""), 6, n_queries, fold)
 
 
-def sentiment_held(n_queries: int = N_QUERIES) -> Task:
-    """dev-sentiment-held: `n_queries` of dev-sentiment's poisoned pool rows (seeded) as queries, the rest as the
-    pool."""
-    return held_positives(dev_task("dev-sentiment"), "dev-sentiment-held", 7, n_queries)
+def sentiment_held(n_queries: int = N_QUERIES, fold: int = 0) -> Task:
+    """dev-sentiment-held (fold 0) or -held2 (fold 1): `n_queries` of dev-sentiment's poisoned pool rows (seeded) as
+    queries, the rest as the pool."""
+    return held_positives(dev_task("dev-sentiment"), "dev-sentiment-held" + ("2" if fold else ""), 7, n_queries,
+                          fold)
 
 
 def dev_task(name: str) -> Task:
@@ -287,10 +298,10 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
         whole = retro_tasks.pirate_task()[0] if name == "dev-pirate-240" else retro_tasks.refusal_slice()
     elif name in DEV_TASKS:
         whole = dev_task(name)
-    elif name == "dev-brainrot-held":
-        whole = brainrot_held()
-    elif name == "dev-sentiment-held":
-        whole = sentiment_held()
+    elif name in ("dev-brainrot-held", "dev-brainrot-held2"):
+        whole = brainrot_held(fold=int(name.endswith("2")))
+    elif name in ("dev-sentiment-held", "dev-sentiment-held2"):
+        whole = sentiment_held(fold=int(name.endswith("2")))
     else:
         raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if not max_pool and not max_queries:

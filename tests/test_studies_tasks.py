@@ -144,3 +144,28 @@ def test_sentiment_held_turns_poisoned_pool_rows_into_tune_queries(dev):
     from studies.cache_readouts import cache_file
 
     assert cache_file(Path("r"), "dev-sentiment-held") == cache_file(Path("r"), "dev-sentiment") == Path("r/alpaca.pt")
+
+
+def test_a_held_sets_second_fold_takes_the_next_positives_of_the_same_draw(dev):
+    """Fold 1 of a held set: the next positives of the same seeded draw, disjoint from fold 0's queries (which stay
+    the first drawn), the rest the pool; tune only, and it reads its whole task's readouts."""
+    import random
+
+    from studies.cache_readouts import cache_file
+
+    for name, make, seed in (("dev-sentiment", tasks.sentiment_held, 7), ("dev-brainrot", tasks.brainrot_held, 6)):
+        whole = tasks.task(name)
+        positives = [i for i, s in enumerate(whole.pool) if s.label == 1]
+        drawn = random.Random(seed).sample(positives, len(positives))
+        first, second = make(3), make(3, fold=1)
+        assert [q.id for q in first.queries] == [whole.pool[i].id for i in sorted(drawn[:3])]
+        assert [q.id for q in second.queries] == [whole.pool[i].id for i in sorted(drawn[3:6])]
+        assert second.name == f"{name}-held2" and all(q.label == 1 for q in second.queries)
+        asked = {q.full_text for q in second.queries}
+        assert [s.full_text for s in second.pool] == [s.full_text for s in whole.pool if s.full_text not in asked]
+        assert set(tasks.splits(second.name, 4)) == {"tune"}
+        assert cache_file(Path("r"), second.name) == cache_file(Path("r"), f"{name}-held")
+    assert cache_file(Path("r"), "dev-brainrot-held2") == Path("r/dev-brainrot-held.pt")
+    assert cache_file(Path("r"), "dev-brainrot") == Path("r/dev-brainrot.pt")
+    with pytest.raises(ConfigError, match="needs 60 positives, the pool has 40"):
+        tasks.sentiment_held(20, fold=2)
