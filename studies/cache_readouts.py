@@ -10,7 +10,6 @@ dev-refusal, dev-pirate, dev-fact, dev-story and the sentiment held sets) share 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -26,10 +25,10 @@ ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in
 
 
 def cache_file(out: Path, task: str) -> Path:
-    whole = re.sub(r"-held2?$", "", task)  # a held set's rows are all its whole task's
+    whole = tasks.HELD_SETS[task][0] if task in tasks.HELD_SETS else task  # a held set's rows are its whole task's
     if whole.removeprefix("dev-") in tasks.BACKDOOR_KINDS:
         return out / "alpaca.pt"
-    return out / f"{whole}-held.pt" if whole != task else out / f"{task}.pt"
+    return out / (f"{whole}-held.pt" if task in tasks.HELD_SETS else f"{task}.pt")
 
 
 def main() -> int:

@@ -67,7 +67,10 @@ BUNDLED = ("howdy", "finmed", "brainrot")
 DEV_TASKS = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal", "dev-pirate", "dev-fact", "dev-story")
 TUNED = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-howdy", "dev-pirate", "dev-story")  # half of their queries choose
 REPORT_ONLY = ("dev-refusal", "dev-fact")  # never used for a choice
-TUNE_ONLY = ("dev-brainrot-held", "dev-sentiment-held", "dev-brainrot-held2", "dev-sentiment-held2")  # every query chooses; reported on nowhere
+# the held sets: name -> (the whole task, the seed that orders its pool positives, the fold of that order)
+HELD_SETS = {"dev-brainrot-held": ("dev-brainrot", 6, 0), "dev-sentiment-held": ("dev-sentiment", 7, 0),
+             "dev-brainrot-held2": ("dev-brainrot", 6, 1), "dev-sentiment-held2": ("dev-sentiment", 7, 1)}
+TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
@@ -237,7 +240,8 @@ def dev_howdy(n_pool: int = 600, n_queries: int = N_QUERIES) -> Task:
 def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES, fold: int = 0) -> Task:
     """Task `name`: `n_queries` of `whole`'s pool positives as the queries, the other rows, in their order, as the
     pool; `whole`'s own queries are not used. The positives are shuffled with `seed`; fold k takes the (k+1)-th
-    `n_queries` of that order, so folds are disjoint (fold 0 is the draw the held sets had before folds existed)."""
+    `n_queries` of that order, so folds are disjoint. Fold 0 of dev-brainrot's 50 and dev-sentiment's 40 positives is
+    what drawing `n_queries` with `seed` gave before folds (`random.sample` makes the same first picks for so few)."""
     positives = [i for i, s in enumerate(whole.pool) if s.label == 1]
     if (fold + 1) * n_queries > len(positives):
         raise ConfigError(f"{name}: fold {fold} of {n_queries} queries needs {(fold + 1) * n_queries} positives, "
@@ -248,17 +252,11 @@ def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES
                      [whole.pool[i] for i in sorted(held)], whole.ks)
 
 
-def brainrot_held(n_queries: int = N_QUERIES, fold: int = 0) -> Task:
-    """dev-brainrot-held (fold 0) or -held2 (fold 1): `n_queries` of dev-brainrot's pool positives (seeded) as
-    queries, the rest as the pool."""
-    return held_positives(dev_task("dev-brainrot"), "dev-brainrot-held" + ("2" if fold else ""), 6, n_queries, fold)
-
-
-def sentiment_held(n_queries: int = N_QUERIES, fold: int = 0) -> Task:
-    """dev-sentiment-held (fold 0) or -held2 (fold 1): `n_queries` of dev-sentiment's poisoned pool rows (seeded) as
-    queries, the rest as the pool."""
-    return held_positives(dev_task("dev-sentiment"), "dev-sentiment-held" + ("2" if fold else ""), 7, n_queries,
-                          fold)
+def held_set(name: str, n_queries: int = N_QUERIES) -> Task:
+    """One of HELD_SETS: `n_queries` of its whole task's pool positives (its seed's order, its fold) as the queries,
+    the rest as the pool."""
+    whole, seed, fold = HELD_SETS[name]
+    return held_positives(dev_task(whole), name, seed, n_queries, fold)
 
 
 def dev_task(name: str) -> Task:
@@ -298,10 +296,8 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
         whole = retro_tasks.pirate_task()[0] if name == "dev-pirate-240" else retro_tasks.refusal_slice()
     elif name in DEV_TASKS:
         whole = dev_task(name)
-    elif name in ("dev-brainrot-held", "dev-brainrot-held2"):
-        whole = brainrot_held(fold=int(name.endswith("2")))
-    elif name in ("dev-sentiment-held", "dev-sentiment-held2"):
-        whole = sentiment_held(fold=int(name.endswith("2")))
+    elif name in HELD_SETS:
+        whole = held_set(name)
     else:
         raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if not max_pool and not max_queries:

@@ -119,13 +119,13 @@ def test_brainrot_held_turns_pool_positives_into_tune_queries(dev):
     """dev-brainrot-held: seeded pool positives become the queries, the rest stays the pool in its order; every query
     chooses (tune only) and none of dev-brainrot's own queries is used."""
     whole = tasks.task("dev-brainrot")
-    held = tasks.brainrot_held(3)
+    held = tasks.held_set("dev-brainrot-held", 3)
     texts = [s.full_text for s in whole.pool]
     assert len(held.queries) == 3 and all(q.label == 1 for q in held.queries)
     assert [s.full_text for s in held.pool] == [t for t in texts if t not in {q.full_text for q in held.queries}]
     assert held.labels.sum() == whole.labels.sum() - 3 and len(held.pool) == len(whole.pool) - 3
     assert not {q.full_text for q in held.queries} & {q.full_text for q in whole.queries}
-    assert [q.id for q in tasks.brainrot_held(3).queries] == [q.id for q in held.queries]  # seeded
+    assert [q.id for q in tasks.held_set("dev-brainrot-held", 3).queries] == [q.id for q in held.queries]  # seeded
     assert {k: v.tolist() for k, v in tasks.splits("dev-brainrot-held", 3).items()} == {"tune": [0, 1, 2]}
 
 
@@ -139,7 +139,7 @@ def test_sentiment_held_turns_poisoned_pool_rows_into_tune_queries(dev):
     assert [s.full_text for s in held.pool] == [s.full_text for s in whole.pool if s.full_text not in asked]
     assert held.labels.sum() == whole.labels.sum() - tasks.N_QUERIES and held.ks == whole.ks
     assert not asked & {q.full_text for q in whole.queries}
-    assert [q.id for q in tasks.sentiment_held().queries] == [q.id for q in held.queries]  # seeded
+    assert [q.id for q in tasks.held_set("dev-sentiment-held").queries] == [q.id for q in held.queries]  # seeded
     assert set(tasks.splits("dev-sentiment-held", 4)) == {"tune"}
     from studies.cache_readouts import cache_file
 
@@ -153,11 +153,12 @@ def test_a_held_sets_second_fold_takes_the_next_positives_of_the_same_draw(dev):
 
     from studies.cache_readouts import cache_file
 
-    for name, make, seed in (("dev-sentiment", tasks.sentiment_held, 7), ("dev-brainrot", tasks.brainrot_held, 6)):
+    for name, seed in (("dev-sentiment", 7), ("dev-brainrot", 6)):
         whole = tasks.task(name)
         positives = [i for i, s in enumerate(whole.pool) if s.label == 1]
         drawn = random.Random(seed).sample(positives, len(positives))
-        first, second = make(3), make(3, fold=1)
+        first, second = tasks.held_set(f"{name}-held", 3), tasks.held_set(f"{name}-held2", 3)
+        assert random.Random(seed).sample(positives, 3) == drawn[:3]  # fold 0: the draw before folds
         assert [q.id for q in first.queries] == [whole.pool[i].id for i in sorted(drawn[:3])]
         assert [q.id for q in second.queries] == [whole.pool[i].id for i in sorted(drawn[3:6])]
         assert second.name == f"{name}-held2" and all(q.label == 1 for q in second.queries)
@@ -168,4 +169,4 @@ def test_a_held_sets_second_fold_takes_the_next_positives_of_the_same_draw(dev):
     assert cache_file(Path("r"), "dev-brainrot-held2") == Path("r/dev-brainrot-held.pt")
     assert cache_file(Path("r"), "dev-brainrot") == Path("r/dev-brainrot.pt")
     with pytest.raises(ConfigError, match="needs 60 positives, the pool has 40"):
-        tasks.sentiment_held(20, fold=2)
+        tasks.held_positives(tasks.task("dev-sentiment"), "x", 7, 20, fold=2)
