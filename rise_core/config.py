@@ -177,6 +177,14 @@ class RiseConfig(SavedConfig):
     def replace(self, **changes: Any) -> RiseConfig:
         return dataclasses.replace(self, **changes)
 
+    def differences(self, other: SavedConfig) -> list[str]:
+        """`SavedConfig.differences`, except that `hs_depth` counts only where either config stores the HS channel:
+        without it the layer HS would read changes no stored value."""
+        diff = super().differences(other)
+        if not (self.hidden_channel or getattr(other, "hidden_channel", True)):
+            diff = [d for d in diff if d != "hs_depth"]
+        return diff
+
 
 @dataclass(frozen=True)
 class ScoreOptions(SavedConfig):

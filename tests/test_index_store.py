@@ -586,3 +586,20 @@ def test_set_status_refuses_an_unknown_status_and_keeps_the_old_one(tiny_llama, 
         index.set_status("building")
     with RiseIndex.open(path) as index:
         assert index.status == "building"
+
+
+def test_hs_depth_counts_only_where_the_hs_channel_is_stored(tiny_llama, tmp_path):
+    """Without the HS channel the layer it would read changes no stored value, so an append that asks another
+    hs_depth is the same config (and stores what a one-shot build would); with HS stored it is refused."""
+    off = CFG.replace(hidden_channel=False)
+    assert off.differences(off.replace(hs_depth=1.0)) == []
+    assert CFG.differences(CFG.replace(hs_depth=1.0)) == ["hs_depth"]
+    assert off.differences(CFG.replace(hs_depth=1.0)) == ["hidden_channel", "hs_depth"]
+    rows = pool_rows(12)
+    build_index(tmp_path / "two.duckdb", rows[:6], tiny_llama, off, batch_size=3)
+    build_index(tmp_path / "two.duckdb", rows[6:], tiny_llama, off.replace(hs_depth=1.0), batch_size=3)
+    build_index(tmp_path / "one.duckdb", rows, tiny_llama, off.replace(hs_depth=1.0), batch_size=3)
+    _assert_same_features(_features_by_id(tmp_path / "two.duckdb"), _features_by_id(tmp_path / "one.duckdb"))
+    build_index(tmp_path / "hs.duckdb", rows[:6], tiny_llama, CFG, batch_size=3)
+    with pytest.raises(IndexMismatchError, match=r"hs_depth: index 0\.7, requested 1\.0"):
+        build_index(tmp_path / "hs.duckdb", rows[6:], tiny_llama, CFG.replace(hs_depth=1.0))
