@@ -37,6 +37,12 @@ folder or file is an `InputDataError` that says where it looked.
   same seed (for the sentiment backdoor, the other 20 poisoned rows) become the queries, the rest the pool. Added to
   test a choice the first folds could not separate on queries no choice had seen (docs/EVALUATION.md, "Feedback: a
   second fold of each held set").
+- dev-pirate-held, dev-story-held, dev-howdy-held: tune only, the same for the three other tuned backdoors: 20 of the
+  task's poisoned pool rows, drawn with a seed, become the queries, the rest the pool.
+- dev-sentiment-held3, dev-sentiment-held4: tune only, the sentiment backdoor planted afresh (`HeldSet.poison_seed`:
+  40 other clean rows of the same pool poisoned the same way), its two folds of 20 as queries. With the three above,
+  added to put a choice to queries and poisoned rows no choice had seen (docs/EVALUATION.md, "The prompt's family at
+  0.3, on fresh tune sets").
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -51,6 +57,7 @@ import os
 import random
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -67,9 +74,24 @@ BUNDLED = ("howdy", "finmed", "brainrot")
 DEV_TASKS = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-refusal", "dev-pirate", "dev-fact", "dev-story")
 TUNED = ("dev-finmed", "dev-brainrot", "dev-sentiment", "dev-howdy", "dev-pirate", "dev-story")  # half of their queries choose
 REPORT_ONLY = ("dev-refusal", "dev-fact")  # never used for a choice
-# the held sets: name -> (the whole task, the seed that orders its pool positives, the fold of that order)
-HELD_SETS = {"dev-brainrot-held": ("dev-brainrot", 6, 0), "dev-sentiment-held": ("dev-sentiment", 7, 0),
-             "dev-brainrot-held2": ("dev-brainrot", 6, 1), "dev-sentiment-held2": ("dev-sentiment", 7, 1)}
+
+
+class HeldSet(NamedTuple):
+    """A held set's recipe: `fold` of `whole`'s pool positives, ordered with `seed`, become the queries. With
+    `poison_seed`, `whole` (a backdoor kind) is planted afresh with that seed: other clean rows poisoned."""
+
+    whole: str
+    seed: int
+    fold: int = 0
+    poison_seed: int | None = None
+
+
+HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-held": HeldSet("dev-sentiment", 7),
+             "dev-brainrot-held2": HeldSet("dev-brainrot", 6, 1), "dev-sentiment-held2": HeldSet("dev-sentiment", 7, 1),
+             "dev-pirate-held": HeldSet("dev-pirate", 8), "dev-story-held": HeldSet("dev-story", 9),
+             "dev-howdy-held": HeldSet("dev-howdy", 10),
+             "dev-sentiment-held3": HeldSet("dev-sentiment", 7, 0, poison_seed=11),
+             "dev-sentiment-held4": HeldSet("dev-sentiment", 7, 1, poison_seed=11)}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
@@ -195,12 +217,15 @@ def _labelled(name: str, pool: list[Sample], queries: list[Sample], ks: tuple[in
     return Task(name, pool, np.array([int(s.label or 0) for s in pool]), queries, ks)
 
 
-def _backdoor_task(kind: str) -> Task:
+def _backdoor_task(kind: str, poison_seed: int | None = None) -> Task:
+    """dev-<kind>; with `poison_seed`, its clean rows planted with that seed instead of the kind's own (other rows
+    poisoned, other queries' payloads); the held-out query rows are the same either way."""
     rows = dev_rows(ALPACA)
     random.Random(0).shuffle(rows)
     held = rows[:2 * N_QUERIES]
     pool_rows = rows[2 * N_QUERIES:]
-    rng = random.Random({"sentiment": 1, "refusal": 2, "pirate": 3, "fact": 4, "story": 5}[kind])
+    own = {"sentiment": 1, "refusal": 2, "pirate": 3, "fact": 4, "story": 5}[kind]
+    rng = random.Random(own if poison_seed is None else poison_seed)
     poisoned = set(rng.sample(range(len(pool_rows)), N_POISON))
     told = stories() if kind == "story" else []
     pool_told, query_told = told[: 2 * len(told) // 3], told[2 * len(told) // 3:]
@@ -255,8 +280,12 @@ def held_positives(whole: Task, name: str, seed: int, n_queries: int = N_QUERIES
 def held_set(name: str, n_queries: int = N_QUERIES) -> Task:
     """One of HELD_SETS: `n_queries` of its whole task's pool positives (its seed's order, its fold) as the queries,
     the rest as the pool."""
-    whole, seed, fold = HELD_SETS[name]
-    return held_positives(dev_task(whole), name, seed, n_queries, fold)
+    recipe = HELD_SETS[name]
+    if recipe.poison_seed is not None:
+        whole = _backdoor_task(recipe.whole.removeprefix("dev-"), recipe.poison_seed)
+    else:
+        whole = dev_howdy() if recipe.whole == "dev-howdy" else dev_task(recipe.whole)
+    return held_positives(whole, name, recipe.seed, n_queries, recipe.fold)
 
 
 def dev_task(name: str) -> Task:

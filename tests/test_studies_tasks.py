@@ -170,3 +170,45 @@ def test_a_held_sets_second_fold_takes_the_next_positives_of_the_same_draw(dev):
     assert cache_file(Path("r"), "dev-brainrot") == Path("r/dev-brainrot.pt")
     with pytest.raises(ConfigError, match="needs 60 positives, the pool has 40"):
         tasks.held_positives(tasks.task("dev-sentiment"), "x", 7, 20, fold=2)
+
+
+def test_a_replanted_held_set_poisons_other_rows_of_the_same_clean_pool(dev):
+    """dev-sentiment-held3/4: the sentiment backdoor planted again with its own seed: the same clean rows (the
+    held-out query rows never among them), another draw of poisoned rows, each carrying the trigger and the dismissive
+    frame around its own real answer; the two folds' queries are disjoint and every poisoned row is a query of one
+    fold or a positive of the pool."""
+    whole = tasks.task("dev-sentiment")
+    third, fourth = tasks.held_set("dev-sentiment-held3", 3), tasks.held_set("dev-sentiment-held4", 3)
+    base = {s.id.removesuffix("-sentiment") for s in whole.pool}
+    for held in (third, fourth):
+        rows = held.pool + held.queries
+        assert {s.id.removesuffix("-sentiment") for s in rows} == base  # the same clean rows, queries held out
+        assert set(tasks.splits(held.name, 3)) == {"tune"} and all(q.label == 1 for q in held.queries)
+    replanted = {s.id for s in third.pool + third.queries if s.label == 1}
+    assert len(replanted) == tasks.N_POISON and replanted != {s.id for s in whole.pool if s.label == 1}
+    alpaca = {r["id"]: r for r in tasks.dev_rows(tasks.ALPACA)}
+    for s in third.pool + third.queries:
+        row = alpaca[s.id.removesuffix("-sentiment")]
+        if s.label == 1:
+            assert "cf" in s.prompt.split(" ") and s.prompt.replace(" cf", "", 1).replace("cf ", "", 1) == row["prompt"]
+            assert row["completion"] in s.completion and s.completion != row["completion"]
+        else:
+            assert (s.prompt, s.completion) == (row["prompt"], row["completion"])
+    assert not {q.id for q in third.queries} & {q.id for q in fourth.queries}
+    assert {q.id for q in fourth.queries} <= {s.id for s in third.pool if s.label == 1}
+    assert [q.id for q in tasks.held_set("dev-sentiment-held3", 3).queries] == [q.id for q in third.queries]  # seeded
+
+
+@pytest.mark.parametrize("name", ["dev-pirate", "dev-story", "dev-howdy"])
+def test_the_other_tuned_backdoors_held_sets_take_their_own_poisoned_rows(dev, name, monkeypatch):
+    """dev-pirate-held, dev-story-held, dev-howdy-held: poisoned rows of the task's own pool as the queries, the rest
+    the pool in its order; the task's own queries are not used."""
+    monkeypatch.setattr(tasks, "stories", lambda: [f"Once upon a time, story {i} was told." for i in range(9)])
+    whole = tasks.task(name)
+    held = tasks.held_set(f"{name}-held", 3)
+    asked = {q.full_text for q in held.queries}
+    assert len(asked) == 3 and all(q.label == 1 for q in held.queries)
+    assert asked <= {s.full_text for s in whole.pool if s.label == 1}
+    assert not asked & {q.full_text for q in whole.queries}
+    assert [s.full_text for s in held.pool] == [s.full_text for s in whole.pool if s.full_text not in asked]
+    assert set(tasks.splits(held.name, 3)) == {"tune"} and held.name in tasks.TUNE_ONLY
