@@ -146,6 +146,8 @@ def main() -> int:
                     "--hs-layers), with the baselines")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--feedback-rule", default="", help="a rule's name: run the simulated analyst from its ranking")
+    ap.add_argument("--served-feedback-only", action="store_true",
+                    help="with --feedback-rule: only the served feedback (SERVED_FEEDBACK), not the whole grid")
     ap.add_argument("--hs-layers", default="", help="studies.hs_layers' folder: score HS at --hs-depth from it")
     ap.add_argument("--hs-depth", type=float, default=1.0, help="with --hs-layers: the HS channel's layer "
                     "(RiseConfig.hs_depth); every rule is rescored with it (not 'auto (today)', the served scores)")
@@ -174,13 +176,15 @@ def main() -> int:
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
         if args.feedback_rule:
-            fb = evaluate_feedback(out, names, args.feedback_rule, layers)
+            fb = evaluate_feedback(out, names, args.feedback_rule, layers,
+                                   SERVED_FEEDBACK if args.served_feedback_only else None)
             fb.to_csv(out / "feedback.csv", index=False)
             ftab = mean_table(fb, "auPRC", ["variant", "marks"])
             ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
             print(ftab.round(3).to_string())
-            print(f"Against the served feedback ({SERVED_FEEDBACK}), tune mean over 1, 3, 5 marks:")
-            print(separation(fb).round(4).to_string(index=False))
+            if not args.served_feedback_only:
+                print(f"Against the served feedback ({SERVED_FEEDBACK}), tune mean over 1, 3, 5 marks:")
+                print(separation(fb).round(4).to_string(index=False))
     return 0
 
 
@@ -290,6 +294,10 @@ def with_prompt_family(share: float | None, run: Callable[[], T]) -> T:
 
 def family_variant(share: float | None) -> str:
     return f"{SERVED} prompt family " + ("off" if share is None else f"at {share:g} of the top")
+
+
+FAMILY_VARIANTS = {family_variant(share): share for share in PROMPT_FAMILY_SHARES}
+"""each prompt family variant's name -> its share (None: off); --feedback-rule takes them too."""
 
 
 WORD_LIFTS = (0.0, 1.0, 1.5)
@@ -524,13 +532,14 @@ def interleave(first: np.ndarray, second: np.ndarray, rest: np.ndarray, depth: i
 
 def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], shown: np.ndarray, fire: np.ndarray,
                       labels: np.ndarray, task: tasks.Task, marks: tuple[int, ...] = (1, 3, 5),
-                      held: list[np.ndarray | None] | None = None) -> list[dict]:
+                      held: list[np.ndarray | None] | None = None, only: str | None = None) -> list[dict]:
     """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query: the marks
     start from the view the test chose (else the fixed weights), beta 1, tau 1, and the grid of gamma (the irrelevant
     marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts), with no
     lift after marks; then, at gamma 0.75 and words 0.25, the lifts after marks: the test's span lift kept (`held`:
     per query, each pool row's lift in standard deviations, 0 where a row lacks the span, None where the shown ranking
-    lifts none) unless the marks reject it, and the marked word's lift (`FeedbackConfig.word_lift`)."""
+    lifts none) unless the marks reject it, and the marked word's lift (`FeedbackConfig.word_lift`). `only`: that
+    variant alone."""
     rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
                for c in ("RH", "GH", "HS")}
     lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
@@ -591,6 +600,8 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
                                                                          lambdas["fixed"].items()},
                                                    FeedbackConfig(beta=1.0, tau=1.0, gamma=1.0, words=0.0,
                                                                   max_evidence=UNBOUNDED)).total)
+        if only is not None:
+            variants = {only: variants[only]}
         for name, rank_with in variants.items():
             for n, scores in simulate_analyst(rank_with, labels, marks).items():
                 out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})
@@ -635,7 +646,10 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
     return ranked
 
 
-def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None) -> pd.DataFrame:
+def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
+                      only: str | None = None) -> pd.DataFrame:
+    """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
+    from `rule`'s ranking (a rule of the rules stage, SERVED, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -653,9 +667,13 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         rules = candidate_rules(m, sig, span_holders(task, sig), more, (fire, lifted), findings)
         served = served_findings(task, sig, m)
         rules[SERVED] = lifted_rule(m, served)
+        if rule in FAMILY_VARIANTS:  # the served rule with the prompt's family at another share (or off)
+            served = with_prompt_family(FAMILY_VARIANTS[rule],
+                                        lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
+            rules[rule] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in (TRIGGER, SERVED):
+        if rule in (TRIGGER, SERVED, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -663,7 +681,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         split_of = {int(i): split for split, qs in part.items() for i in qs}
         if not np.array_equal(np.asarray(task.labels), data["labels"]):
             raise SystemExit(f"[{name}] the task's labels differ from the cached scores': rerun --stage scores")
-        for r in feedback_variants(m, pool, shown, fire, data["labels"], task, held=held):
+        for r in feedback_variants(m, pool, shown, fire, data["labels"], task, held=held, only=only):
             rows.append({"task": name, "split": split_of[r["query"]], **r})
         print(f"[{name}] feedback done", flush=True)
     return pd.DataFrame(rows)
