@@ -14,7 +14,9 @@ lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by P
 default: TRIGGER with the representation view's own span (the rival) lifted where it wins, each span of the query's
 prompt also tested in a family of its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
 With --feedback-rule, the simulated analyst runs every feedback variant from that rule's ranking, and `separation`
-says whether the tune sets separate each from the served feedback (a paired bootstrap over the tune queries).
+says whether the tune sets separate each from the served feedback (a paired bootstrap over the tune queries);
+`--stage feedback` runs it alone (on the scores of an earlier `--stage scores`), and --served-feedback-only runs only
+the served feedback.
 """
 
 from __future__ import annotations
@@ -141,9 +143,9 @@ def main() -> int:
     ap.add_argument("--readouts", default="results/readouts")
     ap.add_argument("--out", default="results/behaviour_rule")
     ap.add_argument("--tasks", default=",".join((*tasks.BUNDLED, *tasks.TUNED, *tasks.TUNE_ONLY, *tasks.REPORT_ONLY)))
-    ap.add_argument("--stage", choices=("scores", "rules", "all", "depths"), default="all",
+    ap.add_argument("--stage", choices=("scores", "rules", "all", "depths", "feedback"), default="all",
                     help="depths: the served rule, the fixed weights and HS alone at each depth of --depths (HS from "
-                    "--hs-layers), with the baselines")
+                    "--hs-layers), with the baselines; feedback: --feedback-rule's simulated analyst alone")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--feedback-rule", default="", help="a rule's name: run the simulated analyst from its ranking")
     ap.add_argument("--served-feedback-only", action="store_true",
@@ -175,16 +177,16 @@ def main() -> int:
         tab = table(frame).round(3)
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
-        if args.feedback_rule:
-            fb = evaluate_feedback(out, names, args.feedback_rule, layers,
-                                   SERVED_FEEDBACK if args.served_feedback_only else None)
-            fb.to_csv(out / "feedback.csv", index=False)
-            ftab = mean_table(fb, "auPRC", ["variant", "marks"])
-            ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
-            print(ftab.round(3).to_string())
-            if not args.served_feedback_only:
-                print(f"Against the served feedback ({SERVED_FEEDBACK}), tune mean over 1, 3, 5 marks:")
-                print(separation(fb).round(4).to_string(index=False))
+    if args.feedback_rule and args.stage in ("rules", "all", "feedback"):
+        fb = evaluate_feedback(out, names, args.feedback_rule, layers,
+                               SERVED_FEEDBACK if args.served_feedback_only else None)
+        fb.to_csv(out / "feedback.csv", index=False)
+        ftab = mean_table(fb, "auPRC", ["variant", "marks"])
+        ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
+        print(ftab.round(3).to_string())
+        if not args.served_feedback_only:
+            print(f"Against the served feedback ({SERVED_FEEDBACK}), tune mean over 1, 3, 5 marks:")
+            print(separation(fb).round(4).to_string(index=False))
     return 0
 
 
