@@ -81,15 +81,18 @@ PROMPT_FAMILY = True
 """whether the query's own prompt spans are also tested as a family of their own (`shared_spans.prompt_family_spans`,
 corrected over those few spans, which the query fixes before any hit is read; a span keeps the smaller of its two
 corrected p-values). A trigger sits in the prompt; over every span of ten long story rows Tarone's count is near a
-thousand and a trigger in 7 of the top 10 is not telling. On, at PROMPT_FAMILY_MIN_SHARE, the prospective tune mean
-rises (dev-story's tune half 0.791 -> 0.831 auPRC@10, nothing else moves) and the retrospective tune task
-dev-pirate-240 goes from 0.700 to 0.817 (studies/behaviour_rule.py, PROMPT_FAMILY_SHARES; docs/EVALUATION.md, "The
-prompt's own family")."""
-PROMPT_FAMILY_MIN_SHARE = 0.5
+thousand and a trigger in 7 of the top 10 is not telling. On (at half the top rows, as first served), the
+prospective tune mean rose (dev-story's tune half 0.791 -> 0.831 auPRC@10, nothing else moved) and the retrospective
+tune task dev-pirate-240 went from 0.700 to 0.817 (studies/behaviour_rule.py, PROMPT_FAMILY_SHARES;
+docs/EVALUATION.md, "The prompt's own family")."""
+PROMPT_FAMILY_MIN_SHARE = 0.3
 """the share of the gradient view's top rows that must hold a span of the query's prompt for its own family to count
-it; the family holds only spans in at least that many pool rows. Among 0.3, 0.4, 0.5 and 0.6 on the tune sets: 0.5
-is the best (0.3 and 0.4 also lift a question's wording, "What are" in 4 of a finmed query's top 10: finmed 0.944 ->
-0.934; 0.6 changes nothing)."""
+it; the family holds only spans in at least that many pool rows. 0.3 by a test written down before its figures: on
+five tune sets of queries no choice had seen (studies.tasks: dev-sentiment-held3/4, dev-pirate-held, dev-story-held,
+dev-howdy-held) it led 0.5 by +0.036 auPRC@10 (95% interval +0.009 to +0.064), over all 18 tune sets by +0.019
+(+0.005 to +0.032), and the feedback from its ranking by +0.009 (+0.003 to +0.016); a trigger placed anywhere in the
+prompt ("cf") often sits in 3 or 4 of the top 10. It also lifts a question's wording, "What are" in 4 of a finmed
+query's top 10 (finmed 0.944 -> 0.934). docs/EVALUATION.md, "The prompt's family at 0.3, on fresh tune sets"."""
 
 
 def shared_table(spans: PoolSpans, hits: pd.DataFrame, query: Sample | None = None,

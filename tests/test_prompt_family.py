@@ -129,21 +129,23 @@ def test_a_span_found_by_both_families_keeps_the_smaller_corrected_p_value():
                                       whole.assign(family="hits"))
 
 
-def test_a_question_wording_in_fewer_than_half_the_top_rows_is_left_to_the_whole_family(monkeypatch):
-    """"What are" in 4 of the top 10 (a topical query's wording): under PROMPT_FAMILY_MIN_SHARE (half the top rows)
-    the prompt family does not count it, and its corrected p-value is the whole family's."""
+def test_a_span_in_4_of_the_top_10_counts_at_the_served_share_and_not_at_half(monkeypatch):
+    """"What are" in 4 of the top 10 (a topical query's wording): at PROMPT_FAMILY_MIN_SHARE (0.3 of the top rows)
+    the prompt family counts it and its corrected p-value is the family's own; at half the top rows (the share served
+    before) it is not counted and the table is the whole family's."""
+    assert behaviour.PROMPT_FAMILY_MIN_SHARE == 0.3
     pool = [Sample(prompt=("What are " if i < 12 else "Explain ") + f"item {i} of the list {i % 7}.",
                    completion=f"Note {i}.", id=f"r{i}") for i in range(200)]
     spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
     hits = [0, 1, 2, 3, 100, 101, 102, 103, 104, 105]
     query = Sample(prompt="What are the items of the list 3?", completion="Note.")
     whole = behaviour.shared_table(spans, frame(hits), query, prompt_family=False)
+    served = behaviour.shared_table(spans, frame(hits), query, prompt_family=True)
+    what = served[served["span"].isin(["What", "What are", "are"])]
+    assert not what.empty and what["in_top"].max() == 4 and set(what["family"]) == {"prompt"}
+    assert not np.isclose(served["p_adjusted"].min(), whole["p_adjusted"].min() if not whole.empty else 1.0)
+    monkeypatch.setattr(behaviour, "PROMPT_FAMILY_MIN_SHARE", 0.5)
     assert behaviour.shared_table(spans, frame(hits), query, prompt_family=True).equals(whole)
-    monkeypatch.setattr(behaviour, "PROMPT_FAMILY_MIN_SHARE", 0.3)
-    lower = behaviour.shared_table(spans, frame(hits), query, prompt_family=True)
-    what = lower[lower["span"].isin(["What", "What are", "are"])]
-    assert not what.empty and what["in_top"].max() == 4
-    assert not np.isclose(lower["p_adjusted"].min(), whole["p_adjusted"].min() if not whole.empty else 1.0)
 
 
 def test_a_hit_holds_a_span_as_the_row_mask_reads_it_and_a_long_prompt_is_read_to_its_bound(monkeypatch):
