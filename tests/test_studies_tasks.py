@@ -197,6 +197,10 @@ def test_a_replanted_held_set_poisons_other_rows_of_the_same_clean_pool(dev):
     assert not {q.id for q in third.queries} & {q.id for q in fourth.queries}
     assert {q.id for q in fourth.queries} <= {s.id for s in third.pool if s.label == 1}
     assert [q.id for q in tasks.held_set("dev-sentiment-held3", 3).queries] == [q.id for q in third.queries]  # seeded
+    from studies.cache_readouts import cache_file
+
+    assert cache_file(Path("r"), "dev-sentiment-held4") == cache_file(Path("r"), "dev-pirate-held") == Path("r/alpaca.pt")
+    assert cache_file(Path("r"), "dev-howdy-held") == Path("r/dev-howdy-held.pt")
 
 
 @pytest.mark.parametrize("name", ["dev-pirate", "dev-story", "dev-howdy"])
