@@ -27,7 +27,7 @@ ALL = (*tasks.BUNDLED, "dev-brainrot", "dev-finmed", *(f"dev-{kind}" for kind in
 
 
 def cache_file(out: Path, task: str) -> Path:
-    whole = tasks.HELD_SETS[task][0] if task in tasks.HELD_SETS else task  # a held set's rows are its whole task's
+    whole = tasks.HELD_SETS[task].whole if task in tasks.HELD_SETS else task  # a held set's rows are its whole task's
     if whole.removeprefix("dev-") in tasks.BACKDOOR_KINDS:
         return out / "alpaca.pt"
     return out / (f"{whole}-held.pt" if task in tasks.HELD_SETS else f"{task}.pt")

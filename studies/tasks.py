@@ -284,7 +284,7 @@ def held_set(name: str, n_queries: int = N_QUERIES) -> Task:
     if recipe.poison_seed is not None:
         whole = _backdoor_task(recipe.whole.removeprefix("dev-"), recipe.poison_seed)
     else:
-        whole = dev_howdy() if recipe.whole == "dev-howdy" else dev_task(recipe.whole)
+        whole = task(recipe.whole)
     return held_positives(whole, name, recipe.seed, n_queries, recipe.fold)
 
 
