@@ -74,18 +74,6 @@ rows come before the rows that are only near the query (on dev-story each query'
 which the gradient view ranks first; the trigger's rows rank after it under SPAN_LIFT). Chosen among 1.5, 2, 3, 5, 10,
 20 and unbounded on the tune sets: 10, 20 and unbounded tie at the best tune mean (0.933 against 0.931 at 5 and 0.921
 at 1.5) and 10 is the least (studies/behaviour_rule.py; docs/EVALUATION.md, "The trigger's field")."""
-SHARED_PROMPT_SPAN_LIFT = PROMPT_SPAN_LIFT
-"""the lift (standard deviations) for a rare span of the prompt that both views' top rows share, where the test does
-not fire (`BehaviourEvidence.shared`): the rows nearest the query in both views hold it, which a task word of the
-instruction ("story", "headline") does as well as a trigger."""
-FAMILY_SHARED_LIFTS = True
-"""whether a span found only by the query prompt's own family (`corrected_over` "prompt") is lifted where both views
-share it (else only where the test fires)."""
-RIVAL_AS_TELLING = False
-"""whether the rival's span wins only when it is at least as telling (corrected p-value at most the gradient span's)
-as well as held by more of its view's top rows."""
-RIVAL_OVER_FAMILY = True
-"""whether the rival's span can win over a telling span of the query prompt's own family."""
 PROMPT_SPAN_MAX_SHARE = 0.2
 """a span of the prompt is taken for a trigger (tried first, lifted by PROMPT_SPAN_LIFT) only when at most this share of
 the pool's rows hold it: a trigger is rare (4% to 9% of the tune pools' rows), an instruction's common words are not
@@ -154,9 +142,7 @@ class BehaviourEvidence:
         view matches the instruction's wording instead), and the test does not fire (studies/behaviour_rule.py,
         docs/EVALUATION.md, "The representation view's own span")."""
         return (bool(self.rival_span) and self.rival_in_query and self.rival_in_top > self.in_top
-                and evidence_strength(self.rival_p_adjusted) >= BEHAVIOUR_EVIDENCE
-                and (not RIVAL_AS_TELLING or self.rival_p_adjusted <= self.p_adjusted)
-                and (RIVAL_OVER_FAMILY or not (self.corrected_over == "prompt" and self.telling)))
+                and evidence_strength(self.rival_p_adjusted) >= BEHAVIOUR_EVIDENCE)
 
     @property
     def strength(self) -> float:
@@ -196,11 +182,8 @@ class BehaviourEvidence:
         fired or both views share it; else the rival's, where the rival wins (the representation view leads, and the
         span its top rows share with the query is what they hold: chosen on the tune sets, studies/behaviour_rule.py;
         docs/EVALUATION.md, "The rival's span")."""
-        if self.fires:
+        if self.fires or self.shared:
             return LiftedSpan(self.span, self.where, _lift_spreads(self.where, self.pool_fraction))
-        if self.shared and (FAMILY_SHARED_LIFTS or self.corrected_over != "prompt"):
-            spreads = SHARED_PROMPT_SPAN_LIFT if _trigger_like(self.where, self.pool_fraction) else SPAN_LIFT
-            return LiftedSpan(self.span, self.where, spreads)
         if self.rival_wins and self.rival_where:
             return LiftedSpan(self.rival_span, self.rival_where,
                               _lift_spreads(self.rival_where, self.rival_pool_fraction))

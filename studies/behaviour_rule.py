@@ -303,22 +303,6 @@ FAMILY_VARIANTS = {family_variant(share): share for share in PROMPT_FAMILY_SHARE
 """each prompt family variant's name -> its share (None: off); --feedback-rule takes them too."""
 
 
-SHARED_VARIANTS = {f"{SERVED} shared prompt span lift {x:g}": {"SHARED_PROMPT_SPAN_LIFT": x} for x in (1.5, 3.0, 5.0)}
-SHARED_VARIANTS[f"{SERVED} family span lifts only where fired"] = {"FAMILY_SHARED_LIFTS": False}
-SHARED_VARIANTS[f"{SERVED} rival as telling"] = {"RIVAL_AS_TELLING": True}
-SHARED_VARIANTS[f"{SERVED} rival not over the family"] = {"RIVAL_OVER_FAMILY": False}
-SHARED_VARIANTS[f"{SERVED} rival as telling, not over the family"] = {"RIVAL_AS_TELLING": True,
-                                                                      "RIVAL_OVER_FAMILY": False}
-"""the served rule with a rare span of the prompt that both views share (the test did not fire) lifted less, or a
-span only the prompt's own family found lifted only where the test fires: name -> adaptive's constants; --feedback-rule
-takes them too."""
-
-
-def with_shared(rule: str, run: Callable[[], T]) -> T:
-    """`run()` with SHARED_VARIANTS[rule]'s constants set in adaptive, then restored."""
-    return with_values(adaptive, SHARED_VARIANTS[rule], run)
-
-
 WORD_LIFTS = (0.0, 1.0, 1.5)
 """the marked word's lifts tried after marks (feedback.FeedbackConfig.word_lift), with the span lift kept."""
 UNBOUNDED = 30.0
@@ -668,7 +652,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, or one of FAMILY_VARIANTS or SHARED_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -690,14 +674,9 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             served = with_prompt_family(FAMILY_VARIANTS[rule],
                                         lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
             rules[rule] = lifted_rule(m, served)
-        if rule in SHARED_VARIANTS:  # the served rule with a shared span of the prompt lifted otherwise
-            served = with_shared(rule, lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
-            rules[rule] = with_shared(rule, lambda m=m, served=served: lifted_rule(m, served))
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in SHARED_VARIANTS:
-            fire, held = with_shared(rule, lambda served=served: trigger_lifts(served))
-        elif rule in (TRIGGER, SERVED, *FAMILY_VARIANTS):
+        if rule in (TRIGGER, SERVED, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -760,9 +739,6 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
-        for variant in SHARED_VARIANTS:
-            rules[variant] = with_shared(
-                variant, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
         for rule, scores in rules.items():
             values = auprc(scores, data["labels"])
             rows.extend({"task": name, "split": split, "query": int(i), "rule": rule, "auPRC": values[i]}
