@@ -3,7 +3,7 @@
     python -m studies.cache_readouts --out results/readouts [--tasks howdy,finmed,brainrot,dev-finmed,...]
 
 One file per task (<out>/<task>.pt, see `ReadoutCache.save`); the backdoors planted in the same Alpaca rows (dev-sentiment,
-dev-refusal, dev-pirate, dev-fact, dev-story and their held sets, the replanted sentiment ones too) share their clean
+dev-refusal, dev-pirate, dev-fact, dev-story and their held sets, the replanted ones too) share their clean
 rows, so they share one file (alpaca.pt); both folds of the tweet held set read dev-brainrot-held.pt (their rows are
 dev-brainrot's pool) and dev-howdy-held reads dev-howdy-held.pt (its rows are dev-howdy's: a copy of dev-howdy.pt
 serves).

@@ -43,6 +43,10 @@ folder or file is an `InputDataError` that says where it looked.
   40 other clean rows of the same pool poisoned the same way), its two folds of 20 as queries. With the three above,
   added to put a choice to queries and poisoned rows no choice had seen (docs/EVALUATION.md, "The prompt's family at
   0.3, on fresh tune sets").
+- dev-pirate-replant, dev-story-replant, dev-sentiment-replant: tune only, each backdoor planted afresh in the same
+  clean rows with a seed of its own (12, 13, 14), 20 of its poisoned rows as the queries. Added on 2026-11-28 and read
+  by no study yet: the next choice is put to them first (docs/EVALUATION.md, "The rival must be as telling: tried,
+  not adopted").
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -91,7 +95,10 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-pirate-held": HeldSet("dev-pirate", 8), "dev-story-held": HeldSet("dev-story", 9),
              "dev-howdy-held": HeldSet("dev-howdy", 10),
              "dev-sentiment-held3": HeldSet("dev-sentiment", 7, 0, poison_seed=11),
-             "dev-sentiment-held4": HeldSet("dev-sentiment", 7, 1, poison_seed=11)}
+             "dev-sentiment-held4": HeldSet("dev-sentiment", 7, 1, poison_seed=11),
+             "dev-pirate-replant": HeldSet("dev-pirate", 12, poison_seed=12),
+             "dev-story-replant": HeldSet("dev-story", 13, poison_seed=13),
+             "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14)}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "

@@ -216,3 +216,26 @@ def test_the_other_tuned_backdoors_held_sets_take_their_own_poisoned_rows(dev, n
     assert not asked & {q.full_text for q in whole.queries}
     assert [s.full_text for s in held.pool] == [s.full_text for s in whole.pool if s.full_text not in asked]
     assert set(tasks.splits(held.name, 3)) == {"tune"} and held.name in tasks.TUNE_ONLY
+
+
+@pytest.mark.parametrize("kind", ["pirate", "story", "sentiment"])
+def test_a_replanted_set_of_each_backdoor_poisons_its_own_draw_of_the_same_clean_rows(dev, kind, monkeypatch):
+    """dev-<kind>-replant: the backdoor planted again with the set's own seed in the same clean rows (the held-out
+    query rows never among them): another draw of N_POISON poisoned rows, every query one of them, the rest the pool;
+    tune only, and read from the backdoors' shared readout file."""
+    monkeypatch.setattr(tasks, "stories", lambda: [f"Once upon a time, story {i} was told." for i in range(9)])
+    whole = tasks.task(f"dev-{kind}")
+    name = f"dev-{kind}-replant"
+    held = tasks.held_set(name, 3)
+    suffix = f"-{kind}"
+    ids = [s.id for s in held.pool + held.queries]
+    assert len(ids) == len(set(ids)) == len(whole.pool)
+    assert {i.removesuffix(suffix) for i in ids} == {s.id.removesuffix(suffix) for s in whole.pool}
+    replanted = {s.id for s in held.pool + held.queries if s.label == 1}
+    assert len(replanted) == tasks.N_POISON and replanted != {s.id for s in whole.pool if s.label == 1}
+    assert len(held.queries) == 3 and {q.id for q in held.queries} <= replanted
+    assert set(tasks.splits(name, 3)) == {"tune"} and name in tasks.TUNE_ONLY
+    assert [q.id for q in tasks.held_set(name, 3).queries] == [q.id for q in held.queries]  # seeded
+    from studies.cache_readouts import cache_file
+
+    assert cache_file(Path("r"), name) == Path("r/alpaca.pt")
