@@ -178,6 +178,11 @@ def main() -> int:
         tab = table(frame).round(3)
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
+        print(f"First rankings, {LOSS_ARBITER} minus {SERVED}: over every tune set, then the replanted sets alone")
+        print(first_separation(frame).round(4).to_string(index=False))
+        replanted = tuple(n for n in names if n in tasks.REPLANTED)
+        if replanted:
+            print(first_separation(frame, sets=replanted).round(4).to_string(index=False))
     if args.feedback_rule and args.stage in ("rules", "all", "feedback"):
         fb = evaluate_feedback(out, names, args.feedback_rule, layers,
                                SERVED_FEEDBACK if args.served_feedback_only else None)
@@ -401,6 +406,44 @@ def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray],
     distinct spans), with the rows holding the lifted span where it lifts (`BehaviourEvidence.lifted`; without
     `rival`, not the rival's span: TRIGGER)."""
     return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival)
+
+
+LOSS_ARBITER = f"{SERVED} rival set aside by loss"
+"""SERVED with the rival set aside where its span's holders surprise the model less than the gradient view's span's
+(`loss_arbitrated`): the test registered in docs/EVALUATION.md ("The rival must be as telling"), run first on the
+replanted sets."""
+
+
+def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = SERVED,
+                     sets: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """`separation` of first rankings: the rules stage's per-query frame, `rule` against `reference` over the tune
+    queries (of `sets` alone when given)."""
+    keep = frame[frame["rule"].isin((rule, reference)) & (frame["task"].isin(sets) if sets else True)]
+    return separation(keep.rename(columns={"rule": "variant"}).assign(marks=0), reference, marks=(0,))
+
+
+def holders_excess(pool: PoolSpans, row_loss: np.ndarray, span: str, where: str) -> float:
+    """The mean loss of the pool rows holding `span` in `where` minus the pool's median row loss (nats per token;
+    rows with no counted token left out); -inf where no row holds it."""
+    held = pool.mask(span, where) & ~np.isnan(row_loss)
+    return float(row_loss[held].mean() - np.nanmedian(row_loss)) if held.any() else -np.inf
+
+
+def loss_arbitrated(findings: Findings, pool: PoolSpans, row_loss: np.ndarray) -> Findings:
+    """`findings` with the rival set aside wherever it wins but the rows holding the gradient view's span have the
+    larger loss excess (`holders_excess`): a poisoned completion is not what its prompt asks for, so its holders
+    surprise the model, while a task word's do not. The finding then stands as the gradient view's own (it fires or
+    not by its own test), and its holders are the lifted span's."""
+    out: Findings = []
+    for found, held in findings:
+        if (found is not None and found.rival_wins and found.rival_where
+                and holders_excess(pool, row_loss, found.span, found.where)
+                > holders_excess(pool, row_loss, found.rival_span, found.rival_where)):
+            found = dataclasses.replace(found, rival_span="")
+            lifted = found.lifted
+            held = pool.mask(lifted.span, lifted.where) if lifted is not None else None
+        out.append((found, held))
+    return out
 
 
 def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple[np.ndarray, list[np.ndarray | None]]:
@@ -652,7 +695,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, or one of FAMILY_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, LOSS_ARBITER, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -674,9 +717,12 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             served = with_prompt_family(FAMILY_VARIANTS[rule],
                                         lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
             rules[rule] = lifted_rule(m, served)
+        if rule == LOSS_ARBITER:
+            served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"])
+            rules[rule] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in (TRIGGER, SERVED, *FAMILY_VARIANTS):
+        if rule in (TRIGGER, SERVED, LOSS_ARBITER, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -735,7 +781,9 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         for share in PROMPT_SHARES:  # the prompt span's pool share bound, each at the served lift, no rival lift
             rules[f"{TRIGGER} share {share:g}"] = with_prompt_share(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m, rival=False)))
-        rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
+        served = served_findings(task, sig, m)
+        rules[SERVED] = lifted_rule(m, served)
+        rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(served, samples_spans(task.pool), m["row_loss"]))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))

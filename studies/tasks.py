@@ -100,6 +100,8 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-story-replant": HeldSet("dev-story", 13, poison_seed=13),
              "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14)}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
+REPLANTED = tuple(name for name, held in HELD_SETS.items() if held.seed >= 12)
+"""the sets planted afresh for the loss arbiter's test (docs/EVALUATION.md, "The rival must be as telling")."""
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
