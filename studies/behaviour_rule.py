@@ -178,11 +178,12 @@ def main() -> int:
         tab = table(frame).round(3)
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
-        print(f"First rankings, {LOSS_ARBITER} minus {SERVED}: over every tune set, then the replanted sets alone")
-        print(first_separation(frame).round(4).to_string(index=False))
-        replanted = tuple(n for n in names if n in tasks.REPLANTED)
-        if replanted:
-            print(first_separation(frame, sets=replanted).round(4).to_string(index=False))
+        for rule, test in ((LOSS_ARBITER, "loss arbiter"), (PROMPT_ARBITER, "prompt-span arbiter")):
+            print(f"First rankings, {rule} minus {SERVED}: over every tune set, then its test's replanted sets alone")
+            print(first_separation(frame, rule).round(4).to_string(index=False))
+            replanted = tuple(n for n in names if n in tasks.REPLANTED[test])
+            if replanted:
+                print(first_separation(frame, rule, sets=replanted).round(4).to_string(index=False))
     if args.feedback_rule and args.stage in ("rules", "all", "feedback"):
         fb = evaluate_feedback(out, names, args.feedback_rule, layers,
                                SERVED_FEEDBACK if args.served_feedback_only else None)
@@ -412,6 +413,10 @@ LOSS_ARBITER = f"{SERVED} rival set aside by loss"
 """SERVED with the rival set aside where its span's holders surprise the model less than the gradient view's span's
 (`loss_arbitrated`): the test registered in docs/EVALUATION.md ("The rival must be as telling"), run first on the
 replanted sets."""
+PROMPT_ARBITER = f"{LOSS_ARBITER} on the prompt's span"
+"""LOSS_ARBITER only where the gradient view's span is a rare span of the prompt (`BehaviourEvidence.in_prompt`, a
+trigger's place) whose holders surprise the model (their excess above 0): the next test (docs/EVALUATION.md, "The
+arbiter on the prompt's span"), run first on the second replanted sets."""
 
 
 def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = SERVED,
@@ -429,16 +434,21 @@ def holders_excess(pool: PoolSpans, row_loss: np.ndarray, span: str, where: str)
     return float(row_loss[held].mean() - np.nanmedian(row_loss)) if held.any() else -np.inf
 
 
-def loss_arbitrated(findings: Findings, pool: PoolSpans, row_loss: np.ndarray) -> Findings:
+def loss_arbitrated(findings: Findings, pool: PoolSpans, row_loss: np.ndarray, prompt_only: bool = False
+                    ) -> Findings:
     """`findings` with the rival set aside wherever it wins but the rows holding the gradient view's span have the
     larger loss excess (`holders_excess`): a poisoned completion is not what its prompt asks for, so its holders
-    surprise the model, while a task word's do not. The finding then stands as the gradient view's own (it fires or
-    not by its own test), and its holders are the lifted span's."""
+    surprise the model, while a task word's do not. With `prompt_only`, only where that span is a rare span of the
+    prompt (`BehaviourEvidence.in_prompt`) whose excess is above 0 (PROMPT_ARBITER). The finding then stands as the
+    gradient view's own (it fires or not by its own test), and its holders are the lifted span's."""
     out: Findings = []
     for found, held in findings:
-        if (found is not None and found.rival_wins and found.rival_where
-                and holders_excess(pool, row_loss, found.span, found.where)
-                > holders_excess(pool, row_loss, found.rival_span, found.rival_where)):
+        if found is None or not (found.rival_wins and found.rival_where) or (prompt_only and not found.in_prompt):
+            out.append((found, held))
+            continue
+        mine = holders_excess(pool, row_loss, found.span, found.where)
+        if (mine > 0 or not prompt_only) and mine > holders_excess(pool, row_loss, found.rival_span,
+                                                                   found.rival_where):
             found = dataclasses.replace(found, rival_span="")
             lifted = found.lifted
             held = pool.mask(lifted.span, lifted.where) if lifted is not None else None
@@ -695,7 +705,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, LOSS_ARBITER, or one of FAMILY_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, LOSS_ARBITER, PROMPT_ARBITER, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -717,12 +727,12 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             served = with_prompt_family(FAMILY_VARIANTS[rule],
                                         lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
             rules[rule] = lifted_rule(m, served)
-        if rule == LOSS_ARBITER:
-            served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"])
+        if rule in (LOSS_ARBITER, PROMPT_ARBITER):
+            served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in (TRIGGER, SERVED, LOSS_ARBITER, *FAMILY_VARIANTS):
+        if rule in (TRIGGER, SERVED, LOSS_ARBITER, PROMPT_ARBITER, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -784,6 +794,7 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         served = served_findings(task, sig, m)
         rules[SERVED] = lifted_rule(m, served)
         rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(served, samples_spans(task.pool), m["row_loss"]))
+        rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], True))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))

@@ -218,14 +218,17 @@ def test_the_other_tuned_backdoors_held_sets_take_their_own_poisoned_rows(dev, n
     assert set(tasks.splits(held.name, 3)) == {"tune"} and held.name in tasks.TUNE_ONLY
 
 
+@pytest.mark.parametrize("generation", ["", "2", "3"])
 @pytest.mark.parametrize("kind", ["pirate", "story", "sentiment"])
-def test_a_replanted_set_of_each_backdoor_poisons_its_own_draw_of_the_same_clean_rows(dev, kind, monkeypatch):
-    """dev-<kind>-replant: the backdoor planted again with the set's own seed in the same clean rows (the held-out
-    query rows never among them): another draw of N_POISON poisoned rows, every query one of them, the rest the pool;
-    tune only, and read from the backdoors' shared readout file."""
+def test_a_replanted_set_of_each_backdoor_poisons_its_own_draw_of_the_same_clean_rows(dev, kind, generation,
+                                                                                     monkeypatch):
+    """dev-<kind>-replant (and replant2, replant3): the backdoor planted again with the set's own seed in the same
+    clean rows (the held-out query rows never among them): another draw of N_POISON poisoned rows, every query one of
+    them, the rest the pool; tune only, and read from the backdoors' shared readout file."""
     monkeypatch.setattr(tasks, "stories", lambda: [f"Once upon a time, story {i} was told." for i in range(9)])
     whole = tasks.task(f"dev-{kind}")
-    name = f"dev-{kind}-replant"
+    name = f"dev-{kind}-replant{generation}"
+    assert name in {n for sets in tasks.REPLANTED.values() for n in sets}
     held = tasks.held_set(name, 3)
     suffix = f"-{kind}"
     ids = [s.id for s in held.pool + held.queries]

@@ -4,6 +4,8 @@ Checked on a pool whose rows' losses are given, so every excess is known."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ POOL = PoolSpans.from_texts(text=[None] * 6, prompt=PROMPTS, completion=COMPLETI
 
 
 def _rival_wins(rival: str = "Name") -> BehaviourEvidence:
-    found = BehaviourEvidence(span="cf", where="prompt", in_top=4, top_k=10, pool_fraction=2 / 6, p_adjusted=1e-5,
+    found = BehaviourEvidence(span="cf", where="prompt", in_top=4, top_k=10, pool_fraction=0.1, p_adjusted=1e-5,
                               in_representation=0, rival_span=rival, rival_in_top=6, rival_p_adjusted=1e-3,
                               rival_in_query=True, rival_where="prompt", rival_pool_fraction=2 / 6)
     assert found.rival_wins and not found.fires and found.lifted.span == rival
@@ -46,3 +48,18 @@ def test_a_rival_whose_rows_surprise_more_keeps_its_win():
     served = [(_rival_wins(), POOL.mask("Name", "prompt"))]
     (found, held), = loss_arbitrated(served, POOL, loss)
     assert found == served[0][0] and held is served[0][1]
+
+
+def test_on_the_prompt_s_span_alone_a_completion_span_or_an_unsurprising_prompt_span_keeps_the_rival():
+    loss = np.array([3.0, 4.0, 1.0, 1.2, 1.1, 1.0])
+    served = [(_rival_wins(), POOL.mask("Name", "prompt"))]
+    (found, _), = loss_arbitrated(served, POOL, loss, prompt_only=True)
+    assert found.rival_span == "" and found.lifted.span == "cf"  # a rare prompt span, surprising: set aside
+    in_completion = dataclasses.replace(_rival_wins(), span="Once upon", where="completion")
+    assert not in_completion.in_prompt
+    kept = [(in_completion, POOL.mask("Name", "prompt"))]
+    assert loss_arbitrated(kept, POOL, loss, prompt_only=True) == kept
+    assert loss_arbitrated(kept, POOL, loss)[0][0].rival_span == ""  # without prompt_only it is set aside
+    calm = np.array([1.15, 1.15, 0.5, 0.6, 1.2, 1.3])  # "cf" rows 0.05 below the median 1.175, "Name" rows further
+    assert loss_arbitrated(served, POOL, calm, prompt_only=True) == served
+    assert loss_arbitrated(served, POOL, calm)[0][0].rival_span == ""
