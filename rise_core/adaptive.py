@@ -133,16 +133,37 @@ class BehaviourEvidence:
     corrected_over: str = "hits"
     """the family p_adjusted is corrected over: "hits", every span of the top rows, or "prompt", the query prompt's own
     spans (`behaviour.PROMPT_FAMILY`)."""
+    loss_excess: float = float("nan")
+    """the mean loss of the pool rows holding the span (in its field) minus the pool's median loss, nats per token
+    (`behaviour.holders_excess`); nan where not read: it is read only where the rival would win over a rare span of
+    the prompt (`behaviour.weigh_by_loss`)."""
+    rival_loss_excess: float = float("nan")
+    """the same for the rival's span (nan where not read)."""
+
+    @property
+    def rival_count_wins(self) -> bool:
+        """Whether the representation view found the stronger shared span by count: telling (the same p-value bar),
+        held by the query, and by more of its top rows than the gradient view's span is by its own."""
+        return (bool(self.rival_span) and self.rival_in_query and self.rival_in_top > self.in_top
+                and evidence_strength(self.rival_p_adjusted) >= BEHAVIOUR_EVIDENCE)
+
+    @property
+    def loss_overrules_rival(self) -> bool:
+        """Whether the pool's losses set the rival aside: the gradient view's span is a rare span of the prompt
+        (`in_prompt`, a trigger's place) whose holders surprise the model (`loss_excess` above 0) more than the
+        rival's holders do. A poisoned row's completion is not what its prompt asks for, even a fluent story, while a
+        task word's rows read like the pool. Chosen on the tune sets and put to six fresh ones first
+        (studies/behaviour_rule.py, PROMPT_ARBITER; docs/EVALUATION.md, "The arbiter on the prompt's span")."""
+        return (self.in_prompt and self.loss_excess > 0 and self.loss_excess > self.rival_loss_excess)
 
     @property
     def rival_wins(self) -> bool:
-        """Whether the representation view found the stronger shared span: telling (the same p-value bar), held by
-        the query, and by more of its top rows than the gradient view's span is by its own. Then the rows that read
-        like the query are the ones that share what it holds (a model's own answers, retrospectively: its gradient
-        view matches the instruction's wording instead), and the test does not fire (studies/behaviour_rule.py,
-        docs/EVALUATION.md, "The representation view's own span")."""
-        return (bool(self.rival_span) and self.rival_in_query and self.rival_in_top > self.in_top
-                and evidence_strength(self.rival_p_adjusted) >= BEHAVIOUR_EVIDENCE)
+        """Whether the representation view's own span leads: it wins by count (`rival_count_wins`) and the pool's
+        losses do not overrule it (`loss_overrules_rival`). Then the rows that read like the query are the ones that
+        share what it holds (a model's own answers, retrospectively: its gradient view matches the instruction's
+        wording instead), and the test does not fire (studies/behaviour_rule.py, docs/EVALUATION.md, "The
+        representation view's own span")."""
+        return self.rival_count_wins and not self.loss_overrules_rival
 
     @property
     def strength(self) -> float:
@@ -207,6 +228,11 @@ class BehaviourEvidence:
     def line(self) -> str:
         rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" ({self.rival_in_top} of "
                  "them), more, so it leads" if self.rival_wins else "")
+        if self.rival_count_wins and self.loss_overrules_rival:
+            rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" more ({self.rival_in_top}"
+                     f" of them), but the rows holding \"{self.span}\" surprise the model more ({self.loss_excess:+.2f}"
+                     f" nats per token above the pool's median loss, against {self.rival_loss_excess:+.2f}), so it "
+                     "stands")
         family = " over the query prompt's spans" if self.corrected_over == "prompt" else ""
         return (f"the gradient view's top {self.top_k} share \"{self.span}\" ({self.where}; {self.in_top} of them, "
                 f"{self.pool_fraction:.1%} of the pool, corrected p {self.p_adjusted:.1g}{family}) and the "

@@ -165,13 +165,15 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     """`adaptive.resolve` for a query on a stored index: its channels, the scoring of the preset it was built for when
     `options` is None (the line saying so is logged; `change` says how to choose another), its median loss
     (`RiseIndex.reference_loss`) as the per-query rule's reference, and the behaviour test (`rise_core.behaviour`) on
-    its views' top rows (by the ANN index where `search` takes it) and its span counts; `query`, when at hand, lets
+    its views' top rows (by the ANN index where `search` takes it), its span counts and its rows' losses
+    (`RiseIndex.row_losses`, where they may overrule the rival); `query`, when at hand, lets
     the test check that the query holds the span (taken from `query_fm.texts` for a single query when not given: the
     text `query_features` keeps); `products`: the ranking's store of channel products (`top_rows`)."""
     if query is None and query_fm.texts is not None and len(query_fm.texts) == 1:
         query = query_fm.texts[0]
     test = behaviour_test_for(_view_rows(index, query_fm, search, products), lambda: pool_spans(index),
-                              index.rows_frame, query, has_hs=index.config.hidden_channel)
+                              index.rows_frame, query, has_hs=index.config.hidden_channel,
+                              row_losses=index.row_losses)
     m = index.manifest
     key = (str(index.path), m.index_uuid, m.updated_at, len(index), search, features_digest(query_fm),
            None if query is None else Sample.coerce(query).full_text)

@@ -8,7 +8,9 @@ it, while the representation view's top rows are topical neighbours without it. 
 counts how many of the representation view's hold the best span; `adaptive.BehaviourEvidence.fires` decides. The
 telling spans of the prompt (where a trigger sits) are tried first (`prompt_first`), then the rest, most telling first.
 When the first does not fire (both views hold it: a genre's words), the next distinct ones are tried, up to
-`adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. When it fires the per-query rule
+`adaptive.BEHAVIOUR_SPANS` spans in all, and the first that fires is the finding. Where none fires because the
+representation view's own span wins by count over a rare span of the prompt, the pool's losses may overrule it
+(`weigh_by_loss`): the rows holding a trigger surprise the model, a task word's do not. When it fires the per-query rule
 scores with the gradient view (`adaptive.choose`) and lifts the rows holding the span (`rise_core.span_lift`; a span
 of the prompt by `adaptive.PROMPT_SPAN_LIFT`). No labels, no model run: the features and the pool's span counts.
 
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from . import adaptive
 from .adaptive import (
@@ -197,6 +200,32 @@ def _field(frame: pd.DataFrame, field: str) -> list:
     return frame[field].tolist() if field in frame.columns else [None] * len(frame)
 
 
+RowLosses = Callable[[], np.ndarray]
+"""() -> (N,) each pool row's mean loss, nats per token (nan: no counted token); asked only when the test needs it."""
+
+
+def holders_excess(spans: PoolSpans, losses: np.ndarray, span: str, where: str) -> float:
+    """The mean loss of the pool rows holding `span` in `where` (rows with no counted token left out) minus the pool's
+    median loss (`adaptive.pool_loss`), nats per token; -inf where no such row holds it."""
+    losses = np.asarray(losses, dtype=np.float64)
+    rows = spans.rows_holding(span, where)
+    held = losses[rows][np.isfinite(losses[rows])]
+    return float(held.mean() - adaptive.pool_loss(torch.tensor(losses))) if held.size else -math.inf
+
+
+def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLosses | None) -> BehaviourEvidence:
+    """`found` with its span's and its rival's `holders_excess` read where the rival wins by count over a rare span
+    of the prompt (`BehaviourEvidence.rival_count_wins`, `in_prompt`), so that `loss_overrules_rival` can decide;
+    unchanged elsewhere or without `row_losses`."""
+    if row_losses is None or not (found.rival_count_wins and found.rival_where and found.in_prompt):
+        return found
+    losses = np.asarray(row_losses(), dtype=np.float64)
+    if len(losses) != spans.n_rows:
+        raise ValueError(f"{len(losses)} row losses for a pool of {spans.n_rows} rows")
+    return dataclasses.replace(found, loss_excess=holders_excess(spans, losses, found.span, found.where),
+                               rival_loss_excess=holders_excess(spans, losses, found.rival_span, found.rival_where))
+
+
 ViewRows = Callable[[ScoreOptions, int], np.ndarray]
 """(fixed options of one view, k) -> the view's k best pool rows for the query at hand."""
 
@@ -208,11 +237,13 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
 
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
-                       distinct: int | None = None, order: Order | None = None) -> BehaviourTest:
+                       distinct: int | None = None, order: Order | None = None,
+                       row_losses: RowLosses | None = None) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
     `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
-    candidates in (None: `prompt_first`); the study varies both."""
+    candidates in (None: `prompt_first`); the study varies both. `row_losses`: the pool rows' losses, read where they
+    may overrule the rival (`weigh_by_loss`; None: the rival wins by count alone)."""
 
     def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
         if not has_hs:
@@ -247,7 +278,7 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
             tried.append(other.span)
             if (candidate := against_rival(other)).fires:
                 return candidate
-        return best
+        return weigh_by_loss(best, counts, row_losses)
 
     return run
 
@@ -256,8 +287,9 @@ def per_query_tests(pool: FeatureMatrix, queries: FeatureMatrix, spans: Callable
                     rows_frame: RowsFrame, samples: Sequence[Sample]) -> Callable[[int], BehaviourTest]:
     """Query q of `queries` (its text `samples[q]`) -> its behaviour test against pool features, by exact scans (a
     method's scores of a task or an index, one query at a time)."""
+    losses = None if pool.loss is None else (lambda: pool.loss.double().numpy())
     return lambda q: behaviour_test_for(scan_rows(pool, queries.select([q])), spans, rows_frame, samples[q],
-                                        has_hs=pool.has_hs)
+                                        has_hs=pool.has_hs, row_losses=losses)
 
 
 def samples_frame(samples: Sequence[Sample]) -> RowsFrame:

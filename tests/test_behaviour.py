@@ -155,6 +155,127 @@ def test_the_representation_views_stronger_span_keeps_the_test_from_firing():
     assert 'did not fire' in choice.reason and '"Howdy" (10 of them), more, so it leads' in choice.reason
 
 
+def test_the_pool_losses_overrule_a_rival_only_over_a_surprising_rare_span_of_the_prompt():
+    """The rival wins by count ("following", 7 of the representation view's 10, against "cf" in 4 of the gradient
+    view's); where the rows holding "cf" surprise the model (loss excess above 0) more than the rival's rows do, the
+    rival is set aside and the test fires on "cf"; not where the excess is unread (nan), not above 0, not above the
+    rival's, or the span is not a rare span of the prompt."""
+    base = dict(span="cf", where="prompt", in_top=4, top_k=10, pool_fraction=0.04, p_adjusted=1e-5,
+                in_representation=0, rival_span="following", rival_in_top=7, rival_p_adjusted=1e-3,
+                rival_in_query=True, rival_where="prompt", rival_pool_fraction=0.1)
+    unread = adaptive.BehaviourEvidence(**base)
+    assert unread.rival_count_wins and unread.rival_wins and not unread.fires
+    overruled = adaptive.BehaviourEvidence(**base, loss_excess=0.93, rival_loss_excess=0.15)
+    assert overruled.loss_overrules_rival and not overruled.rival_wins and overruled.fires
+    assert overruled.lifted == adaptive.LiftedSpan("cf", "prompt", adaptive.PROMPT_SPAN_LIFT)
+    assert '"cf" surprise the model more (+0.93 nats per token' in overruled.line and "against +0.15" in overruled.line
+    for kept in ({"loss_excess": -0.1, "rival_loss_excess": -0.9}, {"loss_excess": 0.3, "rival_loss_excess": 0.4},
+                 {"loss_excess": 0.9, "rival_loss_excess": 0.1, "pool_fraction": 0.5},
+                 {"loss_excess": 0.9, "rival_loss_excess": 0.1, "where": "completion"}):
+        found = adaptive.BehaviourEvidence(**{**base, **kept})
+        assert found.rival_wins and not found.fires and found.lifted.span == "following", kept
+    choice = adaptive.choose(ScoreOptions.preset("default"), 1.0, 1.0, behaviour=overruled)
+    assert choice.options.lambda_hs == 0 and "so it stands" in choice.reason  # the gradient view, and why
+
+
+def test_the_test_reads_the_holders_losses_where_the_rival_wins_over_a_rare_prompt_span(monkeypatch):
+    """On an in-memory pool: the rows holding the trigger "Zorblax" (the first 6 of 60) and the rival's "violins"
+    (6 others) with given losses. The test's finding carries each span's holders' mean loss minus the pool's median,
+    dense, and the losses decide: trigger rows surprising -> it fires on the trigger; the rival's rows more
+    surprising -> the rival wins. Without losses the rival wins by count and no loss is read."""
+    pool = _pool()
+    spans = behaviour.samples_spans(pool)
+    violins = spans.rows_holding("violins", "prompt")
+    assert len(violins) == 6 and not set(violins) & set(range(6))
+    calls = []
+
+    def finding(spans, gradient_hits, representation_hits, query=None):
+        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
+        if len(calls) % 2:
+            return adaptive.BehaviourEvidence("Zorblax", "prompt", 4, 10, 0.1, 1e-5, 0)
+        return adaptive.BehaviourEvidence("violins", "prompt", 8, 10, 0.1, 1e-4, 0)
+
+    patch_finding(monkeypatch, finding)
+    query = Sample(prompt="Tell me about violins. Zorblax", completion="x")
+
+    def test_with(losses):
+        asked = []
+
+        def row_losses():
+            asked.append(1)
+            return losses
+
+        run = behaviour.behaviour_test_for(lambda options, k: np.arange(k), spans, behaviour.samples_frame(pool),
+                                           query, row_losses=None if losses is None else row_losses)
+        return run(adaptive.gradient_view(ScoreOptions.preset("default"))), asked
+
+    losses = np.full(60, 2.0)
+    losses[:6] = [3.0, 3.5, 4.0, 2.5, 3.0, np.nan]  # one trigger row counted no token
+    losses[violins] = 2.2
+    median = float(np.median(losses[np.isfinite(losses)]))
+    got, asked = test_with(losses)
+    assert asked == [1] and got.fires and got.lifted.span == "Zorblax"
+    assert got.loss_excess == pytest.approx(np.mean([3.0, 3.5, 4.0, 2.5, 3.0]) - median)
+    assert got.rival_loss_excess == pytest.approx(2.2 - median)
+    losses[violins] = 5.0  # the rival's rows surprise more: it keeps its win
+    got, _ = test_with(losses)
+    assert got.rival_wins and got.lifted.span == "violins"
+    got, asked = test_with(None)
+    assert got.rival_wins and np.isnan(got.loss_excess) and not asked
+    with pytest.raises(ValueError, match="59 row losses for a pool of 60 rows"):
+        test_with(losses[:59])
+
+
+def test_an_index_reads_its_rows_losses_and_weighs_the_rival_by_them(tiny_llama, tmp_path, monkeypatch):
+    """On a built index of prompt/completion rows: `row_losses` is each row's stored loss in row order (the feature
+    matrix's, nan kept), the reference loss their median, and a ranking whose rival wins by count over the prompt's
+    rare span "Zorblax" carries both spans' holders' loss excess (dense, from those losses) and lets them decide;
+    with losses that make the trigger's rows the surprising ones, the test fires on it."""
+    from rise_core import attribution
+    from rise_core.config import RiseConfig
+    from rise_core.store import RiseIndex, build_index
+
+    rows = [{"id": s.id, "prompt": s.prompt, "completion": s.completion} for s in _pool(30, n_trigger=3)]
+    path = tmp_path / "pairs.duckdb"
+    build_index(path, rows, tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64), batch_size=8)
+    calls = []
+
+    def finding(spans, gradient_hits, representation_hits, query=None):
+        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
+        if len(calls) % 2:
+            return adaptive.BehaviourEvidence("Zorblax", "prompt", 3, 10, 0.1, 1e-5, 0)
+        return adaptive.BehaviourEvidence("violins", "prompt", 5, 10, 0.1, 1e-4, 0)
+
+    patch_finding(monkeypatch, finding)
+    query = Sample(prompt="Tell me about violins. Zorblax", completion="Here is a note.")
+    attribution.BEHAVIOUR_MEMO.clear()
+    try:
+        with RiseIndex.open(path) as index:
+            stored = index.feature_matrix().loss.double().numpy()
+            np.testing.assert_array_equal(index.row_losses(), stored)
+            assert index.reference_loss() == adaptive.pool_loss(torch.from_numpy(stored))
+            qf = attribution.query_features(index, tiny_llama, [query])
+            found = attribution.rank(index, qf, ScoreOptions.preset("default"), k=5).attrs["weighting"]["behaviour"]
+            median = float(np.median(stored[np.isfinite(stored)]))
+            prompts = index.rows_frame(list(range(len(index))))["prompt"]
+            trigger = prompts.str.contains("Zorblax").to_numpy()
+            violins = prompts.str.contains("violins").to_numpy()
+            assert trigger.sum() == 3 and violins.sum() == 3 and not (trigger & violins).any()
+            assert found["loss_excess"] == pytest.approx(float(np.nanmean(stored[trigger])) - median)
+            assert found["rival_loss_excess"] == pytest.approx(float(np.nanmean(stored[violins])) - median)
+            surprising = np.full(len(index), 2.0)
+            surprising[trigger] = 4.0
+            monkeypatch.setattr(type(index), "row_losses", lambda self: surprising)
+            attribution.BEHAVIOUR_MEMO.clear()
+            hits = attribution.rank(index, qf, ScoreOptions.preset("default"), k=5)
+            found = hits.attrs["weighting"]["behaviour"]
+            assert (found["loss_excess"], found["rival_loss_excess"]) == (2.0, 0.0)
+            assert found["fires"] and found["lifted_span"] == "Zorblax" and hits.attrs["weighting"]["lambda_hs"] == 0
+            assert set(hits["id"][:3]) == {"r0", "r1", "r2"}  # the trigger's rows, lifted by 10 spreads
+    finally:
+        attribution.BEHAVIOUR_MEMO.clear()
+
+
 def test_a_span_quoted_in_the_reason_stays_text():
     """The reason line quotes pool text (the spans): the page shows it through plain.md, which leaves no link, image
     or HTML of it."""

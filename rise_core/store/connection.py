@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import duckdb
+import numpy as np
 import torch
 
 from ..config import RiseConfig
@@ -66,7 +67,7 @@ class IndexConnection:
         self._fm: FeatureMatrix | None = None
         self._fm_uuid = ""
         self._masks: dict[str, tuple[tuple[str, int], torch.Tensor]] = {}
-        self._reference_loss: tuple[tuple[str, int] | None, float] = (None, float("nan"))  # ((uuid, n), median)
+        self._row_losses: tuple[tuple[str, int] | None, np.ndarray] = (None, np.zeros(0))  # ((uuid, n), losses)
         self._closed = False
 
     # -- opening, connections --------------------------------------------------------------------------------------

@@ -271,16 +271,26 @@ class IndexReader(IndexConnection):
         """The pool's median per-sample mean loss (nats per token; samples with no counted token skipped): what the
         per-query channel rule (`rise_core.adaptive`) measures a query's surprise against. nan for an empty pool.
 
-        `adaptive.pool_loss` of the stored float32 losses, as for in-memory features, so both paths give the same
-        number to the bit (DuckDB's own median of the FLOAT column rounded the middle two's mean to float32)."""
+        `adaptive.pool_loss` of the stored float32 losses (`row_losses`), as for in-memory features, so both paths
+        give the same number to the bit (DuckDB's own median of the FLOAT column rounded the middle two's mean to
+        float32)."""
+        return pool_loss(torch.tensor(self.row_losses()))
+
+    def row_losses(self) -> np.ndarray:
+        """(N,) each stored sample's mean loss, nats per token, in row order (nan: no counted token), float64 of the
+        stored float32; read once per index state (the behaviour test weighs a span's rows by them,
+        `behaviour.weigh_by_loss`)."""
         m = self._state()
         key = (m.index_uuid, m.n_samples)
-        if self._reference_loss[0] != key:
+        if self._row_losses[0] != key:
             with self._cursor("read the pool's losses from") as cur:
-                res = cur.execute("SELECT loss FROM rise_features WHERE row < $1 AND loss IS NOT NULL",
+                res = cur.execute("SELECT row, loss FROM rise_features WHERE row < $1 AND loss IS NOT NULL",
                                   [m.n_samples]).fetchnumpy()
-            self._reference_loss = (key, pool_loss(torch.from_numpy(np.asarray(res["loss"], dtype=np.float32))))
-        return self._reference_loss[1]
+            losses = np.full(m.n_samples, np.nan)
+            losses[np.asarray(res["row"], dtype=np.int64)] = np.asarray(res["loss"], dtype=np.float32)
+            losses.flags.writeable = False
+            self._row_losses = (key, losses)
+        return self._row_losses[1]
 
     def _feature_columns(self) -> tuple[str, ...]:
         """The feature columns this index stores (HS only when built with the channel)."""
