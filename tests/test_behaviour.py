@@ -155,6 +155,18 @@ def test_the_representation_views_stronger_span_keeps_the_test_from_firing():
     assert 'did not fire' in choice.reason and '"Howdy" (10 of them), more, so it leads' in choice.reason
 
 
+def _own_then_rival(own: adaptive.BehaviourEvidence, rival: adaptive.BehaviourEvidence):
+    """A `patch_finding` finding: `own` for the gradient view's test, `rival` for the representation view's (the test
+    asks for the gradient view's first, then the rival's, with the views swapped)."""
+    calls = []
+
+    def finding(spans, gradient_hits, representation_hits, query=None):
+        calls.append(1)
+        return own if len(calls) % 2 else rival
+
+    return finding
+
+
 def test_the_pool_losses_overrule_a_rival_only_over_a_surprising_rare_span_of_the_prompt():
     """The rival wins by count ("following", 7 of the representation view's 10, against "cf" in 4 of the gradient
     view's); where the rows holding "cf" surprise the model (loss excess above 0) more than the rival's rows do, the
@@ -187,15 +199,8 @@ def test_the_test_reads_the_holders_losses_where_the_rival_wins_over_a_rare_prom
     spans = behaviour.samples_spans(pool)
     violins = spans.rows_holding("violins", "prompt")
     assert len(violins) == 6 and not set(violins) & set(range(6))
-    calls = []
-
-    def finding(spans, gradient_hits, representation_hits, query=None):
-        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
-        if len(calls) % 2:
-            return adaptive.BehaviourEvidence("Zorblax", "prompt", 4, 10, 0.1, 1e-5, 0)
-        return adaptive.BehaviourEvidence("violins", "prompt", 8, 10, 0.1, 1e-4, 0)
-
-    patch_finding(monkeypatch, finding)
+    patch_finding(monkeypatch, _own_then_rival(adaptive.BehaviourEvidence("Zorblax", "prompt", 4, 10, 0.1, 1e-5, 0),
+                                               adaptive.BehaviourEvidence("violins", "prompt", 8, 10, 0.1, 1e-4, 0)))
     query = Sample(prompt="Tell me about violins. Zorblax", completion="x")
 
     def test_with(losses):
@@ -238,15 +243,8 @@ def test_an_index_reads_its_rows_losses_and_weighs_the_rival_by_them(tiny_llama,
     rows = [{"id": s.id, "prompt": s.prompt, "completion": s.completion} for s in _pool(30, n_trigger=3)]
     path = tmp_path / "pairs.duckdb"
     build_index(path, rows, tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16, seq_len=64), batch_size=8)
-    calls = []
-
-    def finding(spans, gradient_hits, representation_hits, query=None):
-        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
-        if len(calls) % 2:
-            return adaptive.BehaviourEvidence("Zorblax", "prompt", 3, 10, 0.1, 1e-5, 0)
-        return adaptive.BehaviourEvidence("violins", "prompt", 5, 10, 0.1, 1e-4, 0)
-
-    patch_finding(monkeypatch, finding)
+    patch_finding(monkeypatch, _own_then_rival(adaptive.BehaviourEvidence("Zorblax", "prompt", 3, 10, 0.1, 1e-5, 0),
+                                               adaptive.BehaviourEvidence("violins", "prompt", 5, 10, 0.1, 1e-4, 0)))
     query = Sample(prompt="Tell me about violins. Zorblax", completion="Here is a note.")
     attribution.BEHAVIOUR_MEMO.clear()
     try:
@@ -740,15 +738,8 @@ def _assert_the_gate_lifted(index, qf, hits, word: str) -> None:
 def test_the_rivals_span_on_an_index_lifts_the_gate_scores(trigger_index, tiny_llama, monkeypatch):
     """On a built index where the representation view's own span wins ("cat", in 8 of its top 10, against "the" in 5
     of the gradient view's): the ranking is the loss gate's scores plus the lift on the rows holding "cat", dense."""
-    calls = []
-
-    def finding(spans, gradient_hits, representation_hits, query=None):
-        calls.append(1)  # the gradient view's test first, then the rival's (the views swapped)
-        if len(calls) % 2:
-            return adaptive.BehaviourEvidence("the", "text", 5, 10, 0.5, 1e-4, 0)
-        return adaptive.BehaviourEvidence("cat", "text", 8, 10, 0.25, 1e-6, 0)
-
-    patch_finding(monkeypatch, finding)
+    patch_finding(monkeypatch, _own_then_rival(adaptive.BehaviourEvidence("the", "text", 5, 10, 0.5, 1e-4, 0),
+                                               adaptive.BehaviourEvidence("cat", "text", 8, 10, 0.25, 1e-6, 0)))
     weighting = _ranked_with_the_gate_lifted(trigger_index, tiny_llama, "cat")
     found = weighting["behaviour"]
     assert (found["span"], found["rival_span"], found["lifted_span"]) == ("the", "cat", "cat")
