@@ -11,8 +11,10 @@ sets (second halves, dev-refusal, dev-fact) only report. Metric: auPRC@10 per qu
 Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, the rows holding the fired test's span
 (in its field) lifted by that many standard deviations (`rise_core.span_lift`); SHARED, the span both views share
 lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT; SERVED, the served
-default: TRIGGER with the representation view's own span (the rival) lifted where it wins, each span of the query's
-prompt also tested in a family of its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
+default: TRIGGER with the representation view's own span (the rival) lifted where it wins, unless the pool rows'
+losses overrule it (`behaviour.weigh_by_loss`; RIVAL_BY_COUNT without them, and the arbiters tried on it, LOSS_ARBITER
+and PROMPT_ARBITER, each first on its own replanted sets), each span of the query's prompt also tested in a family of
+its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
 With --feedback-rule, the simulated analyst runs every feedback variant from that rule's ranking, and `separation`
 says whether the tune sets separate each from the served feedback (a paired bootstrap over the tune queries);
 `--stage feedback` runs it alone (on the scores of an earlier `--stage scores`), and --served-feedback-only runs only
@@ -35,7 +37,7 @@ import torch
 
 from rise_core import adaptive, behaviour
 from rise_core.baselines import BM25Scorer
-from rise_core.behaviour import behaviour_test_for, samples_frame, samples_spans
+from rise_core.behaviour import behaviour_test_for, holders_excess, samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
@@ -179,7 +181,8 @@ def main() -> int:
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
         for rule, test in ((LOSS_ARBITER, "loss arbiter"), (PROMPT_ARBITER, "prompt-span arbiter")):
-            print(f"First rankings, {rule} minus {SERVED}: over every tune set, then its test's replanted sets alone")
+            print(f"First rankings, {rule} minus {RIVAL_BY_COUNT}: over every tune set, then its test's replanted "
+                  "sets alone")
             print(first_separation(frame, rule).round(4).to_string(index=False))
             replanted = tuple(n for n in names if n in tasks.REPLANTED[test])
             if replanted:
@@ -266,8 +269,12 @@ PROMPT_LIFTS = (1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 1e6)
 TRIGGER = f"{SHARED} prompt first lift {adaptive.PROMPT_SPAN_LIFT:g}"
 """SHARED with the telling spans of the prompt tried first (`behaviour.prompt_first`) and lifted by
 adaptive.PROMPT_SPAN_LIFT."""
-SERVED = f"{TRIGGER} rival lift"
-"""TRIGGER with the rival's span lifted where it wins (`BehaviourEvidence.lifted`): the served default."""
+RIVAL_BY_COUNT = f"{TRIGGER} rival lift"
+"""TRIGGER with the rival's span lifted where it wins by count (`BehaviourEvidence.rival_count_wins`): the served
+default until the arbiter on the prompt's span (PROMPT_ARBITER) was adopted."""
+SERVED = f"{RIVAL_BY_COUNT}, weighed by loss"
+"""RIVAL_BY_COUNT with the pool rows' losses weighing the rival (`behaviour.weigh_by_loss`): the served default;
+PROMPT_ARBITER, as the product computes it."""
 PROMPT_SHARES = (0.1, 0.2, 0.3, 1.0)
 """the bounds on a prompt span's pool share tried on TRIGGER (adaptive.PROMPT_SPAN_MAX_SHARE; 1: none)."""
 
@@ -402,36 +409,31 @@ Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
 """per query: the behaviour test's finding and the rows holding its span where it lifts, else None."""
 
 
-def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], rival: bool = True) -> Findings:
+def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], rival: bool = True,
+                    by_loss: bool = True) -> Findings:
     """The served test per query (`behaviour.behaviour_test_for`: the prompt's telling spans first, BEHAVIOUR_SPANS
-    distinct spans), with the rows holding the lifted span where it lifts (`BehaviourEvidence.lifted`; without
-    `rival`, not the rival's span: TRIGGER)."""
-    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival)
+    distinct spans, the pool rows' losses weighing the rival), with the rows holding the lifted span where it lifts
+    (`BehaviourEvidence.lifted`; without `rival`, not the rival's span, and no losses read: TRIGGER; without
+    `by_loss`, the rival wins by count alone: RIVAL_BY_COUNT)."""
+    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival, by_loss and rival)
 
 
-LOSS_ARBITER = f"{SERVED} rival set aside by loss"
-"""SERVED with the rival set aside where its span's holders surprise the model less than the gradient view's span's
+LOSS_ARBITER = f"{RIVAL_BY_COUNT} rival set aside by loss"
+"""RIVAL_BY_COUNT with the rival set aside where its span's holders surprise the model less than the gradient view's span's
 (`loss_arbitrated`): the test registered in docs/EVALUATION.md ("The rival must be as telling"), run first on the
 replanted sets."""
 PROMPT_ARBITER = f"{LOSS_ARBITER} on the prompt's span"
 """LOSS_ARBITER only where the gradient view's span is a rare span of the prompt (`BehaviourEvidence.in_prompt`, a
 trigger's place) whose holders surprise the model (their excess above 0): the next test (docs/EVALUATION.md, "The
-arbiter on the prompt's span"), run first on the second replanted sets."""
+arbiter on the prompt's span"), run first on the second replanted sets, and adopted: SERVED."""
 
 
-def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = SERVED,
+def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = RIVAL_BY_COUNT,
                      sets: tuple[str, ...] | None = None) -> pd.DataFrame:
     """`separation` of first rankings: the rules stage's per-query frame, `rule` against `reference` over the tune
     queries (of `sets` alone when given)."""
     keep = frame[frame["rule"].isin((rule, reference)) & (frame["task"].isin(sets) if sets else True)]
     return separation(keep.rename(columns={"rule": "variant"}).assign(marks=0), reference, marks=(0,))
-
-
-def holders_excess(pool: PoolSpans, row_loss: np.ndarray, span: str, where: str) -> float:
-    """The mean loss of the pool rows holding `span` in `where` minus the pool's median row loss (nats per token;
-    rows with no counted token left out); -inf where no row holds it."""
-    held = pool.mask(span, where) & ~np.isnan(row_loss)
-    return float(row_loss[held].mean() - np.nanmedian(row_loss)) if held.any() else -np.inf
 
 
 def loss_arbitrated(findings: Findings, pool: PoolSpans, row_loss: np.ndarray, prompt_only: bool = False
@@ -472,9 +474,10 @@ def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple
 
 
 def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, spans: int, shared: bool, order,
-           rival: bool = False) -> Findings:
+           rival: bool = False, by_loss: bool = False) -> Findings:
     """Per query: the behaviour test's finding and the rows holding its lifted span where it lifts (fired; with
-    `shared`, or both views share it; with `rival` too, the rival's span where it wins), else (finding, None)."""
+    `shared`, or both views share it; with `rival` too, the rival's span where it wins), else (finding, None); with
+    `by_loss`, the pool rows' losses (`row_loss`) may overrule the rival, as served (`behaviour.weigh_by_loss`)."""
     pool = samples_spans(task.pool)
     if spans == 1 or m is None:
         for s in sig:
@@ -489,7 +492,8 @@ def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, s
             return np.argsort(-(grad[q] if options.lambda_hs == 0 else m["HS"][q]), kind="stable")[:k]
 
         found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
-                                   distinct=spans, order=order)(gradient)
+                                   distinct=spans, order=order,
+                                   row_losses=(lambda: m["row_loss"]) if by_loss else None)(gradient)
         lifts = found is not None and (found.lifts if shared and rival else
                                        (found.fires or found.shared) if shared else found.fires)
         lifted = found.lifted if lifts else None
@@ -705,7 +709,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, LOSS_ARBITER, PROMPT_ARBITER, or one of FAMILY_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -727,12 +731,14 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             served = with_prompt_family(FAMILY_VARIANTS[rule],
                                         lambda task=task, sig=sig, m=m: served_findings(task, sig, m))
             rules[rule] = lifted_rule(m, served)
-        if rule in (LOSS_ARBITER, PROMPT_ARBITER):
-            served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
+        if rule in (RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER):  # the rival by count, and the arbiters tried on it
+            served = served_findings(task, sig, m, by_loss=False)
+            if rule != RIVAL_BY_COUNT:
+                served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in (TRIGGER, SERVED, LOSS_ARBITER, PROMPT_ARBITER, *FAMILY_VARIANTS):
+        if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -791,10 +797,13 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         for share in PROMPT_SHARES:  # the prompt span's pool share bound, each at the served lift, no rival lift
             rules[f"{TRIGGER} share {share:g}"] = with_prompt_share(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m, rival=False)))
-        served = served_findings(task, sig, m)
-        rules[SERVED] = lifted_rule(m, served)
-        rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(served, samples_spans(task.pool), m["row_loss"]))
-        rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], True))
+        rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
+        by_count = served_findings(task, sig, m, by_loss=False)
+        rules[RIVAL_BY_COUNT] = lifted_rule(m, by_count)
+        rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"]))
+        rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"], True))
+        if not np.array_equal(rules[PROMPT_ARBITER], rules[SERVED]):  # the product computes what was tested
+            raise SystemExit(f"[{name}] the served rule's scores differ from {PROMPT_ARBITER}'s")
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
