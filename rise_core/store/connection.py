@@ -67,7 +67,8 @@ class IndexConnection:
         self._fm: FeatureMatrix | None = None
         self._fm_uuid = ""
         self._masks: dict[str, tuple[tuple[str, int], torch.Tensor]] = {}
-        self._row_losses: tuple[tuple[str, int] | None, np.ndarray] = (None, np.zeros(0))  # ((uuid, n), losses)
+        # ((uuid, n), each row's loss, their median): IndexReader.row_losses and reference_loss
+        self._row_losses: tuple[tuple[str, int] | None, np.ndarray, float] = (None, np.zeros(0), float("nan"))
         self._closed = False
 
     # -- opening, connections --------------------------------------------------------------------------------------

@@ -274,7 +274,8 @@ class IndexReader(IndexConnection):
         `adaptive.pool_loss` of the stored float32 losses (`row_losses`), as for in-memory features, so both paths
         give the same number to the bit (DuckDB's own median of the FLOAT column rounded the middle two's mean to
         float32)."""
-        return pool_loss(torch.tensor(self.row_losses()))
+        self.row_losses()
+        return self._row_losses[2]
 
     def row_losses(self) -> np.ndarray:
         """(N,) each stored sample's mean loss, nats per token, in row order (nan: no counted token), float64 of the
@@ -289,7 +290,7 @@ class IndexReader(IndexConnection):
             losses = np.full(m.n_samples, np.nan)
             losses[np.asarray(res["row"], dtype=np.int64)] = np.asarray(res["loss"], dtype=np.float32)
             losses.flags.writeable = False
-            self._row_losses = (key, losses)
+            self._row_losses = (key, losses, pool_loss(torch.tensor(losses)))
         return self._row_losses[1]
 
     def _feature_columns(self) -> tuple[str, ...]:
