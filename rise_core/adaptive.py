@@ -56,6 +56,11 @@ BEHAVIOUR_SPANS = 2
 span inside one tried, or holding it, is not distinct; the first that fires is the finding). Chosen with the span
 lift on the tune sets among 1, 2, 3 and 5 distinct spans and the 3 or 10 most telling spans: every one above 1 ties
 (0.916 against 0.910) and 2 reads the fewest (studies/behaviour_rule.py; docs/EVALUATION.md, "The span lift")."""
+BEHAVIOUR_DEEPER_K = 30
+"""where the test on the views' top BEHAVIOUR_K rows lifts nothing, it runs on their top this many, and its finding is
+taken only where it lifts a rare span of the prompt (`behaviour.behaviour_test_for`): a trigger that only 1 or 2 of the
+top 10 rows hold. Registered before the six fresh sets it was tested on (studies/behaviour_rule.py, DEEPER_READ;
+docs/EVALUATION.md, "The deeper read")."""
 FEEDBACK_START_FLOOR = 0.1
 """the share of its fixed weight each channel keeps where the marks start from the loss gate's mix
 (`feedback_start`). Starting from the shown weights rather than the preset's fixed ones lifts the tune mean after 1, 3
@@ -209,6 +214,14 @@ class BehaviourEvidence:
             return LiftedSpan(self.rival_span, self.rival_where,
                               _lift_spreads(self.rival_where, self.rival_pool_fraction))
         return None
+
+    @property
+    def lifts_prompt_span(self) -> bool:
+        """Whether the lifted span (`lifted`) is a rare span of the prompt, a trigger's place."""
+        if self.fires or self.shared:
+            return self.in_prompt
+        return self.rival_wins and bool(self.rival_where) and _trigger_like(self.rival_where,
+                                                                            self.rival_pool_fraction)
 
     @property
     def lift_spreads(self) -> float:

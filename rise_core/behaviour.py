@@ -238,16 +238,17 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
                        distinct: int | None = None, order: Order | None = None,
-                       row_losses: RowLosses | None = None) -> BehaviourTest:
+                       row_losses: RowLosses | None = None,
+                       deeper_k: int | None = adaptive.BEHAVIOUR_DEEPER_K) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
     `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
     candidates in (None: `prompt_first`); the study varies both. `row_losses`: the pool rows' losses, read where they
-    may overrule the rival (`weigh_by_loss`; None: the rival wins by count alone)."""
+    may overrule the rival (`weigh_by_loss`; None: the rival wins by count alone). `deeper_k`: where the finding on
+    the views' top k lifts nothing, the test on their top `deeper_k` (None: not run), taken only where it lifts a rare
+    span of the prompt (`BehaviourEvidence.lifts_prompt_span`): a trigger held by too few of the top k rows to tell."""
 
-    def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
-        if not has_hs:
-            return None
+    def find(gradient: ScoreOptions, k: int) -> BehaviourEvidence | None:
         grad_rows = view_rows(gradient, k)
         rep_rows = view_rows(representation_view(gradient), k)
         if len(grad_rows) < 2:
@@ -279,6 +280,15 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
             if (candidate := against_rival(other)).fires:
                 return candidate
         return weigh_by_loss(best, counts, row_losses)
+
+    def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
+        if not has_hs:
+            return None
+        found = find(gradient, k)
+        if deeper_k is None or deeper_k <= k or (found is not None and found.lifts):
+            return found
+        deeper = find(gradient, deeper_k)
+        return deeper if deeper is not None and deeper.lifts_prompt_span else found
 
     return run
 

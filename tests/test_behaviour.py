@@ -274,6 +274,40 @@ def test_an_index_reads_its_rows_losses_and_weighs_the_rival_by_them(tiny_llama,
         attribution.BEHAVIOUR_MEMO.clear()
 
 
+def test_a_trigger_too_few_of_the_top_10_hold_is_found_in_the_top_30_and_only_a_prompt_span_is_taken():
+    """A 300-row pool whose 6 rows with "Zorblax" in the prompt (2%) are ranked 1, 2 and 11 to 14 by the gradient view:
+    its top 10 hold 2 (below the 3 the test needs), so nothing lifts there; its top 30 hold all 6 (chance 4e-5) and
+    the representation view's none, so the deeper read fires on the trigger, a rare span of the prompt, and is taken.
+    Without the deeper read nothing lifts. Where the top 30 share a completion's word instead, it is not taken."""
+    pool = _pool(300, n_trigger=6)
+    for i in range(100, 130):  # a word of 30 rows' completions, not the query's prompt
+        pool[i] = dataclasses.replace(pool[i], completion=pool[i].completion + " Indeed.")
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    query = Sample(prompt="Tell me about apples. Zorblax", completion="Here is a note on apples. Indeed.")
+    others = [i for i in range(300) if i >= 6 and not 100 <= i < 130]
+    trigger_order = np.array([0, 1, *others[:8], 2, 3, 4, 5, *others[8:]])
+    word_order = np.array([*range(100, 130), *others])
+    representation = np.array(others[::-1])
+
+    def test_with(gradient_order, deeper_k):
+        def view_rows(options, k):
+            return (representation if options.lambda_hs else gradient_order)[:k]
+
+        run = behaviour.behaviour_test_for(view_rows, spans, frame, query, deeper_k=deeper_k)
+        return run(adaptive.gradient_view(ScoreOptions.preset("default")))
+
+    shallow = test_with(trigger_order, None)
+    assert shallow is None or not shallow.lifts
+    deeper = test_with(trigger_order, 30)
+    assert (deeper.span, deeper.where, deeper.top_k, deeper.in_top) == ("Zorblax", "prompt", 30, 6)
+    assert deeper.fires and deeper.lifts_prompt_span and deeper.lifted.spreads == adaptive.PROMPT_SPAN_LIFT
+    assert test_with(trigger_order, adaptive.BEHAVIOUR_DEEPER_K) == deeper  # the served depth
+    in_completion = test_with(word_order, None)
+    assert in_completion is not None and in_completion.span == "Indeed" and in_completion.fires
+    deeper_word = test_with(np.array([*others[:10], *range(100, 130), *others[10:]]), 30)
+    assert deeper_word is None or deeper_word.top_k == 10  # the top 30's "Indeed" lifts a completion: not taken
+
+
 def test_a_span_quoted_in_the_reason_stays_text():
     """The reason line quotes pool text (the spans): the page shows it through plain.md, which leaves no link, image
     or HTML of it."""
@@ -443,7 +477,8 @@ def test_one_query_runs_the_behaviour_test_once_per_index_state(trigger_index, t
     calls = []
 
     def counted(spans, gradient_hits, representation_hits, query=None):
-        calls.append(list(gradient_hits["id"]))
+        if len(gradient_hits) == adaptive.BEHAVIOUR_K:  # each run's first read (nothing lifts: the deeper one follows)
+            calls.append(list(gradient_hits["id"]))
         return None
 
     patch_finding(monkeypatch, counted)
@@ -504,7 +539,8 @@ def test_an_index_query_carries_its_text_to_the_test(trigger_index, tiny_llama, 
     asked = []
 
     def capture(spans, gradient_hits, representation_hits, query=None):
-        asked.append(query)
+        if len(gradient_hits) == adaptive.BEHAVIOUR_K:  # each run's first read (nothing lifts: the deeper one follows)
+            asked.append(query)
         return None
 
     patch_finding(monkeypatch, capture)
