@@ -13,7 +13,8 @@ Among the candidates: the shipped rule (CHOSEN) with each span lift of LIFTS, th
 lifted too; TRIGGER, the telling spans of the prompt tried first and lifted by PROMPT_SPAN_LIFT; SERVED, the served
 default: TRIGGER with the representation view's own span (the rival) lifted where it wins, unless the pool rows'
 losses overrule it (`behaviour.weigh_by_loss`; RIVAL_BY_COUNT without them, and the arbiters tried on it, LOSS_ARBITER
-and PROMPT_ARBITER, each first on its own replanted sets), each span of the query's prompt also tested in a family of
+and PROMPT_ARBITER, each first on its own replanted sets), and the views' top BEHAVIOUR_DEEPER_K read where nothing
+lifts (ARBITRATED without it, DEEPER_READ the test of it), each span of the query's prompt also tested in a family of
 its own (`behaviour.PROMPT_FAMILY`; off and each share of PROMPT_FAMILY_SHARES).
 With --feedback-rule, the simulated analyst runs every feedback variant from that rule's ranking, and `separation`
 says whether the tune sets separate each from the served feedback (a paired bootstrap over the tune queries);
@@ -180,13 +181,15 @@ def main() -> int:
         tab = table(frame).round(3)
         keep = [r for r in tab.index if not r.startswith("span t") or " top" not in r or r.endswith("grad else auto")]
         print(tab.loc[keep].to_string())
-        for rule, test in ((LOSS_ARBITER, "loss arbiter"), (PROMPT_ARBITER, "prompt-span arbiter")):
-            print(f"First rankings, {rule} minus {RIVAL_BY_COUNT}: over every tune set, then its test's replanted "
-                  "sets alone")
-            print(first_separation(frame, rule).round(4).to_string(index=False))
+        for rule, reference, test in ((LOSS_ARBITER, RIVAL_BY_COUNT, "loss arbiter"),
+                                      (PROMPT_ARBITER, RIVAL_BY_COUNT, "prompt-span arbiter"),
+                                      (DEEPER_READ, ARBITRATED, "deeper read")):
+            print(f"First rankings, {rule} minus {reference}: over every tune set, then its test's replanted sets "
+                  "alone")
+            print(first_separation(frame, rule, reference).round(4).to_string(index=False))
             replanted = tuple(n for n in names if n in tasks.REPLANTED[test])
             if replanted:
-                print(first_separation(frame, rule, sets=replanted).round(4).to_string(index=False))
+                print(first_separation(frame, rule, reference, replanted).round(4).to_string(index=False))
     if args.feedback_rule and args.stage in ("rules", "all", "feedback"):
         fb = evaluate_feedback(out, names, args.feedback_rule, layers,
                                SERVED_FEEDBACK if args.served_feedback_only else None)
@@ -272,9 +275,12 @@ adaptive.PROMPT_SPAN_LIFT."""
 RIVAL_BY_COUNT = f"{TRIGGER} rival lift"
 """TRIGGER with the rival's span lifted where it wins by count (`BehaviourEvidence.rival_count_wins`): the served
 default until the arbiter on the prompt's span (PROMPT_ARBITER) was adopted."""
-SERVED = f"{RIVAL_BY_COUNT}, weighed by loss"
-"""RIVAL_BY_COUNT with the pool rows' losses weighing the rival (`behaviour.weigh_by_loss`): the served default;
-PROMPT_ARBITER, as the product computes it."""
+ARBITRATED = f"{RIVAL_BY_COUNT}, weighed by loss"
+"""RIVAL_BY_COUNT with the pool rows' losses weighing the rival (`behaviour.weigh_by_loss`): PROMPT_ARBITER, as the
+product computes it; the served default until the deeper read."""
+SERVED = f"{ARBITRATED}, deeper read"
+"""ARBITRATED with the deeper read where nothing lifts (`adaptive.BEHAVIOUR_DEEPER_K`): the served default;
+DEEPER_READ, as the product computes it."""
 PROMPT_SHARES = (0.1, 0.2, 0.3, 1.0)
 """the bounds on a prompt span's pool share tried on TRIGGER (adaptive.PROMPT_SPAN_MAX_SHARE; 1: none)."""
 
@@ -410,12 +416,31 @@ Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
 
 
 def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], rival: bool = True,
-                    by_loss: bool = True) -> Findings:
+                    by_loss: bool = True, deeper: bool = True) -> Findings:
     """The served test per query (`behaviour.behaviour_test_for`: the prompt's telling spans first, BEHAVIOUR_SPANS
-    distinct spans, the pool rows' losses weighing the rival), with the rows holding the lifted span where it lifts
-    (`BehaviourEvidence.lifted`; without `rival`, not the rival's span, and no losses read: TRIGGER; without
-    `by_loss`, the rival wins by count alone: RIVAL_BY_COUNT)."""
-    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival, by_loss and rival)
+    distinct spans, the pool rows' losses weighing the rival, the deeper read where nothing lifts), with the rows
+    holding the lifted span where it lifts (`BehaviourEvidence.lifted`; without `rival`, not the rival's span, and no
+    losses read: TRIGGER; without `by_loss`, the rival wins by count alone: RIVAL_BY_COUNT; without `deeper`, no
+    deeper read: ARBITRATED)."""
+    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival, by_loss and rival,
+                  deeper and by_loss and rival)
+
+
+def deeper_read(findings: Findings, task: tasks.Task, m: dict[str, np.ndarray]) -> Findings:
+    """`findings` with, where one lifts nothing, the test on the views' top BEHAVIOUR_DEEPER_K rows in its place when
+    that lifts a rare span of the prompt (`BehaviourEvidence.lifts_prompt_span`): DEEPER_READ, as registered."""
+    pool, frame = samples_spans(task.pool), samples_frame(task.pool)
+    gradient = adaptive.gradient_view(ScoreOptions.preset("default"))
+    out: Findings = []
+    for q, (found, held) in enumerate(findings):
+        if found is None or not found.lifts:
+            deeper = behaviour_test_for(_view_rows(m, q), pool, frame, task.queries[q], adaptive.BEHAVIOUR_DEEPER_K,
+                                        distinct=adaptive.BEHAVIOUR_SPANS, row_losses=lambda: m["row_loss"],
+                                        deeper_k=None)(gradient)
+            if deeper is not None and deeper.lifts_prompt_span:
+                found, held = deeper, pool.mask(deeper.lifted.span, deeper.lifted.where)
+        out.append((found, held))
+    return out
 
 
 LOSS_ARBITER = f"{RIVAL_BY_COUNT} rival set aside by loss"
@@ -425,7 +450,10 @@ replanted sets."""
 PROMPT_ARBITER = f"{LOSS_ARBITER} on the prompt's span"
 """LOSS_ARBITER only where the gradient view's span is a rare span of the prompt (`BehaviourEvidence.in_prompt`, a
 trigger's place) whose holders surprise the model (their excess above 0): the next test (docs/EVALUATION.md, "The
-arbiter on the prompt's span"), run first on the second replanted sets, and adopted: SERVED."""
+arbiter on the prompt's span"), run first on the second replanted sets, and adopted: ARBITRATED."""
+DEEPER_READ = f"{ARBITRATED} read deeper where nothing lifts"
+"""ARBITRATED with the deeper read (`deeper_read`): the test registered in docs/EVALUATION.md ("The deeper read"),
+run first on the third replanted sets."""
 
 
 def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = RIVAL_BY_COUNT,
@@ -473,27 +501,31 @@ def trigger_lifts(findings: Findings, prompt_lift: float | None = None) -> tuple
     return np.array(fired, dtype=bool), lifts
 
 
+def _view_rows(m: dict[str, np.ndarray], q: int) -> Callable[[ScoreOptions, int], np.ndarray]:
+    """`behaviour.ViewRows` of query q from the channel scores: the gradient view (GRADIENT) or HS."""
+    grad = GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q]
+    return lambda options, k: np.argsort(-(grad if options.lambda_hs == 0 else m["HS"][q]), kind="stable")[:k]
+
+
 def _found(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray] | None, spans: int, shared: bool, order,
-           rival: bool = False, by_loss: bool = False) -> Findings:
+           rival: bool = False, by_loss: bool = False, deeper: bool = False) -> Findings:
     """Per query: the behaviour test's finding and the rows holding its lifted span where it lifts (fired; with
     `shared`, or both views share it; with `rival` too, the rival's span where it wins), else (finding, None); with
-    `by_loss`, the pool rows' losses (`row_loss`) may overrule the rival, as served (`behaviour.weigh_by_loss`)."""
+    `by_loss`, the pool rows' losses (`row_loss`) may overrule the rival, as served (`behaviour.weigh_by_loss`); with
+    `deeper`, the served deeper read (`adaptive.BEHAVIOUR_DEEPER_K`)."""
     pool = samples_spans(task.pool)
     if spans == 1 or m is None:
         for s in sig:
             if "g_where" not in s:
                 raise SystemExit("the cached signals predate the span's field: rerun --stage scores")
         return [(None, pool.mask(s["g_span"], s["g_where"])) if fires(s, RULE) else (None, None) for s in sig]
-    grad = GRADIENT["RH"] * m["RH"] + GRADIENT["GH"] * m["GH"]
     gradient = adaptive.gradient_view(ScoreOptions.preset("default"))
     out = []
     for q in range(len(sig)):
-        def view_rows(options: ScoreOptions, k: int, q: int = q) -> np.ndarray:
-            return np.argsort(-(grad[q] if options.lambda_hs == 0 else m["HS"][q]), kind="stable")[:k]
-
-        found = behaviour_test_for(view_rows, pool, samples_frame(task.pool), task.queries[q], K,
+        found = behaviour_test_for(_view_rows(m, q), pool, samples_frame(task.pool), task.queries[q], K,
                                    distinct=spans, order=order,
-                                   row_losses=(lambda: m["row_loss"]) if by_loss else None)(gradient)
+                                   row_losses=(lambda: m["row_loss"]) if by_loss else None,
+                                   deeper_k=adaptive.BEHAVIOUR_DEEPER_K if deeper else None)(gradient)
         lifts = found is not None and (found.lifts if shared and rival else
                                        (found.fires or found.shared) if shared else found.fires)
         lifted = found.lifted if lifts else None
@@ -709,7 +741,7 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, or one of FAMILY_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -736,9 +768,15 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             if rule != RIVAL_BY_COUNT:
                 served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
+        if rule in (ARBITRATED, DEEPER_READ):  # the served rule before the deeper read, and the deeper read tried on it
+            served = served_findings(task, sig, m, deeper=False)
+            if rule == DEEPER_READ:
+                served = deeper_read(served, task, m)
+            rules[rule] = lifted_rule(m, served)
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
-        if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, *FAMILY_VARIANTS):
+        if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ,
+                    *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -802,8 +840,12 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         rules[RIVAL_BY_COUNT] = lifted_rule(m, by_count)
         rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"]))
         rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"], True))
-        if not np.array_equal(rules[PROMPT_ARBITER], rules[SERVED]):  # the product computes what was tested
-            raise SystemExit(f"[{name}] the served rule's scores differ from {PROMPT_ARBITER}'s")
+        arbitrated = served_findings(task, sig, m, deeper=False)
+        rules[ARBITRATED] = lifted_rule(m, arbitrated)
+        rules[DEEPER_READ] = lifted_rule(m, deeper_read(arbitrated, task, m))
+        for tested, served_as in ((PROMPT_ARBITER, ARBITRATED), (DEEPER_READ, SERVED)):
+            if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
+                raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
