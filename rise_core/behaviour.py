@@ -204,13 +204,16 @@ RowLosses = Callable[[], np.ndarray]
 """() -> (N,) each pool row's mean loss, nats per token (nan: no counted token); asked only when the test needs it."""
 
 
-def holders_excess(spans: PoolSpans, losses: np.ndarray, span: str, where: str) -> float:
+def holders_excess(spans: PoolSpans, losses: np.ndarray, span: str, where: str, median: float | None = None) -> float:
     """The mean loss of the pool rows holding `span` in `where` (rows with no counted token left out) minus the pool's
-    median loss (`adaptive.pool_loss`), nats per token; -inf where no such row holds it."""
+    median loss (`median`, or `adaptive.pool_loss` of `losses` when not given), nats per token; -inf where no such row
+    holds it."""
     losses = np.asarray(losses, dtype=np.float64)
     rows = spans.rows_holding(span, where)
     held = losses[rows][np.isfinite(losses[rows])]
-    return float(held.mean() - adaptive.pool_loss(torch.tensor(losses))) if held.size else -math.inf
+    if not held.size:
+        return -math.inf
+    return float(held.mean() - (adaptive.pool_loss(torch.tensor(losses)) if median is None else median))
 
 
 def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLosses | None) -> BehaviourEvidence:
@@ -222,8 +225,10 @@ def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLos
     losses = np.asarray(row_losses(), dtype=np.float64)
     if len(losses) != spans.n_rows:
         raise ValueError(f"{len(losses)} row losses for a pool of {spans.n_rows} rows")
-    return dataclasses.replace(found, loss_excess=holders_excess(spans, losses, found.span, found.where),
-                               rival_loss_excess=holders_excess(spans, losses, found.rival_span, found.rival_where))
+    median = adaptive.pool_loss(torch.tensor(losses))  # once for both spans
+    return dataclasses.replace(found, loss_excess=holders_excess(spans, losses, found.span, found.where, median),
+                               rival_loss_excess=holders_excess(spans, losses, found.rival_span, found.rival_where,
+                                                                median))
 
 
 ViewRows = Callable[[ScoreOptions, int], np.ndarray]

@@ -44,9 +44,9 @@ folder or file is an `InputDataError` that says where it looked.
   added to put a choice to queries and poisoned rows no choice had seen (docs/EVALUATION.md, "The prompt's family at
   0.3, on fresh tune sets").
 - dev-pirate-replant, dev-story-replant, dev-sentiment-replant: tune only, each backdoor planted afresh in the same
-  clean rows with a seed of its own (12, 13, 14), 20 of its poisoned rows as the queries. Added on 2026-11-28 and read
-  by no study yet: the next choice is put to them first (docs/EVALUATION.md, "The rival must be as telling: tried,
-  not adopted").
+  clean rows with a seed of its own (12, 13, 14), 20 of its poisoned rows as the queries. Added on 2026-11-28, read by
+  no study before the loss arbiter's test was put to them (docs/EVALUATION.md, "The rival must be as telling: tried,
+  not adopted"); every generation below has been read by its own test since.
 - dev-<kind>-replant2, dev-<kind>-replant3 (pirate, story, sentiment): the same with seeds 15 to 20, added later on
   2026-11-28 for the next test (docs/EVALUATION.md, "The arbiter on the prompt's span"), written down before they were
   built; replant4 and replant5 (seeds 21 to 26) the same, for the deeper read.
