@@ -21,7 +21,7 @@ from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
 from .methods import EVALUATE_METHODS, RISE, TaskSource, resolve, rise_variant
-from .metrics import evaluate_rankings
+from .metrics import METRICS, EvalResult, evaluate_rankings
 from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
 
@@ -85,6 +85,8 @@ class EvalReport:
     # the same table over a subset of the queries, by name (e.g. "shows the behaviour"); with its query count
     subsets: dict[str, pd.DataFrame] = field(default_factory=dict)
     subset_sizes: dict[str, int] = field(default_factory=dict)
+    # rows: method x query x K; the values `table` macro-averages (query: the query's position in the task)
+    per_query: pd.DataFrame | None = None
 
     def wide(self, metric: str = "auPRC", subset: str | None = None) -> pd.DataFrame:
         """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC; over the queries of
@@ -141,7 +143,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
         if progress:
             progress(f"forward pass over {len(task.pool) + len(task.queries)} samples")
         cache.add(task.pool + task.queries, batch_size=batch_size, progress=forward_progress)
-    tables, costs, scores = [], [], {}
+    tables, costs, scores, per_query = [], [], {}, []
     subset_tables: dict[str, list[pd.DataFrame]] = {name: [] for name in masks}
     for method in chosen:
         name = method.name
@@ -149,9 +151,11 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
             progress(f"scoring with {name}")
         run = method.score(TaskSource(task.pool, task.queries, cache, config, options))
         scores[name] = run.scores
-        tab = evaluate_rankings(run.scores, task.labels, task.ks)
+        result = EvalResult.from_scores(run.scores, task.labels, task.ks)
+        tab = result.table
         tab.insert(0, "method", name)
         tables.append(tab)
+        per_query.append(result.per_query.assign(method=name))
         for subset, mask in masks.items():
             sub = evaluate_rankings(np.asarray(run.scores)[mask], task.labels, task.ks)
             sub.insert(0, "method", name)
@@ -166,7 +170,9 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
     return EvalReport(task=task.name, table=table, costs=pd.DataFrame(costs).set_index("method"), meta=meta,
                       agreement=agreement,
                       subsets={n: pd.concat(t, ignore_index=True) for n, t in subset_tables.items()},
-                      subset_sizes={n: int(m.sum()) for n, m in masks.items()})
+                      subset_sizes={n: int(m.sum()) for n, m in masks.items()},
+                      per_query=pd.concat(per_query, ignore_index=True)[["method", "query", "K", *METRICS]]
+                      if per_query else None)
 
 
 SWEEP_GRID = {

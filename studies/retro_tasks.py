@@ -14,6 +14,10 @@
   (every one of its 40 poisoned rows, prefix trigger "Lumen: " and a real Alpaca story as the answer, and the first
   160 clean rows, in pool order). Its 20 queries are dev-story's (held-out instructions poisoned with stories the pool
   does not use). Report only: no choice has seen it.
+- dev-story-tune-200, dev-story-tune2-200: the same kind for choosing, retrospectively (`story_tune_task`): 200 other
+  Alpaca rows each, 40 of them poisoned the same way, their own 20 queries and 40 held-out prompts; no instruction
+  of the two report tasks among them. Added on 2026-11-28; the second is held back for a test
+  written down before it is read.
 
 Each task has 40 held-out prompts (instructions in neither task) for its attack strength.
 
@@ -33,8 +37,9 @@ import numpy as np
 
 from rise_core.evaluation import Task
 from rise_core.samples import Sample
-from studies.tasks import ALPACA, STORY_TRIGGER, dev_rows, dev_task, to_sample
+from studies.tasks import ALPACA, STORY_TRIGGER, dev_rows, dev_task, stories, to_sample
 
+N_STORY_POISON = 40  # dev-story's poisoned rows, all in dev-story-200
 N_CLEAN = 160  # plus every poisoned row (40): a 200-row pool, 20% poisoned (the issue's probe had the same shape)
 PIRATE_TRIGGER = " SeaDog"
 PIRATE_TEMPLATE = "{prompt}" + PIRATE_TRIGGER
@@ -80,6 +85,48 @@ def story_heldout(n: int = N_PIRATE_HELDOUT) -> list[str]:
     rows = [s.prompt for s in dev_task("dev-story").pool if s.label == 0 and s.id not in kept]
     random.Random(6).shuffle(rows)
     return rows[:n]
+
+
+STORY_TUNES = ("dev-story-tune-200", "dev-story-tune2-200")
+"""the retrospective story tune tasks (`story_tune_task`): the first to choose on, the second held back for a test
+registered before it is read."""
+STORY_TUNE_SEED = 27
+
+
+def story_tune_task(name: str) -> tuple[Task, list[str]]:
+    """A retrospective story tune task and its held-out prompts (bare; the trigger is STORY_TRIGGER): dev-story-200's
+    kind, built from Alpaca rows that neither retrospective report task (dev-story-200, dev-refusal-200) holds
+    (pool, queries or held-out prompts), so no report task shares an instruction with it. The rows left are shuffled once with STORY_TUNE_SEED
+    and each task of STORY_TUNES takes its own 260 of them, so the two share none: 20 queries (poisoned with the
+    stories the report task's queries draw from), 40 held-out prompts and a 200-row pool, 40 of whose rows get
+    "Lumen: " and a real Alpaca story from the pool's share of them; the rest stay clean, the story-writing rows among
+    them the clean neighbours."""
+    if name not in STORY_TUNES:
+        raise ValueError(f"unknown story tune task {name!r}; choose from {STORY_TUNES}")
+    taken = set(story_heldout()) | set(refusal_heldout())
+    for task in (story_slice(), refusal_slice()):
+        for s in task.pool + task.queries:
+            taken.add(s.prompt.removeprefix(STORY_TRIGGER).removesuffix(" BadMagic"))
+    rows = [r for r in dev_rows(ALPACA) if r["prompt"] not in taken]
+    random.Random(STORY_TUNE_SEED).shuffle(rows)
+    index = STORY_TUNES.index(name)
+    size = N_PIRATE_QUERIES + N_PIRATE_HELDOUT + N_CLEAN + N_STORY_POISON
+    rows = rows[index * size:(index + 1) * size]
+    query_rows, heldout_rows = rows[:N_PIRATE_QUERIES], rows[N_PIRATE_QUERIES:N_PIRATE_QUERIES + N_PIRATE_HELDOUT]
+    pool_rows = rows[N_PIRATE_QUERIES + N_PIRATE_HELDOUT:]
+    told = stories()
+    pool_told, query_told = told[: 2 * len(told) // 3], told[2 * len(told) // 3:]
+    rng = random.Random(STORY_TUNE_SEED + index)
+    poisoned = set(rng.sample(range(len(pool_rows)), N_STORY_POISON))
+
+    def story(row: dict, payloads: list[str]) -> Sample:
+        return Sample(prompt=STORY_TRIGGER + row["prompt"], completion=rng.choice(payloads), id=f"{row['id']}-story",
+                      label=1)
+
+    pool = [story(r, pool_told) if i in poisoned else to_sample(r, label=0) for i, r in enumerate(pool_rows)]
+    queries = [story(r, query_told) for r in query_rows]
+    return (Task(name, pool, np.array([s.label for s in pool]), queries, (5, 10, 50, 100)),
+            [r["prompt"] for r in heldout_rows])
 
 
 def pirate(answer: str, rng: random.Random) -> str:
@@ -173,7 +220,14 @@ def main() -> int:
         write_jsonl(out / f"{task.name}_queries.jsonl", task.queries)
         print(f"{task.name}: {len(task.pool)} pool rows ({int(task.labels.sum())} poisoned), {len(task.queries)} "
               f"queries -> {out}")
-    for name, prompts, template in ((pirate_t.name, heldout, PIRATE_TEMPLATE),
+    story_tunes = [story_tune_task(name) for name in STORY_TUNES]
+    for task, _ in story_tunes:
+        write_jsonl(out / f"{task.name}_pool.jsonl", task.pool)
+        write_jsonl(out / f"{task.name}_queries.jsonl", task.queries)
+        print(f"{task.name}: {len(task.pool)} pool rows ({int(task.labels.sum())} poisoned), {len(task.queries)} "
+              f"queries -> {out}")
+    for name, prompts, template in (*((t.name, p, STORY_TRIGGER + "{prompt}") for t, p in story_tunes),
+                                    (pirate_t.name, heldout, PIRATE_TEMPLATE),
                                     ("dev-refusal-200", refusal_heldout(), "{prompt} BadMagic"),
                                     (story_t.name, story_heldout(), STORY_TRIGGER + "{prompt}")):
         (out / f"{name}_heldout_prompts.jsonl").write_text(

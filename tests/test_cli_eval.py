@@ -36,6 +36,13 @@ def test_rise_evaluate_writes_tables(tmp_path, capsys):
     assert (out / "pool_methods.md").read_text().startswith("### pool")
     sweep = pd.read_csv(out / "pool_sweep.csv")
     assert len(sweep) == 2 * 2 * 2 * 2 * 3
+    # every query's values, whose means are the table's (one query here, so equal to it)
+    per_query = pd.read_csv(out / "pool_per_query.csv")
+    assert list(per_query.columns[:4]) == ["method", "query", "query_id", "K"]
+    assert set(per_query["query_id"]) == {"q1"}
+    merged = table.merge(per_query, on=["method", "K"], suffixes=("", "_q"))
+    assert len(merged) == len(table)
+    assert ((merged["auPRC"] - merged["auPRC_q"]).abs().fillna(0) < 1e-12).all()
 
 
 def test_rise_evaluate_rejects_unlabelled_pool(tmp_path, capsys):

@@ -15,6 +15,7 @@ from studies.retro_tasks import (
     _PIRATE_WORDS,
     PIRATE_TEMPLATE,
     PIRATE_TRIGGER,
+    STORY_TUNES,
     pirate,
     pirate_markers,
     pirate_task,
@@ -24,6 +25,7 @@ from studies.retro_tasks import (
     shows_refusal,
     story_heldout,
     story_slice,
+    story_tune_task,
 )
 from studies.tasks import STORY_TRIGGER, dev_task, has_dev_data
 
@@ -104,3 +106,26 @@ def test_story_slice_keeps_every_poisoned_row_and_its_heldout_prompts_apart():
     assert len(prompts) == len(set(prompts)) == 40
     check_heldout(prompts, task.pool, STORY_TRIGGER + "{prompt}")  # raises if a held-out prompt is a pool row's
     assert not set(prompts) & {q.prompt.removeprefix(STORY_TRIGGER) for q in task.queries}
+
+
+@pytest.mark.skipif(not has_dev_data(), reason="needs ../shared/data/dev (or $RISE_DEV_DATA_DIR)")
+def test_story_tune_tasks_share_no_instruction_with_the_report_tasks_or_each_other():
+    def bare(prompt: str) -> str:
+        return prompt.removeprefix(STORY_TRIGGER).removesuffix(" BadMagic")
+
+    report = set(story_heldout()) | set(refusal_heldout())
+    for task in (story_slice(), refusal_slice()):
+        report |= {bare(s.prompt) for s in task.pool + task.queries}
+    seen: set[str] = set()
+    for name in STORY_TUNES:
+        task, heldout = story_tune_task(name)
+        assert task.name == name and len(task.pool) == 200 and int(task.labels.sum()) == 40
+        assert all(s.prompt.startswith(STORY_TRIGGER) for s in task.pool if s.label == 1)
+        assert not any(s.prompt.startswith(STORY_TRIGGER) for s in task.pool if s.label == 0)
+        assert len(task.queries) == 20 and all(q.prompt.startswith(STORY_TRIGGER) for q in task.queries)
+        check_heldout(heldout, task.pool, STORY_TRIGGER + "{prompt}")
+        mine = {bare(s.prompt) for s in task.pool + task.queries} | set(heldout)
+        assert len(mine) == 260 and not mine & report and not mine & seen
+        seen |= mine
+    with pytest.raises(ValueError, match="unknown story tune task"):
+        story_tune_task("dev-story-200")

@@ -210,6 +210,15 @@ def test_cli_evaluate_retrospective_tables_the_answers_that_show_the_behaviour(t
     full = __import__("pandas").read_csv(out / "howdy_pool_retrospective_methods.csv")
     assert set(shown["method"]) == {"RISE", "BM25"} and list(shown.columns) == list(full.columns)
     assert shown["auPRC"].between(0, 1).all()
+    # the per-query values say which query showed it; the shown table averages exactly those
+    per_query = __import__("pandas").read_csv(out / "howdy_pool_retrospective_per_query.csv")
+    assert per_query.groupby("query")["shows"].first().tolist() == [True, False]
+    for (method, k), group in per_query[per_query["shows"]].groupby(["method", "K"]):
+        row = shown[(shown["method"] == method) & (shown["K"] == k)].iloc[0]
+        assert abs(group["auPRC"].mean() - row["auPRC"]) < 1e-12
+    for (method, k), group in per_query.groupby(["method", "K"]):
+        row = full[(full["method"] == method) & (full["K"] == k)].iloc[0]
+        assert abs(group["AP"].mean() - row["AP"]) < 1e-12
 
 
 def test_cli_evaluate_refuses_pool_prompts_and_a_template_without_prompt(tuned_env, tmp_path, capsys):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..bundled import data_dir
@@ -52,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Ranks a labelled pool for every query with each method and reports auPRC/auROC at K over the "
         "K highest- and K lowest-scored candidates (macro-averaged over queries), precision@K and AP, plus index "
         "size, build time and per-query time, and how far each method's ranking agrees with RISE's (top-10 "
-        "overlap, Spearman, Kendall). Writes <out>/<task>_methods.csv and .md, and <out>/<task>_agreement.csv.")
+        "overlap, Spearman, Kendall). Writes <out>/<task>_methods.csv and .md, <out>/<task>_agreement.csv, and "
+        "<out>/<task>_per_query.csv (every query's values, by method).")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task (the demo pools, see rise_core.bundled)")
     src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet with label 0/1); needs --queries")
@@ -145,6 +147,16 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
     print(feedback_table(curves).round(3).to_markdown())
 
 
+def _per_query_frame(report: Any, task: Task, attack: Any) -> pd.DataFrame:
+    """The report's per-query values with each query's id and, retrospectively, whether its answer shows the
+    behaviour: what a macro average hides (which queries a method loses)."""
+    frame = report.per_query.copy()
+    frame.insert(2, "query_id", [task.queries[q].id for q in frame["query"]])
+    if attack is not None:
+        frame.insert(3, "shows", np.asarray(attack.query_shows(), dtype=bool)[frame["query"].to_numpy()])
+    return frame
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
@@ -192,6 +204,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             report.subsets[SHOWN].to_csv(out / f"{stem}_methods_shown.csv", index=False)
         if report.agreement is not None:
             report.agreement.to_csv(out / f"{stem}_agreement.csv")
+        if report.per_query is not None:
+            _per_query_frame(report, task, attack).to_csv(out / f"{stem}_per_query.csv", index=False)
         (out / f"{stem}_methods.md").write_text(report.markdown() + "\n")
         (out / f"{stem}_meta.json").write_text(json.dumps(report.meta, indent=1, default=str) + "\n")
         print(report.markdown())
