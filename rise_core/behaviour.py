@@ -240,6 +240,30 @@ def scan_rows(pool: FeatureMatrix, query: FeatureMatrix) -> ViewRows:
     return lambda options, k: top_rows(pool, query, options, k)
 
 
+class _ViewHits:
+    """The two views' top `width` rows for one gradient view, each view read once, and their texts in one read (of the
+    index, the costly part: the first k of a top `width` are the top k, so the top 10's test and the top 30's share
+    both)."""
+
+    def __init__(self, view_rows: ViewRows, rows_frame: RowsFrame, gradient: ScoreOptions, width: int) -> None:
+        self._rows = [[int(r) for r in view_rows(gradient, width)],
+                      [int(r) for r in view_rows(representation_view(gradient), width)]]
+        self._rows_frame = rows_frame
+        self._frame: pd.DataFrame | None = None
+        self._at: dict[int, int] = {}
+
+    def n_gradient(self, k: int) -> int:
+        return len(self._rows[0][:k])
+
+    def frames(self, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(gradient view's, representation view's) top k rows, with the columns `rows_frame` gives."""
+        if self._frame is None:
+            both = list(dict.fromkeys(self._rows[0] + self._rows[1]))
+            self._frame, self._at = self._rows_frame(both), {r: i for i, r in enumerate(both)}
+        grad, rep = (self._frame.iloc[[self._at[r] for r in rows[:k]]] for rows in self._rows)
+        return grad, rep
+
+
 def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], PoolSpans], rows_frame: RowsFrame,
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
                        distinct: int | None = None, order: Order | None = None,
@@ -253,13 +277,11 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
     the views' top k lifts nothing, the test on their top `deeper_k` (None: not run), taken only where it lifts a rare
     span of the prompt (`BehaviourEvidence.lifts_prompt_span`): a trigger held by too few of the top k rows to tell."""
 
-    def find(gradient: ScoreOptions, k: int) -> BehaviourEvidence | None:
-        grad_rows = view_rows(gradient, k)
-        rep_rows = view_rows(representation_view(gradient), k)
-        if len(grad_rows) < 2:
+    def find(hits: _ViewHits, k: int) -> BehaviourEvidence | None:
+        if hits.n_gradient(k) < 2:
             return None
         counts = spans() if callable(spans) else spans
-        grad_hits, rep_hits = rows_frame([int(r) for r in grad_rows]), rows_frame([int(r) for r in rep_rows])
+        grad_hits, rep_hits = hits.frames(k)
         found = candidates(counts, grad_hits, rep_hits, query_sample, SPANS_READ, order)
         if not found:
             return None
@@ -289,11 +311,14 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
     def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
         if not has_hs:
             return None
-        found = find(gradient, k)
-        if deeper_k is None or deeper_k <= k or (found is not None and found.lifts):
+        deeper = deeper_k is not None and deeper_k > k
+        # one read of each view serves both: its top k are the first k of its top deeper_k
+        hits = _ViewHits(view_rows, rows_frame, gradient, deeper_k if deeper else k)
+        found = find(hits, k)
+        if not deeper or (found is not None and found.lifts):
             return found
-        deeper = find(gradient, deeper_k)
-        return deeper if deeper is not None and deeper.lifts_prompt_span else found
+        wider = find(hits, deeper_k)
+        return wider if wider is not None and wider.lifts_prompt_span else found
 
     return run
 

@@ -307,6 +307,27 @@ def test_a_trigger_too_few_of_the_top_10_hold_is_found_in_the_top_30_and_only_a_
     deeper_word = test_with(np.array([*others[:10], *range(100, 130), *others[10:]]), 30)
     assert deeper_word is None or deeper_word.top_k == 10  # the top 30's "Indeed" lifts a completion: not taken
 
+    # both reads come from one read of each view, and the rows' texts from one read: the same finding as reading
+    # each depth afresh (which is what the test's two runs, the top 10's and the top 30's, amount to)
+    reads, texts = [], []
+
+    def counted_rows(options, k):
+        reads.append(k)
+        return (representation if options.lambda_hs else trigger_order)[:k]
+
+    def counted_frame(rows):
+        texts.append(list(rows))
+        return frame(rows)
+
+    view = adaptive.gradient_view(ScoreOptions.preset("default"))
+    once = behaviour.behaviour_test_for(counted_rows, spans, counted_frame, query, deeper_k=30)(view)
+    assert once == deeper and reads == [30, 30]
+    assert len(texts) == 1 and sorted(texts[0]) == sorted({*trigger_order[:30], *representation[:30]})
+    fresh = [behaviour.behaviour_test_for(lambda options, k, n=n: counted_rows(options, n), spans, frame, query,
+                                          k=n, deeper_k=None)(view) for n in (10, 30)]
+    assert fresh[0] is None or not fresh[0].lifts
+    assert fresh[1] == once
+
 
 def test_a_span_quoted_in_the_reason_stays_text():
     """The reason line quotes pool text (the spans): the page shows it through plain.md, which leaves no link, image
