@@ -62,3 +62,10 @@ with ui.friendly("show the evaluation"):
     st.dataframe(report.costs.assign(AP=ap).round(4))
     st.download_button("Download the report (Markdown)", report.markdown(), f"{report.task}_evaluation.md",
                        "text/markdown", key="eval_download")
+    if report.per_query is not None:
+        per_query = report.per_query_wide("auPRC")
+        st.markdown(f"**auPRC@{per_query.attrs['K']} of each query**")
+        st.caption("The queries each method loses, which the means above hide (rows: the query set's ids).")
+        st.dataframe(per_query.reset_index(level="query", drop=True).round(4), key="eval_per_query")
+        st.download_button("Download every query's values (CSV)", report.per_query.to_csv(index=False),
+                           f"{report.task}_per_query.csv", "text/csv", key="eval_per_query_download")

@@ -85,8 +85,24 @@ class EvalReport:
     # the same table over a subset of the queries, by name (e.g. "shows the behaviour"); with its query count
     subsets: dict[str, pd.DataFrame] = field(default_factory=dict)
     subset_sizes: dict[str, int] = field(default_factory=dict)
-    # rows: method x query x K; the values `table` macro-averages (query: the query's position in the task)
+    # rows: method x query x K; the values `table` macro-averages (query: the query's position in the task, query_id
+    # its id)
     per_query: pd.DataFrame | None = None
+
+    def per_query_wide(self, metric: str = "auPRC", k: int | None = None) -> pd.DataFrame:
+        """Queries x methods for one metric at K (None: 10 where evaluated, else the first K; `attrs["K"]` says which),
+        indexed by (query, query_id): which queries each method loses, that the macro average hides."""
+        if self.per_query is None:
+            raise InputDataError("this report has no per-query values")
+        ks = list(dict.fromkeys(self.per_query["K"]))
+        k = (10 if 10 in ks else ks[0]) if k is None else k
+        if k not in ks:
+            raise InputDataError(f"K={k} was not evaluated; evaluated: {', '.join(map(str, ks))}")
+        rows = self.per_query[self.per_query["K"] == k]
+        wide = rows.pivot(index=["query", "query_id"], columns="method", values=metric)
+        wide = wide[[m for m in self.costs.index if m in wide.columns]]
+        wide.attrs["K"] = int(k)
+        return wide
 
     def wide(self, metric: str = "auPRC", subset: str | None = None) -> pd.DataFrame:
         """Methods x K for one metric, plus the paper's unified score (mean over K) for auPRC; over the queries of
@@ -155,7 +171,8 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
         tab = result.table
         tab.insert(0, "method", name)
         tables.append(tab)
-        per_query.append(result.per_query.assign(method=name))
+        per_query.append(result.per_query.assign(method=name,
+                                                 query_id=[task.queries[q].id for q in result.per_query["query"]]))
         for subset, mask in masks.items():
             sub = evaluate_rankings(np.asarray(run.scores)[mask], task.labels, task.ks)
             sub.insert(0, "method", name)
@@ -171,7 +188,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
                       agreement=agreement,
                       subsets={n: pd.concat(t, ignore_index=True) for n, t in subset_tables.items()},
                       subset_sizes={n: int(m.sum()) for n, m in masks.items()},
-                      per_query=pd.concat(per_query, ignore_index=True)[["method", "query", "K", *METRICS]]
+                      per_query=pd.concat(per_query, ignore_index=True)[["method", "query", "query_id", "K", *METRICS]]
                       if per_query else None)
 
 

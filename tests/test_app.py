@@ -911,6 +911,11 @@ def test_evaluate_runs_the_paper_metrics(app_env):
     assert list(auprc.index) == ["RISE", "RISE RH only", "RISE GH only", "BM25"]
     assert any(c.startswith("auPRC@") for c in auprc.columns) and "unified" in auprc.columns
     assert at.get("download_button")
+    # every query's auPRC@10 by method: its means are the table's auPRC@10
+    per_query = frames(at)[-1]
+    assert list(per_query.columns) == list(auprc.index) and len(per_query) == at.session_state["eval_report"].meta[
+        "n_queries"]
+    assert (per_query.mean() - auprc["auPRC@10"]).abs().max() < 1e-3  # both rounded to 4 places
     at.switch_page(HOME).run()
     at.switch_page("app_pages/5_Evaluate.py").run()  # the report survives a page switch
     assert frames(at), "the evaluation report after a page switch"

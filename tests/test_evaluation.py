@@ -161,6 +161,18 @@ def test_query_subset_table_is_the_table_of_those_queries_alone(tiny_llama):
     pd.testing.assert_frame_equal(report.subsets["shows the behaviour"], alone.table)
     assert not report.table.equals(alone.table)  # the second query moves the full table: the subset is not a copy
     assert "auPRC over the 1 of" in report.markdown()
+    # every query's own values: query q's row is the table of a task holding q alone
+    wide = report.per_query_wide("AP", k=1)
+    assert wide.index.tolist() == [(0, "q1"), (1, "q2")] and list(wide.columns) == ["RISE", "BM25"]
+    assert wide.attrs["K"] == 1 and report.per_query_wide().attrs["K"] == 1  # no K=10 here: the first K
+    second = evaluate(Task(task.name, task.pool, task.labels, [task.queries[1]], task.ks), tiny_llama,
+                      methods=methods, config=config)
+    for q, single in enumerate((alone, second)):
+        for method in methods:
+            assert wide.loc[q, method].iloc[0] == pytest.approx(
+                float(single.table[(single.table.method == method) & (single.table.K == 1)]["AP"].iloc[0]))
+    with pytest.raises(Exception, match="K=10 was not evaluated"):
+        report.per_query_wide("auPRC", k=10)
     with pytest.raises(Exception, match="entries for"):
         evaluate(task, tiny_llama, methods=["BM25"], config=config, query_subsets={"x": [True]})
 

@@ -147,11 +147,10 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
     print(feedback_table(curves).round(3).to_markdown())
 
 
-def _per_query_frame(report: Any, task: Task, attack: Any) -> pd.DataFrame:
-    """The report's per-query values with each query's id and, retrospectively, whether its answer shows the
+def _per_query_frame(report: Any, attack: Any) -> pd.DataFrame:
+    """The report's per-query values (each query's id among them) and, retrospectively, whether its answer shows the
     behaviour: what a macro average hides (which queries a method loses)."""
     frame = report.per_query.copy()
-    frame.insert(2, "query_id", [task.queries[q].id for q in frame["query"]])
     if attack is not None:
         frame.insert(3, "shows", np.asarray(attack.query_shows(), dtype=bool)[frame["query"].to_numpy()])
     return frame
@@ -205,7 +204,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if report.agreement is not None:
             report.agreement.to_csv(out / f"{stem}_agreement.csv")
         if report.per_query is not None:
-            _per_query_frame(report, task, attack).to_csv(out / f"{stem}_per_query.csv", index=False)
+            _per_query_frame(report, attack).to_csv(out / f"{stem}_per_query.csv", index=False)
         (out / f"{stem}_methods.md").write_text(report.markdown() + "\n")
         (out / f"{stem}_meta.json").write_text(json.dumps(report.meta, indent=1, default=str) + "\n")
         print(report.markdown())
