@@ -174,7 +174,7 @@ def evaluate(task: Task, lm=None, methods: Sequence[str] = EVALUATE_METHODS, con
         per_query.append(result.per_query.assign(method=name,
                                                  query_id=[task.queries[q].id for q in result.per_query["query"]]))
         for subset, mask in masks.items():
-            sub = evaluate_rankings(np.asarray(run.scores)[mask], task.labels, task.ks)
+            sub = result.of_queries(mask)
             sub.insert(0, "method", name)
             subset_tables[subset].append(sub)
         costs.append({"method": name, "index_MB": run.index_bytes / 2**20, "build_s": run.build_seconds,

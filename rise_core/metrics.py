@@ -250,6 +250,12 @@ class EvalResult:
         per_query = _per_query_table(score_matrix, labels, ks, ties)
         return cls(table=_macro_average(per_query), per_query=per_query)
 
+    def of_queries(self, mask: np.ndarray) -> pd.DataFrame:
+        """The macro averages over the queries `mask` selects (a boolean mask over the queries), from their per-query
+        values: the table `evaluate_rankings` gives for those queries' rows alone."""
+        chosen = np.flatnonzero(np.asarray(mask, dtype=bool))
+        return _macro_average(self.per_query[self.per_query["query"].isin(chosen)])
+
     def value(self, metric: str, k: int) -> float:
         """Macro average of `metric` (one of METRICS) at K."""
         if metric not in METRICS:

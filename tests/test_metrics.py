@@ -272,6 +272,9 @@ def test_evaluate_rankings_agrees_with_single_query_functions():
             assert result.value(metric, k) == pytest.approx(value), (metric, k)
             assert result.as_dict()[(metric, k)] == pytest.approx(value)
     assert len(result.per_query) == 6 * len(ks)
+    # a subset of the queries: the table of those rows alone
+    mask = np.array([True, False, False, True, True, False])
+    pd.testing.assert_frame_equal(result.of_queries(mask), evaluate_rankings(matrix[mask], labels, ks))
 
 
 def test_evaluate_rankings_repeated_k_counted_once():
