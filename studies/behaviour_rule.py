@@ -838,8 +838,9 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         rules[SERVED] = lifted_rule(m, served_findings(task, sig, m))
         by_count = served_findings(task, sig, m, by_loss=False)
         rules[RIVAL_BY_COUNT] = lifted_rule(m, by_count)
-        rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"]))
-        rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, samples_spans(task.pool), m["row_loss"], True))
+        spans = samples_spans(task.pool)  # the pool's span counts, for both arbiters
+        rules[LOSS_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, spans, m["row_loss"]))
+        rules[PROMPT_ARBITER] = lifted_rule(m, loss_arbitrated(by_count, spans, m["row_loss"], True))
         arbitrated = served_findings(task, sig, m, deeper=False)
         rules[ARBITRATED] = lifted_rule(m, arbitrated)
         rules[DEEPER_READ] = lifted_rule(m, deeper_read(arbitrated, task, m))
