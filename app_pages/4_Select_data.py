@@ -77,6 +77,8 @@ with ui.friendly("score the pool"):
     c1, c2 = st.columns(2)
     c1.download_button("Download JSONL", table_bytes(chosen, "jsonl"), "selection.jsonl", "application/jsonl",
                        key="dl_jsonl")
-    c2.download_button("Download CSV", table_bytes(chosen, "csv"), "selection.csv", "text/csv", key="dl_csv")
+    c2.download_button("Download CSV", table_bytes(chosen, "csv"), "selection.csv", "text/csv", key="dl_csv",
+                       help="For spreadsheets: a text that starts like a formula (=, +, -, @) starts with ' here; "
+                            "the JSONL keeps every text as it is.")
     check_section("sel", path, index, resources.model_for(index), list(queries), options,  # retrain without them
                   valued.head, n, aggregate="mean_score")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from explorer import plain, resources, ui, widgets
 from explorer.demo import evaluation_task
+from explorer.views import table_bytes
 from rise_core.bundled import pool_paths, queries_for_pool
 from rise_core.evaluation import evaluate
 from rise_core.methods import BM25, EVALUATE_METHODS, RISE, RISE_GH, RISE_RH, get
@@ -67,5 +68,5 @@ with ui.friendly("show the evaluation"):
         st.markdown(f"**auPRC@{per_query.attrs['K']} of each query**")
         st.caption("The queries each method loses, which the means above hide (rows: the query set's ids).")
         st.dataframe(per_query.reset_index(level="query", drop=True).round(4), key="eval_per_query")
-        st.download_button("Download every query's values (CSV)", report.per_query.to_csv(index=False),
+        st.download_button("Download every query's values (CSV)", table_bytes(report.per_query, "csv"),
                            f"{report.task}_per_query.csv", "text/csv", key="eval_per_query_download")

@@ -6,7 +6,6 @@ Plain functions over pandas and numpy, tested without Streamlit; the pages only 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from rise_core.agreement import ranking_overlap
+from rise_core.csv_out import csv_text
 from rise_core.errors import InputDataError
 from rise_core.ranking import Ranking
 from rise_core.samples import Sample
@@ -128,11 +128,10 @@ def ranking_table(pool: pd.DataFrame, ranking: Ranking) -> pd.DataFrame:
 
 
 def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
-    """The frame as downloadable bytes: 'jsonl' (one JSON object per line) or 'csv'."""
+    """The frame as downloadable bytes: 'jsonl' (one JSON object per line, texts as they are) or 'csv' (for
+    spreadsheets: `csv_out.spreadsheet_safe`)."""
     if fmt == "jsonl":
         return df.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")
     if fmt == "csv":
-        buf = io.StringIO()
-        df.to_csv(buf, index=False)
-        return buf.getvalue().encode("utf-8")
+        return csv_text(df, for_spreadsheet=True).encode("utf-8")
     raise InputDataError(f"unknown export format {fmt!r}; choose jsonl or csv")

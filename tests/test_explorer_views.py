@@ -167,6 +167,21 @@ def test_table_bytes_round_trip():
         table_bytes(df, "xml")
 
 
+def test_csv_download_keeps_formulas_as_text():
+    """A pool text that a spreadsheet would run (=, +, -, @, tab, CR first) starts with an apostrophe in the CSV; the
+    JSONL keeps it exact, and numbers (a negative score) and other texts are untouched."""
+    from io import BytesIO
+
+    texts = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "\tcmd", "\r=1", "a = b", "", "plain"]
+    df = pd.DataFrame({"id": [f"r{i}" for i in range(len(texts))], "score": [-1.5] * len(texts), "text": texts})
+    back = pd.read_csv(BytesIO(table_bytes(df, "csv")), keep_default_na=False)
+    assert back["text"].tolist() == ["'" + t for t in texts[:6]] + texts[6:]
+    assert back["score"].tolist() == [-1.5] * len(texts) and back["id"].tolist() == df["id"].tolist()
+    rows = [json.loads(line) for line in table_bytes(df, "jsonl").decode().splitlines()]
+    assert [r["text"] for r in rows] == texts
+    assert df["text"].tolist() == texts  # the caller's frame is not changed
+
+
 def test_generate_continuation(tiny_llama_fp32):
     from rise_core.generation import GenerationSettings, generate
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..csv_out import write_csv
 from ..errors import ConfigError
 from ..units import one_line
 from .output import hit_text, records
@@ -80,7 +81,7 @@ def run_compare(args: argparse.Namespace, index: Any, lm: Any, queries: list[Any
                           "missing": missing}, ensure_ascii=False, indent=1))
     elif args.format == "csv":
         long = pd.concat([_top_columns(df).assign(method=name) for name, df in tops.items()], ignore_index=True)
-        long[["method", *[c for c in long.columns if c != "method"]]].to_csv(sys.stdout, index=False)
+        write_csv(long[["method", *[c for c in long.columns if c != "method"]]], sys.stdout)
     else:
         _print_compare(agreement, reference, tops, scored, args.k, args.width)
     if versus is not None:

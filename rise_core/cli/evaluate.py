@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..bundled import data_dir
+from ..csv_out import write_csv
 from ..errors import ConfigError
 from ..evaluation import TASK_KS, Task, evaluate, load_task, sweep
 from ..generation import GenerationSettings
@@ -204,7 +205,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if report.agreement is not None:
             report.agreement.to_csv(out / f"{stem}_agreement.csv")
         if report.per_query is not None:
-            _per_query_frame(report, attack).to_csv(out / f"{stem}_per_query.csv", index=False)
+            write_csv(_per_query_frame(report, attack), out / f"{stem}_per_query.csv")
         (out / f"{stem}_methods.md").write_text(report.markdown() + "\n")
         (out / f"{stem}_meta.json").write_text(json.dumps(report.meta, indent=1, default=str) + "\n")
         print(report.markdown())

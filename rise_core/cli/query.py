@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..csv_out import write_csv
 from ..errors import InputDataError
 from ..generation import GenerationSettings
 from ..ranking import EXTRA_PARTS
@@ -355,7 +356,7 @@ def _write_frame(df: pd.DataFrame, out: str) -> None:
                 for rec in records(df):
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         elif suffix == ".csv":
-            df.to_csv(path, index=False)
+            write_csv(df, path)
         else:
             df.to_parquet(path, index=False)
     except OSError as exc:
@@ -438,7 +439,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
     else:
         if explanations:
             raise InputDataError("--explain needs --format table or json")
-        df.to_csv(sys.stdout, index=False)
+        write_csv(df, sys.stdout)
     # which path ranked the query (exact scan or ANN), on stderr: stdout stays the results alone, whatever the format
     print(f"search: {ann.search_summary(df.attrs.get('search'))}", file=sys.stderr)
     if df.attrs.get("contrast"):
