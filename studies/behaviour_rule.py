@@ -183,7 +183,8 @@ def main() -> int:
         print(tab.loc[keep].to_string())
         for rule, reference, test in ((LOSS_ARBITER, RIVAL_BY_COUNT, "loss arbiter"),
                                       (PROMPT_ARBITER, RIVAL_BY_COUNT, "prompt-span arbiter"),
-                                      (DEEPER_READ, ARBITRATED, "deeper read")):
+                                      (DEEPER_READ, ARBITRATED, "deeper read"),
+                                      (HOLDERS_ALIKE, SERVED, "holders' likeness")):
             print(f"First rankings, {rule} minus {reference}: over every tune set, then its test's replanted sets "
                   "alone")
             print(first_separation(frame, rule, reference).round(4).to_string(index=False))
@@ -416,13 +417,13 @@ Findings = list[tuple[adaptive.BehaviourEvidence | None, np.ndarray | None]]
 
 
 def served_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], rival: bool = True,
-                    by_loss: bool = True, deeper: bool = True) -> Findings:
+                    by_loss: bool = True, deeper: bool = True, order: behaviour.Order | None = None) -> Findings:
     """The served test per query (`behaviour.behaviour_test_for`: the prompt's telling spans first, BEHAVIOUR_SPANS
     distinct spans, the pool rows' losses weighing the rival, the deeper read where nothing lifts), with the rows
     holding the lifted span where it lifts (`BehaviourEvidence.lifted`; without `rival`, not the rival's span, and no
     losses read: TRIGGER; without `by_loss`, the rival wins by count alone: RIVAL_BY_COUNT; without `deeper`, no
-    deeper read: ARBITRATED)."""
-    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, None, rival, by_loss and rival,
+    deeper read: ARBITRATED; `order`: the order the test tries the spans in, None for the served `prompt_first`)."""
+    return _found(task, sig, m, adaptive.BEHAVIOUR_SPANS, True, order, rival, by_loss and rival,
                   deeper and by_loss and rival)
 
 
@@ -454,6 +455,58 @@ arbiter on the prompt's span"), run first on the second replanted sets, and adop
 DEEPER_READ = f"{ARBITRATED} read deeper where nothing lifts"
 """ARBITRATED with the deeper read (`deeper_read`): the test registered in docs/EVALUATION.md ("The deeper read"),
 run first on the third replanted sets."""
+
+
+HOLDERS_ALIKE = f"{SERVED}, the prompt's spans by their holders' likeness"
+"""SERVED with the prompt's telling spans tried in the order of how alike their pool rows are in the gradient view
+(`holders_alike_order`), not most telling first: the test registered in docs/EVALUATION.md ("The prompt's spans by
+their holders' likeness"), run first on the sixth and seventh replanted sets."""
+
+
+def gradient_rows(pool: dict[str, np.ndarray]) -> np.ndarray:
+    """(N, d) unit rows of the gradient view (1.4 RH + GH, as GRADIENT) from the cached pool features: each channel's
+    unit row weighted by the square root of its lambda, so that a row's dot product with another is their gradient
+    view similarity over the weights' sum."""
+    parts = []
+    for c in ("RH", "GH"):
+        x = np.asarray(pool[c.lower()], dtype=np.float64)
+        parts.append(np.sqrt(GRADIENT[c]) * x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12))
+    return np.concatenate(parts, axis=1) / np.sqrt(sum(GRADIENT.values()))
+
+
+def holders_likeness(rows: np.ndarray, held: np.ndarray) -> float:
+    """The mean cosine between two distinct pool rows holding a span (`held`, a mask over `rows`, unit rows) minus
+    the pool's mean cosine (self pairs included); -1 where fewer than two rows hold it."""
+    x = rows[held]
+    n = len(x)
+    if n < 2:
+        return -1.0
+    return float((np.square(x.sum(0)).sum() - n) / (n * (n - 1)) - np.square(rows.mean(0)).sum())
+
+
+def holders_alike_order(rows: np.ndarray, pool: PoolSpans) -> behaviour.Order:
+    """A `behaviour.Order`: the prompt's telling spans first, those whose pool holders are most alike in the gradient
+    view (`holders_likeness`) first (a trigger's rows are poisoned rows with one payload; a task word's start
+    unrelated tasks), then the rest as found."""
+    memo: dict[tuple[str, str], float] = {}
+
+    def likeness(e: adaptive.BehaviourEvidence) -> float:
+        key = (e.span, e.where)
+        if key not in memo:
+            memo[key] = holders_likeness(rows, pool.mask(e.span, e.where))
+        return memo[key]
+
+    def order(found):
+        first = sorted((e for e in found if e.in_prompt and e.telling), key=lambda e: -likeness(e))
+        return first + [e for e in found if not (e.in_prompt and e.telling)]
+
+    return order
+
+
+def holders_alike_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], pool: dict[str, np.ndarray]
+                           ) -> Findings:
+    """HOLDERS_ALIKE's findings per query."""
+    return served_findings(task, sig, m, order=holders_alike_order(gradient_rows(pool), samples_spans(task.pool)))
 
 
 def first_separation(frame: pd.DataFrame, rule: str = LOSS_ARBITER, reference: str = RIVAL_BY_COUNT,
@@ -741,7 +794,8 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
-    from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ, or one of FAMILY_VARIANTS)."""
+    from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED,
+    DEEPER_READ, HOLDERS_ALIKE, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -768,6 +822,9 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             if rule != RIVAL_BY_COUNT:
                 served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
+        if rule == HOLDERS_ALIKE:
+            served = holders_alike_findings(task, sig, m, pool)
+            rules[rule] = lifted_rule(m, served)
         if rule in (ARBITRATED, DEEPER_READ):  # the served rule before the deeper read, and the deeper read tried on it
             served = served_findings(task, sig, m, deeper=False)
             if rule == DEEPER_READ:
@@ -776,7 +833,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
         if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ,
-                    *FAMILY_VARIANTS):
+                    HOLDERS_ALIKE, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -847,6 +904,8 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         for tested, served_as in ((PROMPT_ARBITER, ARBITRATED), (DEEPER_READ, SERVED)):
             if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
+        pool_features = dict(np.load(out / f"{name}.pool.npz"))
+        rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))

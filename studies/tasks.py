@@ -49,7 +49,8 @@ folder or file is an `InputDataError` that says where it looked.
   not adopted"); every generation below has been read by its own test since.
 - dev-<kind>-replant2, dev-<kind>-replant3 (pirate, story, sentiment): the same with seeds 15 to 20, added later on
   2026-11-28 for the next test (docs/EVALUATION.md, "The arbiter on the prompt's span"), written down before they were
-  built; replant4 and replant5 (seeds 21 to 26) the same, for the deeper read.
+  built; replant4 and replant5 (seeds 21 to 26) the same, for the deeper read; replant6 and replant7 (seeds 27 to 32)
+  the same, for the prompt's spans by their holders' likeness.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -103,15 +104,19 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-story-replant": HeldSet("dev-story", 13, poison_seed=13),
              "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14),
              **{f"dev-{kind}-replant{n}": HeldSet(f"dev-{kind}", seed, poison_seed=seed)
-                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24))
+                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30))
                 for seed, kind in enumerate(("pirate", "story", "sentiment"), first)}}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 REPLANTED = {"loss arbiter": ("dev-pirate-replant", "dev-story-replant", "dev-sentiment-replant"),
              "prompt-span arbiter": tuple(f"dev-{kind}-replant{n}" for n in (2, 3)
                                           for kind in ("pirate", "story", "sentiment")),
-             "deeper read": tuple(f"dev-{kind}-replant{n}" for n in (4, 5) for kind in ("pirate", "story", "sentiment"))}
+             "deeper read": tuple(f"dev-{kind}-replant{n}" for n in (4, 5)
+                                 for kind in ("pirate", "story", "sentiment")),
+             "holders' likeness": tuple(f"dev-{kind}-replant{n}" for n in (6, 7)
+                                        for kind in ("pirate", "story", "sentiment"))}
 """test -> the sets planted afresh for it, read by no study before it (docs/EVALUATION.md, "The rival must be as
-telling", "The arbiter on the prompt's span" and "The deeper read")."""
+telling", "The arbiter on the prompt's span", "The deeper read" and "The prompt's spans by their holders'
+likeness")."""
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
