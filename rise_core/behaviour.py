@@ -196,6 +196,13 @@ def prompt_first(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:
     return first + [e for e in found if not (e.in_prompt and e.telling)]
 
 
+SHARED_PROMPT_SPAN_STOPS = False
+"""whether the test stops at its first span where that is a rare telling span of the prompt held by both views' top
+rows (`BehaviourEvidence.shared`, `in_prompt`: a trigger both views see), lifting it, instead of trying the next
+distinct spans for one that fires. Off, pending its registered test (docs/EVALUATION.md, "A shared span of the prompt
+is taken")."""
+
+
 def _field(frame: pd.DataFrame, field: str) -> list:
     return frame[field].tolist() if field in frame.columns else [None] * len(frame)
 
@@ -295,6 +302,8 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
         best = against_rival(found[0])
         if best.fires:
             return best
+        if SHARED_PROMPT_SPAN_STOPS and best.shared and best.in_prompt:
+            return best  # a rare span of the prompt that both views hold: lifted, not passed over for a later span
         # the most telling span may be one both views share (a genre's words): the next distinct ones may be the
         # trigger (a span inside one tried, or holding it, is the same finding and is skipped)
         tried = [best.span]

@@ -184,7 +184,8 @@ def main() -> int:
         for rule, reference, test in ((LOSS_ARBITER, RIVAL_BY_COUNT, "loss arbiter"),
                                       (PROMPT_ARBITER, RIVAL_BY_COUNT, "prompt-span arbiter"),
                                       (DEEPER_READ, ARBITRATED, "deeper read"),
-                                      (HOLDERS_ALIKE, SERVED, "holders' likeness")):
+                                      (HOLDERS_ALIKE, SERVED, "holders' likeness"),
+                                      (SHARED_STOPS, SERVED, "shared prompt span")):
             print(f"First rankings, {rule} minus {reference}: over every tune set, then its test's replanted sets "
                   "alone")
             print(first_separation(frame, rule, reference).round(4).to_string(index=False))
@@ -462,6 +463,17 @@ HOLDERS_ALIKE = f"{SERVED}, the prompt's spans by their holders' likeness"
 (`holders_alike_order`), not most telling first: the test registered in docs/EVALUATION.md ("The prompt's spans by
 their holders' likeness"), run first on the sixth and seventh replanted sets, and not adopted (−0.0016 on them, +0.0031
 over every tune set, neither interval above 0)."""
+
+
+SHARED_STOPS = f"{SERVED}, a shared span of the prompt taken"
+"""SERVED with the test stopping at its first span where that is a rare telling span of the prompt that both views'
+top rows hold (`behaviour.SHARED_PROMPT_SPAN_STOPS`): the test registered in docs/EVALUATION.md ("A shared span of
+the prompt is taken"), run first on the eighth and ninth replanted sets."""
+
+
+def shared_stops_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
+    """SHARED_STOPS's findings per query: the served test with `behaviour.SHARED_PROMPT_SPAN_STOPS` on."""
+    return with_values(behaviour, {"SHARED_PROMPT_SPAN_STOPS": True}, lambda: served_findings(task, sig, m))
 
 
 def gradient_rows(pool: dict[str, np.ndarray]) -> np.ndarray:
@@ -796,7 +808,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
     from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED,
-    DEEPER_READ, HOLDERS_ALIKE, or one of FAMILY_VARIANTS)."""
+    DEEPER_READ, HOLDERS_ALIKE, SHARED_STOPS, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -826,6 +838,9 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         if rule == HOLDERS_ALIKE:
             served = holders_alike_findings(task, sig, m, pool)
             rules[rule] = lifted_rule(m, served)
+        if rule == SHARED_STOPS:
+            served = shared_stops_findings(task, sig, m)
+            rules[rule] = lifted_rule(m, served)
         if rule in (ARBITRATED, DEEPER_READ):  # the served rule before the deeper read, and the deeper read tried on it
             served = served_findings(task, sig, m, deeper=False)
             if rule == DEEPER_READ:
@@ -834,7 +849,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
         if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ,
-                    HOLDERS_ALIKE, *FAMILY_VARIANTS):
+                    HOLDERS_ALIKE, SHARED_STOPS, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -905,6 +920,7 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         for tested, served_as in ((PROMPT_ARBITER, ARBITRATED), (DEEPER_READ, SERVED)):
             if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
+        rules[SHARED_STOPS] = lifted_rule(m, shared_stops_findings(task, sig, m))
         pool_features = dict(np.load(out / f"{name}.pool.npz"))
         rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
         for share in PROMPT_FAMILY_SHARES:

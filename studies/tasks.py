@@ -50,7 +50,8 @@ folder or file is an `InputDataError` that says where it looked.
 - dev-<kind>-replant2, dev-<kind>-replant3 (pirate, story, sentiment): the same with seeds 15 to 20, added later on
   2026-11-28 for the next test (docs/EVALUATION.md, "The arbiter on the prompt's span"), written down before they were
   built; replant4 and replant5 (seeds 21 to 26) the same, for the deeper read; replant6 and replant7 (seeds 27 to 32)
-  the same, for the prompt's spans by their holders' likeness.
+  the same, for the prompt's spans by their holders' likeness; replant8 and replant9 (seeds 33 to 38) for a shared span
+  of the prompt taken.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
@@ -104,7 +105,7 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-story-replant": HeldSet("dev-story", 13, poison_seed=13),
              "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14),
              **{f"dev-{kind}-replant{n}": HeldSet(f"dev-{kind}", seed, poison_seed=seed)
-                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30))
+                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30), (8, 33), (9, 36))
                 for seed, kind in enumerate(("pirate", "story", "sentiment"), first)}}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 REPLANTED = {"loss arbiter": ("dev-pirate-replant", "dev-story-replant", "dev-sentiment-replant"),
@@ -113,10 +114,12 @@ REPLANTED = {"loss arbiter": ("dev-pirate-replant", "dev-story-replant", "dev-se
              "deeper read": tuple(f"dev-{kind}-replant{n}" for n in (4, 5)
                                  for kind in ("pirate", "story", "sentiment")),
              "holders' likeness": tuple(f"dev-{kind}-replant{n}" for n in (6, 7)
-                                        for kind in ("pirate", "story", "sentiment"))}
+                                        for kind in ("pirate", "story", "sentiment")),
+             "shared prompt span": tuple(f"dev-{kind}-replant{n}" for n in (8, 9)
+                                         for kind in ("pirate", "story", "sentiment"))}
 """test -> the sets planted afresh for it, read by no study before it (docs/EVALUATION.md, "The rival must be as
-telling", "The arbiter on the prompt's span", "The deeper read" and "The prompt's spans by their holders'
-likeness")."""
+telling", "The arbiter on the prompt's span", "The deeper read", "The prompt's spans by their holders' likeness" and
+"A shared span of the prompt is taken")."""
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"
