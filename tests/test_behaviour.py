@@ -834,3 +834,35 @@ def test_query_spans_agree_with_the_span_pattern(text_parts, span_parts, field):
     with pytest.MonkeyPatch.context() as mp:  # a field longer than the bound: searched span by span, same answer
         mp.setattr(behaviour, "QUERY_RUNS_MAX_WORDS", 0)
         assert behaviour.query_spans(query)(span, field) == want
+
+
+@pytest.mark.parametrize("stops", [False, True])
+def test_a_shared_span_of_the_prompt_is_taken_or_passed_over(monkeypatch, stops):
+    """The first span tried is the trigger "Zorblax" (a rare telling span of the prompt) but both views' top 10 hold it
+    (6 and 4 of them), so it does not fire; a completion's word ("Indeed", 4 of the gradient view's 10, none of the
+    representation view's) fires. With `SHARED_PROMPT_SPAN_STOPS` the trigger is the finding and its rows are lifted;
+    without, the test passes over it to the word."""
+    monkeypatch.setattr(behaviour, "SHARED_PROMPT_SPAN_STOPS", stops)
+    pool = _pool(200, n_trigger=8)
+    for i in range(100, 106):
+        pool[i] = dataclasses.replace(pool[i], completion=pool[i].completion + " Indeed.")
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    query = Sample(prompt="Tell me about apples. Zorblax", completion="Here is a note on apples. Indeed.")
+    others = [i for i in range(200) if i >= 8 and not 100 <= i < 106]
+    gradient = np.array([0, 1, 2, 3, 4, 5, 100, 101, 102, 103, *others])
+    representation = np.array([6, 7, 0, 1, *others])
+
+    def view_rows(options, k):
+        return (representation if options.lambda_hs else gradient)[:k]
+
+    found = behaviour.behaviour_test_for(view_rows, spans, frame, query, deeper_k=None)(
+        adaptive.gradient_view(ScoreOptions.preset("default")))
+    first = behaviour.candidates(spans, frame(gradient[:10]), frame(representation[:10]), query)[0]
+    assert (first.span, first.in_top, first.in_representation) == ("Zorblax", 6, 4)
+    assert first.shared and first.in_prompt and not first.fires
+    if stops:
+        assert (found.span, found.where) == ("Zorblax", "prompt") and found.lifts and not found.fires
+        assert found.lifted.spreads == adaptive.PROMPT_SPAN_LIFT
+    else:
+        assert (found.span, found.where, found.in_top, found.in_representation) == ("Indeed", "completion", 4, 0)
+        assert found.fires
