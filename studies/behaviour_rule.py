@@ -185,7 +185,7 @@ def main() -> int:
                                       (PROMPT_ARBITER, RIVAL_BY_COUNT, "prompt-span arbiter"),
                                       (DEEPER_READ, ARBITRATED, "deeper read"),
                                       (HOLDERS_ALIKE, SERVED, "holders' likeness"),
-                                      (SHARED_STOPS, SERVED, "shared prompt span")):
+                                      (SHARED_STOPS, PASSED_OVER, "shared prompt span")):
             print(f"First rankings, {rule} minus {reference}: over every tune set, then its test's replanted sets "
                   "alone")
             print(first_separation(frame, rule, reference).round(4).to_string(index=False))
@@ -468,12 +468,18 @@ over every tune set, neither interval above 0)."""
 SHARED_STOPS = f"{SERVED}, a shared span of the prompt taken"
 """SERVED with the test stopping at its first span where that is a rare telling span of the prompt that both views'
 top rows hold (`behaviour.SHARED_PROMPT_SPAN_STOPS`): the test registered in docs/EVALUATION.md ("A shared span of
-the prompt is taken"), run first on the eighth and ninth replanted sets."""
+the prompt is taken"), run first on the eighth and ninth replanted sets, and adopted: SERVED now is this rule, and
+PASSED_OVER the served rule before it."""
+PASSED_OVER = f"{SERVED}, a shared span of the prompt passed over"
+"""The served rule before SHARED_STOPS: a first span of the prompt that both views hold is passed over for a later one
+that fires."""
 
 
-def shared_stops_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
-    """SHARED_STOPS's findings per query: the served test with `behaviour.SHARED_PROMPT_SPAN_STOPS` on."""
-    return with_values(behaviour, {"SHARED_PROMPT_SPAN_STOPS": True}, lambda: served_findings(task, sig, m))
+def shared_stops_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], stops: bool = True
+                          ) -> Findings:
+    """SHARED_STOPS's findings per query (PASSED_OVER's without `stops`): the served test with
+    `behaviour.SHARED_PROMPT_SPAN_STOPS` set so."""
+    return with_values(behaviour, {"SHARED_PROMPT_SPAN_STOPS": stops}, lambda: served_findings(task, sig, m))
 
 
 def gradient_rows(pool: dict[str, np.ndarray]) -> np.ndarray:
@@ -921,6 +927,9 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
             if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
         rules[SHARED_STOPS] = lifted_rule(m, shared_stops_findings(task, sig, m))
+        rules[PASSED_OVER] = lifted_rule(m, shared_stops_findings(task, sig, m, stops=False))
+        if not np.array_equal(rules[SHARED_STOPS], rules[SERVED]):  # the product computes what was tested
+            raise SystemExit(f"[{name}] {SERVED}'s scores differ from {SHARED_STOPS}'s")
         pool_features = dict(np.load(out / f"{name}.pool.npz"))
         rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
         for share in PROMPT_FAMILY_SHARES:
