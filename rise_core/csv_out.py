@@ -7,6 +7,7 @@ text here is quoted instead (numbers stay bare, so they read back as numbers).
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 from typing import IO
 
 import pandas as pd
@@ -16,14 +17,20 @@ import pandas as pd
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _as_text(value: object) -> object:
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `df` whose text cells that start like a formula start with an apostrophe, so a spreadsheet shows
-    them as text. Numbers and every other cell are unchanged."""
+    """A copy of `df` whose text cells and column names (an uploaded pool's metadata names them) that start like a
+    formula start with an apostrophe, so a spreadsheet shows them as text. Numbers and every other cell are
+    unchanged."""
     out = df.copy()
     for name in out.columns:
         column = out[name]
         if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
-            out[name] = column.map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v)
+            out[name] = column.map(_as_text)
+    out.columns = [_as_text(name) for name in out.columns]
     return out
 
 
@@ -32,6 +39,6 @@ def csv_text(df: pd.DataFrame, *, for_spreadsheet: bool = False) -> str:
     return (spreadsheet_safe(df) if for_spreadsheet else df).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
 
 
-def write_csv(df: pd.DataFrame, target: str | IO[str]) -> None:
+def write_csv(df: pd.DataFrame, target: str | Path | IO[str]) -> None:
     """Write `df` as CSV (as `csv_text`, texts exact) to a path or an open text stream."""
     df.to_csv(target, index=False, quoting=csv.QUOTE_NONNUMERIC)

@@ -41,3 +41,9 @@ def test_spreadsheet_form_only_marks_formula_starts():
     assert safe["score"].tolist() == df["score"].tolist() and df["text"].tolist() == TEXTS
     back = pd.read_csv(io.StringIO(csv_text(df, for_spreadsheet=True)), keep_default_na=False)
     assert back["text"].tolist() == safe["text"].tolist()
+
+
+def test_a_column_named_like_a_formula_is_kept_as_text():
+    df = pd.DataFrame({"=cmd()": ["a"], "score": [1.0]})
+    back = pd.read_csv(io.StringIO(csv_text(df, for_spreadsheet=True)))
+    assert back.columns.tolist() == ["'=cmd()", "score"] and df.columns.tolist() == ["=cmd()", "score"]
