@@ -17,7 +17,7 @@ PACKAGE = ROOT / "rise_core"
 # lines before it.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "units", "saved_config", "env_limits", "config", "samples", "sketch", "vocab_pass", "model_lock",
-     "span_counts", "memo"),
+     "span_counts", "memo", "csv_out"),
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
