@@ -95,6 +95,8 @@ class HeldSet(NamedTuple):
     poison_seed: int | None = None
 
 
+REPLANTED_KINDS = ("pirate", "story", "sentiment")
+"""the backdoor kinds planted afresh in each replanted generation, in their seeds' order."""
 HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-held": HeldSet("dev-sentiment", 7),
              "dev-brainrot-held2": HeldSet("dev-brainrot", 6, 1), "dev-sentiment-held2": HeldSet("dev-sentiment", 7, 1),
              "dev-pirate-held": HeldSet("dev-pirate", 8), "dev-story-held": HeldSet("dev-story", 9),
@@ -106,17 +108,17 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14),
              **{f"dev-{kind}-replant{n}": HeldSet(f"dev-{kind}", seed, poison_seed=seed)
                 for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30), (8, 33), (9, 36))
-                for seed, kind in enumerate(("pirate", "story", "sentiment"), first)}}
+                for seed, kind in enumerate(REPLANTED_KINDS, first)}}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
-REPLANTED = {"loss arbiter": ("dev-pirate-replant", "dev-story-replant", "dev-sentiment-replant"),
-             "prompt-span arbiter": tuple(f"dev-{kind}-replant{n}" for n in (2, 3)
-                                          for kind in ("pirate", "story", "sentiment")),
-             "deeper read": tuple(f"dev-{kind}-replant{n}" for n in (4, 5)
-                                 for kind in ("pirate", "story", "sentiment")),
-             "holders' likeness": tuple(f"dev-{kind}-replant{n}" for n in (6, 7)
-                                        for kind in ("pirate", "story", "sentiment")),
-             "shared prompt span": tuple(f"dev-{kind}-replant{n}" for n in (8, 9)
-                                         for kind in ("pirate", "story", "sentiment"))}
+
+
+def _replants(*generations: int | str) -> tuple[str, ...]:
+    """The replanted sets of these generations ("" for the first), each backdoor kind of REPLANTED_KINDS."""
+    return tuple(f"dev-{kind}-replant{n}" for n in generations for kind in REPLANTED_KINDS)
+
+
+REPLANTED = {"loss arbiter": _replants(""), "prompt-span arbiter": _replants(2, 3), "deeper read": _replants(4, 5),
+             "holders' likeness": _replants(6, 7), "shared prompt span": _replants(8, 9)}
 """test -> the sets planted afresh for it, read by no study before it (docs/EVALUATION.md, "The rival must be as
 telling", "The arbiter on the prompt's span", "The deeper read", "The prompt's spans by their holders' likeness" and
 "A shared span of the prompt is taken")."""
