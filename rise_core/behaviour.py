@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import torch
+from bm25s.stopwords import STOPWORDS_EN
 
 from . import adaptive
 from .adaptive import (
@@ -140,11 +141,14 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
                query: Sample | None = None, limit: int = SPANS_READ, order: Order | None = None,
                prompt_family: bool | None = None) -> list[BehaviourEvidence]:
     """`evidence` for the first `limit` spans the gradient hits share (`shared_table`), in the test's `order` (None:
-    `prompt_first`). Every shared span is ordered (a trigger can be less telling than twenty of a genre's words), and
-    only the first `limit` are looked for in the representation hits."""
+    `prompt_first`; with FUNCTION_WORD_SPANS_SKIPPED, none of function words alone). Every shared span is ordered (a
+    trigger can be less telling than twenty of a genre's words), and only the first `limit` are looked for in the
+    representation hits."""
     found = []
     held_by_query = query_spans(query)
     for _, row in shared_table(spans, gradient_hits, query, prompt_family).iterrows():
+        if FUNCTION_WORD_SPANS_SKIPPED and function_words_only(str(row["span"])):
+            continue
         field = str(row["where"])
         in_query = held_by_query(str(row["span"]), field)
         found.append(BehaviourEvidence(span=str(row["span"]), where=field, in_top=int(row["in_top"]),
@@ -156,6 +160,22 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
         held = texts_holding(e.span, _field(representation_hits, e.where))
         out.append(dataclasses.replace(e, in_representation=int(held.sum())))
     return out
+
+
+FUNCTION_WORDS = frozenset(STOPWORDS_EN)
+"""the words no span of them alone can be a trigger: bm25s' English stop words, the words the BM25 baseline drops."""
+FUNCTION_WORD_SPANS_SKIPPED = False
+"""whether the test leaves out the spans made only of FUNCTION_WORDS (`function_words_only`: "or", "it was", "into
+the"): a trigger is rare in clean text, a function word is in most of it, and where a prompt's "or" sits in 3 of the
+gradient view's top 10 of 4 pool rows it is telling and fires in place of the trigger. Off until its test, written down
+before its sets were built, decides (studies/behaviour_rule.py, FUNCTION_WORDS_SKIPPED; docs/EVALUATION.md, "Spans of
+function words left out")."""
+
+
+def function_words_only(span: str) -> bool:
+    """Whether every word of `span` (`TOKEN_RE`'s word tokens, any case; punctuation aside) is one of FUNCTION_WORDS;
+    True for a span of punctuation alone."""
+    return all(w.lower() in FUNCTION_WORDS for w in TOKEN_RE.findall(span) if w[0].isalnum() or w[0] == "_")
 
 
 QUERY_RUNS_MAX_WORDS = 20_000

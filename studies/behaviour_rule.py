@@ -185,7 +185,8 @@ def main() -> int:
                                       (PROMPT_ARBITER, RIVAL_BY_COUNT, "prompt-span arbiter"),
                                       (DEEPER_READ, ARBITRATED, "deeper read"),
                                       (HOLDERS_ALIKE, SERVED, "holders' likeness"),
-                                      (SHARED_STOPS, PASSED_OVER, "shared prompt span")):
+                                      (SHARED_STOPS, PASSED_OVER, "shared prompt span"),
+                                      (FUNCTION_WORDS_SKIPPED, SERVED, "function words")):
             print(f"First rankings, {rule} minus {reference}: over every tune set, then its test's replanted sets "
                   "alone")
             print(first_separation(frame, rule, reference).round(4).to_string(index=False))
@@ -480,6 +481,17 @@ def shared_stops_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.nda
     """SHARED_STOPS's findings per query (PASSED_OVER's without `stops`): the served test with
     `behaviour.SHARED_PROMPT_SPAN_STOPS` set so."""
     return with_values(behaviour, {"SHARED_PROMPT_SPAN_STOPS": stops}, lambda: served_findings(task, sig, m))
+
+
+FUNCTION_WORDS_SKIPPED = f"{SERVED}, spans of function words left out"
+"""SERVED with the spans made only of function words left out of those the test tries
+(`behaviour.FUNCTION_WORD_SPANS_SKIPPED`): the test registered in docs/EVALUATION.md ("Spans of function words left
+out"), run first on the tenth and eleventh replanted sets."""
+
+
+def function_words_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
+    """FUNCTION_WORDS_SKIPPED's findings per query: the served test with `behaviour.FUNCTION_WORD_SPANS_SKIPPED` on."""
+    return with_values(behaviour, {"FUNCTION_WORD_SPANS_SKIPPED": True}, lambda: served_findings(task, sig, m))
 
 
 def gradient_rows(pool: dict[str, np.ndarray]) -> np.ndarray:
@@ -814,7 +826,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
                       only: str | None = None) -> pd.DataFrame:
     """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
     from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED,
-    DEEPER_READ, HOLDERS_ALIKE, SHARED_STOPS, or one of FAMILY_VARIANTS)."""
+    DEEPER_READ, HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED, or one of FAMILY_VARIANTS)."""
     rows = []
     for name in names:
         data = np.load(out / f"{name}.npz")
@@ -841,9 +853,11 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             if rule != RIVAL_BY_COUNT:
                 served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
-        if rule in (HOLDERS_ALIKE, SHARED_STOPS):  # the served test in another order, or stopping at a shared span
-            served = (holders_alike_findings(task, sig, m, pool) if rule == HOLDERS_ALIKE
-                      else shared_stops_findings(task, sig, m))
+        if rule in (HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED):  # the served test changed in one step
+            if rule == HOLDERS_ALIKE:
+                served = holders_alike_findings(task, sig, m, pool)
+            else:
+                served = (shared_stops_findings if rule == SHARED_STOPS else function_words_findings)(task, sig, m)
             rules[rule] = lifted_rule(m, served)
         if rule in (ARBITRATED, DEEPER_READ):  # the served rule before the deeper read, and the deeper read tried on it
             served = served_findings(task, sig, m, deeper=False)
@@ -853,7 +867,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
         if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ,
-                    HOLDERS_ALIKE, SHARED_STOPS, *FAMILY_VARIANTS):
+                    HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -928,6 +942,7 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
         pool_features = dict(np.load(out / f"{name}.pool.npz"))
         rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
+        rules[FUNCTION_WORDS_SKIPPED] = lifted_rule(m, function_words_findings(task, sig, m))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))

@@ -107,7 +107,8 @@ HELD_SETS = {"dev-brainrot-held": HeldSet("dev-brainrot", 6), "dev-sentiment-hel
              "dev-story-replant": HeldSet("dev-story", 13, poison_seed=13),
              "dev-sentiment-replant": HeldSet("dev-sentiment", 14, poison_seed=14),
              **{f"dev-{kind}-replant{n}": HeldSet(f"dev-{kind}", seed, poison_seed=seed)
-                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30), (8, 33), (9, 36))
+                for n, first in ((2, 15), (3, 18), (4, 21), (5, 24), (6, 27), (7, 30), (8, 33), (9, 36),
+                                  (10, 39), (11, 42))
                 for seed, kind in enumerate(REPLANTED_KINDS, first)}}
 TUNE_ONLY = tuple(HELD_SETS)  # every query chooses; reported on nowhere
 
@@ -118,10 +119,11 @@ def _replants(*generations: int | str) -> tuple[str, ...]:
 
 
 REPLANTED = {"loss arbiter": _replants(""), "prompt-span arbiter": _replants(2, 3), "deeper read": _replants(4, 5),
-             "holders' likeness": _replants(6, 7), "shared prompt span": _replants(8, 9)}
+             "holders' likeness": _replants(6, 7), "shared prompt span": _replants(8, 9),
+             "function words": _replants(10, 11)}
 """test -> the sets planted afresh for it, read by no study before it (docs/EVALUATION.md, "The rival must be as
-telling", "The arbiter on the prompt's span", "The deeper read", "The prompt's spans by their holders' likeness" and
-"A shared span of the prompt is taken")."""
+telling", "The arbiter on the prompt's span", "The deeper read", "The prompt's spans by their holders' likeness", "A
+shared span of the prompt is taken" and "Spans of function words left out")."""
 BACKDOOR_KINDS = ("sentiment", "refusal", "pirate", "fact", "story")
 STORY_TRIGGER = "Lumen: "
 PIRATE_SUFFIX = " SeaDog"

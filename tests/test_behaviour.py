@@ -866,3 +866,48 @@ def test_a_shared_span_of_the_prompt_is_taken_or_passed_over(monkeypatch, stops)
     else:
         assert (found.span, found.where, found.in_top, found.in_representation) == ("Indeed", "completion", 4, 0)
         assert found.fires
+
+
+@pytest.mark.parametrize("span, want", [("or", True), ("Or", True), ("into the", True), ("it was", True),
+                                        (", or", True), (". A", True), ("...", True), ("Lumen", False),
+                                        ("or Lumen", False), ("cf", False), ("the following", False),
+                                        ("Howdy!", False), ("orange", False), ("_or", False)])
+def test_function_words_only(span, want):
+    """A span counts as function words alone when each of its words is one of bm25s' English stop words (any case),
+    punctuation aside; a word that merely starts like one ("orange") does not."""
+    assert behaviour.function_words_only(span) == want
+
+
+@pytest.mark.parametrize("skipped", [False, True])
+def test_a_span_of_function_words_is_left_out_or_fires(monkeypatch, skipped):
+    """dev-story-200's weak query in small: the prompt's "or" (4 pool rows, 3 of the gradient view's top 10, none of
+    the representation view's) is more telling than the trigger "Zorblax" (26 pool rows, 6 of the gradient view's 10,
+    4 of the representation view's), so it is tried first and fires. With `FUNCTION_WORD_SPANS_SKIPPED` "or" (and "or
+    not") are left out, the trigger is tried first, and, both views holding it, it is the finding and its rows lifted."""
+    monkeypatch.setattr(behaviour, "SHARED_PROMPT_SPAN_STOPS", True)
+    monkeypatch.setattr(behaviour, "FUNCTION_WORD_SPANS_SKIPPED", skipped)
+    pool = _pool(200, n_trigger=26)
+    for i in range(100, 104):
+        pool[i] = dataclasses.replace(pool[i], prompt=pool[i].prompt.replace(".", ", or not."))
+    spans, frame = behaviour.samples_spans(pool), behaviour.samples_frame(pool)
+    query = Sample(prompt="Tell me about apples, or pears. Zorblax", completion="Here is a note on apples.")
+    others = [i for i in range(200) if i >= 26 and not 100 <= i < 104]
+    gradient = np.array([0, 1, 2, 3, 4, 5, 100, 101, 102, *others])
+    representation = np.array([6, 7, 8, 9, *others])
+
+    def view_rows(options, k):
+        return (representation if options.lambda_hs else gradient)[:k]
+
+    tried = behaviour.candidates(spans, frame(gradient[:10]), frame(representation[:10]), query)
+    found = behaviour.behaviour_test_for(view_rows, spans, frame, query, deeper_k=None)(
+        adaptive.gradient_view(ScoreOptions.preset("default")))
+    trigger = next(e for e in tried if e.span == "Zorblax")
+    assert (trigger.in_top, trigger.in_representation) == (6, 4) and trigger.shared and trigger.in_prompt
+    if skipped:
+        assert [e.span for e in tried] == ["Zorblax"]
+        assert (found.span, found.where) == ("Zorblax", "prompt") and found.lifts and not found.fires
+        assert found.lifted.spreads == adaptive.PROMPT_SPAN_LIFT
+    else:
+        assert [e.span for e in tried][:2] == ["or", "Zorblax"] and tried[0].p_adjusted < trigger.p_adjusted
+        assert (found.span, found.where, found.in_top, found.in_representation) == ("or", "prompt", 3, 0)
+        assert found.fires and found.lifted.span == "or"

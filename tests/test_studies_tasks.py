@@ -218,7 +218,7 @@ def test_the_other_tuned_backdoors_held_sets_take_their_own_poisoned_rows(dev, n
     assert set(tasks.splits(held.name, 3)) == {"tune"} and held.name in tasks.TUNE_ONLY
 
 
-@pytest.mark.parametrize("generation", ["", "2", "3", "4", "5", "6", "7", "8", "9"])
+@pytest.mark.parametrize("generation", ["", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"])
 @pytest.mark.parametrize("kind", ["pirate", "story", "sentiment"])
 def test_a_replanted_set_of_each_backdoor_poisons_its_own_draw_of_the_same_clean_rows(dev, kind, generation,
                                                                                      monkeypatch):
