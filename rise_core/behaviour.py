@@ -167,9 +167,10 @@ FUNCTION_WORDS = frozenset(STOPWORDS_EN)
 FUNCTION_WORD_SPANS_SKIPPED = False
 """whether the test leaves out the spans made only of FUNCTION_WORDS (`function_words_only`: "or", "it was", "into
 the"): a trigger is rare in clean text, a function word is in most of it, and where a prompt's "or" sits in 3 of the
-gradient view's top 10 of 4 pool rows it is telling and fires in place of the trigger. Off until its test, written down
-before its sets were built, decides (studies/behaviour_rule.py, FUNCTION_WORDS_SKIPPED; docs/EVALUATION.md, "Spans of
-function words left out")."""
+gradient view's top 10 of 4 pool rows it is telling and fires in place of the trigger. Off: its test, written down
+before its sets were built, did not adopt it (the fresh sets −0.0021 auPRC@10, every tune set +0.0021, 95% interval
+−0.0007 to +0.0051; studies/behaviour_rule.py, FUNCTION_WORDS_SKIPPED; docs/EVALUATION.md, "Spans of function words
+left out")."""
 
 
 def function_words_only(span: str) -> bool:
