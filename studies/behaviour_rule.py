@@ -476,13 +476,6 @@ PASSED_OVER = f"{SERVED}, a shared span of the prompt passed over"
 that fires."""
 
 
-def shared_stops_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray], stops: bool = True
-                          ) -> Findings:
-    """SHARED_STOPS's findings per query (PASSED_OVER's without `stops`): the served test with
-    `behaviour.SHARED_PROMPT_SPAN_STOPS` set so."""
-    return with_values(behaviour, {"SHARED_PROMPT_SPAN_STOPS": stops}, lambda: served_findings(task, sig, m))
-
-
 FUNCTION_WORDS_SKIPPED = f"{SERVED}, spans of function words left out"
 """SERVED with the spans made only of function words left out of those the test tries
 (`behaviour.FUNCTION_WORD_SPANS_SKIPPED`): the test registered in docs/EVALUATION.md ("Spans of function words left
@@ -490,9 +483,14 @@ out"), run first on the tenth and eleventh replanted sets, and not adopted (−0
 tune set, neither interval above 0)."""
 
 
-def function_words_findings(task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
-    """FUNCTION_WORDS_SKIPPED's findings per query: the served test with `behaviour.FUNCTION_WORD_SPANS_SKIPPED` on."""
-    return with_values(behaviour, {"FUNCTION_WORD_SPANS_SKIPPED": True}, lambda: served_findings(task, sig, m))
+FLAGGED = {SHARED_STOPS: {"SHARED_PROMPT_SPAN_STOPS": True}, PASSED_OVER: {"SHARED_PROMPT_SPAN_STOPS": False},
+           FUNCTION_WORDS_SKIPPED: {"FUNCTION_WORD_SPANS_SKIPPED": True}}
+"""rule -> the `behaviour` flags that make the served test that rule."""
+
+
+def flagged_findings(rule: str, task: tasks.Task, sig: list[dict], m: dict[str, np.ndarray]) -> Findings:
+    """The findings per query of one of FLAGGED's rules: the served test with its `behaviour` flags set so."""
+    return with_values(behaviour, FLAGGED[rule], lambda: served_findings(task, sig, m))
 
 
 def gradient_rows(pool: dict[str, np.ndarray]) -> np.ndarray:
@@ -854,11 +852,9 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
             if rule != RIVAL_BY_COUNT:
                 served = loss_arbitrated(served, samples_spans(task.pool), m["row_loss"], rule == PROMPT_ARBITER)
             rules[rule] = lifted_rule(m, served)
-        if rule in (HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED):  # the served test changed in one step
-            if rule == HOLDERS_ALIKE:
-                served = holders_alike_findings(task, sig, m, pool)
-            else:
-                served = (shared_stops_findings if rule == SHARED_STOPS else function_words_findings)(task, sig, m)
+        if rule == HOLDERS_ALIKE or rule in FLAGGED:  # the served test in another order, or with a flag set
+            served = (holders_alike_findings(task, sig, m, pool) if rule == HOLDERS_ALIKE
+                      else flagged_findings(rule, task, sig, m))
             rules[rule] = lifted_rule(m, served)
         if rule in (ARBITRATED, DEEPER_READ):  # the served rule before the deeper read, and the deeper read tried on it
             served = served_findings(task, sig, m, deeper=False)
@@ -868,7 +864,7 @@ def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | 
         shown = rules[rule]
         # the span lift kept after marks, in standard deviations per row: where the shown ranking lifts
         if rule in (TRIGGER, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED, DEEPER_READ,
-                    HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED, *FAMILY_VARIANTS):
+                    HOLDERS_ALIKE, *FLAGGED, *FAMILY_VARIANTS):
             fire, held = trigger_lifts(findings if rule == TRIGGER else served)
         else:
             held = [None if h is None else adaptive.SPAN_LIFT * h for h in (lifted if rule == SHARED else fired)]
@@ -936,14 +932,14 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         arbitrated = served_findings(task, sig, m, deeper=False)
         rules[ARBITRATED] = lifted_rule(m, arbitrated)
         rules[DEEPER_READ] = lifted_rule(m, deeper_read(arbitrated, task, m))
-        rules[SHARED_STOPS] = lifted_rule(m, shared_stops_findings(task, sig, m))
-        rules[PASSED_OVER] = lifted_rule(m, shared_stops_findings(task, sig, m, stops=False))
+        rules[SHARED_STOPS] = lifted_rule(m, flagged_findings(SHARED_STOPS, task, sig, m))
+        rules[PASSED_OVER] = lifted_rule(m, flagged_findings(PASSED_OVER, task, sig, m))
         for tested, served_as in ((PROMPT_ARBITER, ARBITRATED), (DEEPER_READ, SERVED), (SHARED_STOPS, SERVED)):
             if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
         pool_features = dict(np.load(out / f"{name}.pool.npz"))
         rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
-        rules[FUNCTION_WORDS_SKIPPED] = lifted_rule(m, function_words_findings(task, sig, m))
+        rules[FUNCTION_WORDS_SKIPPED] = lifted_rule(m, flagged_findings(FUNCTION_WORDS_SKIPPED, task, sig, m))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))

@@ -51,7 +51,7 @@ folder or file is an `InputDataError` that says where it looked.
   2026-11-28 for the next test (docs/EVALUATION.md, "The arbiter on the prompt's span"), written down before they were
   built; replant4 and replant5 (seeds 21 to 26) the same, for the deeper read; replant6 and replant7 (seeds 27 to 32)
   the same, for the prompt's spans by their holders' likeness; replant8 and replant9 (seeds 33 to 38) for a shared span
-  of the prompt taken.
+  of the prompt taken; replant10 and replant11 (seeds 39 to 44) for spans of function words left out.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
