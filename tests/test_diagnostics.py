@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import torch
 from conftest import CORPUS, FLOAT64_TOL
@@ -27,7 +28,7 @@ from rise_core.diagnostics import (
     sparsity,
 )
 from rise_core.diagnostics import runner as runner_mod
-from rise_core.diagnostics._common import exact_factors, exact_grams, rh_inner
+from rise_core.diagnostics._common import DiagnosticResult, exact_factors, exact_grams, rh_inner
 from rise_core.engine import RiseExtractor, readout_forward, sparse_residual, support_mask
 from rise_core.errors import ConfigError, InputDataError
 from rise_core.ingest import read_samples
@@ -400,6 +401,23 @@ def test_run_diagnostics_caches_and_reloads(tiny_llama, tmp_path, monkeypatch):
     loaded = load_results(out)
     assert set(loaded) == set(first)
     assert set(loaded["rhgh"].tables) == {"examples"}
+
+
+def test_cached_tables_read_back_exactly(tmp_path):
+    # pool texts that CSV readers take for missing values or numbers (the rhgh examples' "candidate" column holds
+    # pool texts): the cache gives them back as they were, with the numbers' dtypes, and keeps a CSV copy beside them
+    texts = ["NA", "null", "N/A", "3.0", "", "=1+1", "a, \"quoted\" text"]
+    table = pd.DataFrame({"candidate": texts, "score": [0.5, float("nan"), -1.0, 2.0, 0.0, 1e-300, 3.25],
+                          "rank": range(1, len(texts) + 1)})
+    result = DiagnosticResult("rhgh", {"examples": table}, {"n": 7}, {"k": 2})
+    runner_mod.save_result(result, tmp_path, key="k1")
+    back = runner_mod.load_result(tmp_path, "rhgh", key="k1")
+    pd.testing.assert_frame_equal(back["examples"], table)
+    assert back.summary == {"n": 7}
+    assert (tmp_path / "rhgh" / "examples.csv").exists()
+    assert runner_mod.load_result(tmp_path, "rhgh", key="another") is None
+    (tmp_path / "rhgh" / "examples.parquet").write_bytes(b"not parquet")  # a damaged cache is recomputed, not read
+    assert runner_mod.load_result(tmp_path, "rhgh", key="k1") is None
 
 
 def test_parse_which_and_options_validate():

@@ -1,10 +1,12 @@
-"""Running several diagnostics at once, with results cached on disk as CSV tables + a JSON summary.
+"""Running several diagnostics at once, with results cached on disk as Parquet tables (a CSV copy of each beside it)
++ a JSON summary.
 
 Layout of an output directory (by default `<index file>.diagnostics/`, next to the index)::
 
     manifest.json                  {"format", "diagnostics": {name: {key, created_at, seconds, summary}}}
     <name>/result.json             name, key, params, summary, table names, context, created_at, seconds
-    <name>/<table>.csv             one file per table
+    <name>/<table>.parquet         one file per table, read back exactly (a pool text "NA" stays "NA")
+    <name>/<table>.csv             the same table for a spreadsheet or a shell (written, never read back)
 
 Each diagnostic's cache key hashes what its result depends on: the model fingerprint, the RISE config, the score
 options, the samples, the sketch and hidden mean in use, the index identity and the diagnostic's own parameters.
@@ -28,8 +30,10 @@ from typing import Any
 
 import pandas as pd
 import torch
+from pyarrow import ArrowException
 
 from ..config import RiseConfig, ScoreOptions
+from ..csv_out import write_csv
 from ..errors import ConfigError, InputDataError
 from ..ingest import jsonable
 from ..models import LoadedModel
@@ -46,7 +50,9 @@ from .sparsity import DEFAULT_K_VALUES, DEFAULT_TAU_VALUES, sparsity
 logger = logging.getLogger(__name__)
 
 DIAGNOSTICS = ("energy", "discriminativeness", "sparsity", "rhgh", "fidelity")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+"""2: tables read back from Parquet (1: from CSV, where a pool text such as "NA" or "null" came back as a missing
+value and a numeric-looking one as a number)."""
 MANIFEST = "manifest.json"
 RESULT = "result.json"
 
@@ -145,7 +151,8 @@ def save_result(result: DiagnosticResult, directory: str | Path, key: str, conte
     tmp.mkdir()
     try:
         for table, df in result.tables.items():
-            df.to_csv(tmp / f"{table}.csv", index=False)
+            df.to_parquet(tmp / f"{table}.parquet", index=False)
+            write_csv(df, tmp / f"{table}.csv")
         created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         record = {"name": result.name, "key": key, "format": CACHE_FORMAT, "params": result.params,
                   "summary": result.summary, "tables": list(result.tables), "context": context or {},
@@ -183,8 +190,8 @@ def load_result(directory: str | Path, name: str, key: str | None = None) -> Dia
     if record.get("format") != CACHE_FORMAT or (key is not None and record.get("key") != key):
         return None
     try:
-        tables = {t: pd.read_csv(folder / f"{t}.csv") for t in record.get("tables", [])}
-    except (OSError, ValueError, pd.errors.EmptyDataError):
+        tables = {t: pd.read_parquet(folder / f"{t}.parquet") for t in record.get("tables", [])}
+    except (OSError, ValueError, ArrowException):
         return None
     return DiagnosticResult(name, tables, record.get("summary") or {}, record.get("params") or {})
 
