@@ -147,11 +147,11 @@ def candidates(spans: PoolSpans, gradient_hits: pd.DataFrame, representation_hit
     found = []
     held_by_query = query_spans(query)
     for _, row in shared_table(spans, gradient_hits, query, prompt_family).iterrows():
-        if FUNCTION_WORD_SPANS_SKIPPED and function_words_only(str(row["span"])):
+        span, field = str(row["span"]), str(row["where"])
+        if FUNCTION_WORD_SPANS_SKIPPED and function_words_only(span):
             continue
-        field = str(row["where"])
-        in_query = held_by_query(str(row["span"]), field)
-        found.append(BehaviourEvidence(span=str(row["span"]), where=field, in_top=int(row["in_top"]),
+        in_query = held_by_query(span, field)
+        found.append(BehaviourEvidence(span=span, where=field, in_top=int(row["in_top"]),
                                        top_k=len(gradient_hits), pool_fraction=float(row["pool_fraction"]),
                                        p_adjusted=float(row["p_adjusted"]), in_representation=0, in_query=in_query,
                                        corrected_over=str(row["family"])))

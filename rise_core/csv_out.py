@@ -15,6 +15,8 @@ import pandas as pd
 # a text cell starting with one of these is run as a formula by a spreadsheet that opens the file (OWASP, "CSV
 # injection"); downloads from a shared server carry texts that other people wrote
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# without the frame's index, every text quoted (numbers bare)
+TO_CSV = {"index": False, "quoting": csv.QUOTE_NONNUMERIC}
 
 
 def _as_text(value: object) -> object:
@@ -36,9 +38,9 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 def csv_text(df: pd.DataFrame, *, for_spreadsheet: bool = False) -> str:
     """`df` as CSV text without its index, every text quoted; `for_spreadsheet` applies `spreadsheet_safe` first."""
-    return (spreadsheet_safe(df) if for_spreadsheet else df).to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC)
+    return (spreadsheet_safe(df) if for_spreadsheet else df).to_csv(**TO_CSV)
 
 
 def write_csv(df: pd.DataFrame, target: str | Path | IO[str]) -> None:
     """Write `df` as CSV (as `csv_text`, texts exact) to a path or an open text stream."""
-    df.to_csv(target, index=False, quoting=csv.QUOTE_NONNUMERIC)
+    df.to_csv(target, **TO_CSV)
