@@ -21,11 +21,7 @@ from explorer.views import (
 from rise_core import ann, attribution
 
 ui.page("attribute")
-path = widgets.index_picker()
-if path is None:
-    st.stop()
-with ui.friendly("open the index", stop=True):
-    index = resources.open_index(path)
+path, index = widgets.picked_index()
 has_hs = index.config.hidden_channel
 
 left, right = st.columns([3, 1])

@@ -14,11 +14,7 @@ from explorer import compare_ui, contrast_ui, resources, ui, widgets
 from rise_core.methods import COMPARE_METHODS, PEER_METHODS, compare_methods
 
 ui.page("compare")
-path = widgets.index_picker()
-if path is None:
-    st.stop()
-with ui.friendly("open the index", stop=True):
-    index = resources.open_index(path)
+path, index = widgets.picked_index()
 
 left, right = st.columns([3, 1])
 with left:

@@ -15,11 +15,7 @@ from rise_core import attribution
 
 ui.page("select")
 limits = request_limits()
-path = widgets.index_picker()
-if path is None:
-    st.stop()
-with ui.friendly("open the index", stop=True):
-    index = resources.open_index(path)
+path, index = widgets.picked_index()
 
 left, right = st.columns([3, 1])
 with right:

@@ -71,6 +71,17 @@ def index_picker() -> str | None:
     return None
 
 
+def picked_index() -> tuple[str, RiseIndex]:
+    """The sidebar's chosen index (`index_picker`) and the index opened; the page stops (after the picker's hint, or
+    a plain error) when there is none or it does not open."""
+    path = index_picker()
+    if path is None:
+        st.stop()
+    with friendly("open the index", stop=True):  # on an error it shows a message and stops the page
+        index = open_index(path)
+    return path, index
+
+
 # --- scoring ----------------------------------------------------------------------------------------------------------
 
 NO_HS = ("This index has no HS channel (built with hidden_channel off, or before it existed): it is scored on RH + "
