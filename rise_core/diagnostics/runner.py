@@ -171,7 +171,7 @@ def save_result(result: DiagnosticResult, directory: str | Path, key: str, conte
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     except (OSError, json.JSONDecodeError):
         manifest = {}
-    manifest.setdefault("format", CACHE_FORMAT)
+    manifest["format"] = CACHE_FORMAT  # the format of the results written last (each result.json names its own)
     manifest.setdefault("diagnostics", {})[result.name] = jsonable(
         {"key": key, "created_at": record["created_at"], "seconds": seconds, "summary": result.summary})
     tmp_manifest = root / f".{MANIFEST}.tmp-{uuid.uuid4().hex[:8]}"
