@@ -414,7 +414,8 @@ def test_cached_tables_read_back_exactly(tmp_path):
     back = runner_mod.load_result(tmp_path, "rhgh", key="k1")
     pd.testing.assert_frame_equal(back["examples"], table)
     assert back.summary == {"n": 7}
-    assert (tmp_path / "rhgh" / "examples.csv").exists()
+    copy = (tmp_path / "rhgh" / "examples.csv").read_text(encoding="utf-8")  # for a spreadsheet: no live formula
+    assert "\"'=1+1\"" in copy and "\"=1+1\"" not in copy
     assert runner_mod.load_result(tmp_path, "rhgh", key="another") is None
     (tmp_path / "rhgh" / "examples.parquet").write_bytes(b"not parquet")  # a damaged cache is recomputed, not read
     assert runner_mod.load_result(tmp_path, "rhgh", key="k1") is None

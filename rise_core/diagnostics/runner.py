@@ -6,7 +6,7 @@ Layout of an output directory (by default `<index file>.diagnostics/`, next to t
     manifest.json                  {"format", "diagnostics": {name: {key, created_at, seconds, summary}}}
     <name>/result.json             name, key, params, summary, table names, context, created_at, seconds
     <name>/<table>.parquet         one file per table, read back exactly (a pool text "NA" stays "NA")
-    <name>/<table>.csv             the same table for a spreadsheet or a shell (written, never read back)
+    <name>/<table>.csv             the same table for a spreadsheet (`csv_out.spreadsheet_safe`; never read back)
 
 Each diagnostic's cache key hashes what its result depends on: the model fingerprint, the RISE config, the score
 options, the samples, the sketch and hidden mean in use, the index identity and the diagnostic's own parameters.
@@ -33,7 +33,7 @@ import torch
 from pyarrow import ArrowException
 
 from ..config import RiseConfig, ScoreOptions
-from ..csv_out import write_csv
+from ..csv_out import csv_text
 from ..errors import ConfigError, InputDataError
 from ..ingest import jsonable
 from ..models import LoadedModel
@@ -152,7 +152,7 @@ def save_result(result: DiagnosticResult, directory: str | Path, key: str, conte
     try:
         for table, df in result.tables.items():
             df.to_parquet(tmp / f"{table}.parquet", index=False)
-            write_csv(df, tmp / f"{table}.csv")
+            (tmp / f"{table}.csv").write_text(csv_text(df, for_spreadsheet=True), encoding="utf-8")
         created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         record = {"name": result.name, "key": key, "format": CACHE_FORMAT, "params": result.params,
                   "summary": result.summary, "tables": list(result.tables), "context": context or {},
