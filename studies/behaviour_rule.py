@@ -28,7 +28,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,15 +37,19 @@ import pandas as pd
 import torch
 
 from rise_core import adaptive, behaviour
+from rise_core import feedback as feedback_module
 from rise_core.baselines import BM25Scorer
 from rise_core.behaviour import behaviour_test_for, holders_excess, samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
     MarkedWords,
+    Marks,
+    RowScores,
     SpanLift,
     apply_feedback,
     simulate_analyst,
+    split_marks,
     standardise,
     turned,
     unit_row_scores,
@@ -154,6 +158,9 @@ def main() -> int:
     ap.add_argument("--feedback-rule", default="", help="a rule's name: run the simulated analyst from its ranking")
     ap.add_argument("--served-feedback-only", action="store_true",
                     help="with --feedback-rule: only the served feedback (SERVED_FEEDBACK), not the whole grid")
+    ap.add_argument("--feedback-variants", default="",
+                    help="with --feedback-rule: only the served feedback and these variants of the grid (their names, "
+                    "separated by '|'; e.g. the two of ORTHOGONAL_NO)")
     ap.add_argument("--hs-layers", default="", help="studies.hs_layers' folder: score HS at --hs-depth from it")
     ap.add_argument("--hs-depth", type=float, default=1.0, help="with --hs-layers: the HS channel's layer "
                     "(RiseConfig.hs_depth); every rule is rescored with it (not 'auto (today)', the served scores)")
@@ -194,8 +201,9 @@ def main() -> int:
             if replanted:
                 print(first_separation(frame, rule, reference, replanted).round(4).to_string(index=False))
     if args.feedback_rule and args.stage in ("rules", "all", "feedback"):
-        fb = evaluate_feedback(out, names, args.feedback_rule, layers,
-                               SERVED_FEEDBACK if args.served_feedback_only else None)
+        only = ((SERVED_FEEDBACK,) if args.served_feedback_only else
+                (SERVED_FEEDBACK, *args.feedback_variants.split("|")) if args.feedback_variants else None)
+        fb = evaluate_feedback(out, names, args.feedback_rule, layers, only)
         fb.to_csv(out / "feedback.csv", index=False)
         ftab = mean_table(fb, "auPRC", ["variant", "marks"])
         ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
@@ -377,6 +385,54 @@ EACH_MARK = (0.75, 1.0, 2.0)
 def each_mark_variant(beta: float) -> str:
     """The name of an EACH_MARK variant."""
     return f"served start, turn {FeedbackConfig().turn_after}, each mark beta {beta:g}"
+
+
+def orthogonal_no_rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float,
+                          gamma: float = 1.0, each_mark: bool = False) -> np.ndarray:
+    """`feedback.rocchio` with the "no" rows' mean scores less their least-squares part along what the query and the
+    yes rows already ask (that profile, centred), so that a "no" on the query's nearest neighbour does not cancel the
+    query. Explored, not served (docs/EVALUATION.md, "Feedback: a "not this" that does not cancel the query")."""
+    relevant, irrelevant = split_marks(marks, len(query_z))
+    out = np.asarray(query_z, dtype=np.float64).copy()
+    mass = beta * max(len(relevant), 1) if each_mark else beta
+    if beta and relevant:
+        out += mass * standardise(row_scores(relevant)).mean(axis=0)
+    if beta and gamma and irrelevant:
+        no = standardise(row_scores(irrelevant)).mean(axis=0)
+        asked = out - out.mean()
+        norm = float(asked @ asked)
+        if norm > 0:
+            no = no - float(no @ asked) / norm * asked
+        out -= gamma * mass * no
+    return standardise(out)
+
+
+ORTHOGONAL_NO = {"served, the no rows orthogonal to the query": False,
+                 "served, the no rows orthogonal to the query in HS alone": True}
+"""the served feedback with `orthogonal_no_rocchio` in place of `feedback.rocchio`, in every channel (False) or in
+HS alone (True; the other channels' parts and the lifts as served)."""
+
+
+def orthogonal_no_ranker(hs_alone: bool, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict,
+                         first: np.ndarray, own: dict[str, float], words: MarkedWords | None,
+                         span: SpanLift | None) -> Callable[[dict], np.ndarray]:
+    """An ORTHOGONAL_NO variant's ranker (marks -> scores), from the served start `own`."""
+
+    def orthogonal(marks: dict):
+        return with_values(feedback_module, {"rocchio": orthogonal_no_rocchio},
+                           lambda: apply_feedback(raw, rows_fn, marks, own, cfg, words, span))
+
+    def ranked(marks: dict) -> np.ndarray:
+        if not marks:
+            return first
+        if not hs_alone:
+            return orthogonal(marks).total
+        served = apply_feedback(raw, rows_fn, marks, own, cfg, words, span)
+        if "HS" not in served.parts:
+            return served.total
+        return served.total - served.parts["HS"] + orthogonal(marks).parts["HS"]
+
+    return ranked
 
 
 SERVED_FEEDBACK = turn_variant("turn", FeedbackConfig().turn_after) if FeedbackConfig().turn_after else STARTED
@@ -707,14 +763,15 @@ def interleave(first: np.ndarray, second: np.ndarray, rest: np.ndarray, depth: i
 
 def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], shown: np.ndarray, fire: np.ndarray,
                       labels: np.ndarray, task: tasks.Task, marks: tuple[int, ...] = (1, 3, 5),
-                      held: list[np.ndarray | None] | None = None, only: str | None = None) -> list[dict]:
+                      held: list[np.ndarray | None] | None = None, only: Sequence[str] | None = None
+                      ) -> list[dict]:
     """The simulated analyst (`rise_core.feedback.simulate_analyst`) on each feedback variant, per query: the marks
     start from the view the test chose (else the fixed weights), beta 1, tau 1, and the grid of gamma (the irrelevant
     marks' weight) x words (the marked words' weight, `feedback.MarkedWords` over BM25 of the pool's texts), with no
     lift after marks; then, at gamma 0.75 and words 0.25, the lifts after marks: the test's span lift kept (`held`:
     per query, each pool row's lift in standard deviations, 0 where a row lacks the span, None where the shown ranking
-    lifts none) unless the marks reject it, and the marked word's lift (`FeedbackConfig.word_lift`). `only`: that
-    variant alone."""
+    lifts none) unless the marks reject it, and the marked word's lift (`FeedbackConfig.word_lift`); then the later
+    grids (the start, the turns, the strengths, each mark, the orthogonal "no"). `only`: those variants alone."""
     rows_fn = {c: unit_row_scores(torch.from_numpy(pool[c.lower()]), torch.from_numpy(pool[f"scale_{c.lower()}"]))
                for c in ("RH", "GH", "HS")}
     lambdas = {"fixed": {"RH": 1.4, "GH": 1.0, "HS": 1.0}, "grad": {"RH": 1.4, "GH": 1.0, "HS": 0.0}}
@@ -767,6 +824,8 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
         for beta in EACH_MARK:
             variants[each_mark_variant(beta)] = _turned_ranker(
                 "turn", FeedbackConfig(beta=beta, each_mark=True), raw, rows_fn, shown[q], own, other, words, span)
+        for name, hs_alone in ORTHOGONAL_NO.items():
+            variants[name] = orthogonal_no_ranker(hs_alone, FeedbackConfig(), raw, rows_fn, shown[q], own, words, span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])
@@ -776,7 +835,10 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
                                                    FeedbackConfig(beta=1.0, tau=1.0, gamma=1.0, words=0.0,
                                                                   max_evidence=UNBOUNDED)).total)
         if only is not None:
-            variants = {only: variants[only]}
+            unknown = [n for n in only if n not in variants]
+            if unknown:
+                raise SystemExit(f"no feedback variant named {unknown}")
+            variants = {n: variants[n] for n in dict.fromkeys(only)}
         for name, rank_with in variants.items():
             for n, scores in simulate_analyst(rank_with, labels, marks).items():
                 out.append({"variant": name, "marks": n, "query": q, "auPRC": float(auprc(scores[None, :], labels)[0])})
@@ -822,8 +884,8 @@ def _turned_ranker(how: str, cfg: FeedbackConfig, raw: dict[str, np.ndarray], ro
 
 
 def evaluate_feedback(out: Path, names: list[str], rule: str, layers: HsLayer | None = None,
-                      only: str | None = None) -> pd.DataFrame:
-    """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: that one),
+                      only: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per query, the simulated analyst's auPRC@K after 1, 3 and 5 marks on each feedback variant (`only`: those),
     from `rule`'s ranking (a rule of the rules stage, SERVED, RIVAL_BY_COUNT, LOSS_ARBITER, PROMPT_ARBITER, ARBITRATED,
     DEEPER_READ, HOLDERS_ALIKE, SHARED_STOPS, FUNCTION_WORDS_SKIPPED, or one of FAMILY_VARIANTS)."""
     rows = []
