@@ -143,7 +143,7 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
 
     n_marks = list(parse_list(marks, int, "--feedback"))
     curves = feedback_curves(task, cache, config, options, n_marks)
-    curves.to_csv(out / f"{stem}_feedback.csv", index=False)
+    write_csv(curves, out / f"{stem}_feedback.csv")
     print(f"\n#### Relevance feedback on {task.name}: auPRC@10 after m marks (simulated analyst)\n")
     print(feedback_table(curves).round(3).to_markdown())
 
@@ -199,11 +199,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                            attack_rates=attack.to_dict() if attack else None,
                            shown_by=attack.reading_summary() if attack else None)
         stem = f"{task.name}_retrospective" if args.retrospective else task.name
-        report.table.to_csv(out / f"{stem}_methods.csv", index=False)
+        write_csv(report.table, out / f"{stem}_methods.csv")
         if SHOWN in report.subsets:
-            report.subsets[SHOWN].to_csv(out / f"{stem}_methods_shown.csv", index=False)
+            write_csv(report.subsets[SHOWN], out / f"{stem}_methods_shown.csv")
         if report.agreement is not None:
-            report.agreement.to_csv(out / f"{stem}_agreement.csv")
+            write_csv(report.agreement.reset_index(), out / f"{stem}_agreement.csv")
         if report.per_query is not None:
             write_csv(_per_query_frame(report, attack), out / f"{stem}_per_query.csv")
         (out / f"{stem}_methods.md").write_text(report.markdown() + "\n")
@@ -211,7 +211,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(report.markdown())
         if args.sweep and cache is not None:
             table: pd.DataFrame = sweep(task, cache, config, options)
-            table.to_csv(out / f"{task.name}_sweep.csv", index=False)
+            write_csv(table, out / f"{task.name}_sweep.csv")
             print(f"\n#### RISE choices on {task.name} (sorted by unified auPRC)\n")
             print(table.round(3).to_markdown(index=False))
         if args.feedback and cache is not None:

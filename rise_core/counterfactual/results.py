@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..csv_out import write_csv
 from ..errors import InputDataError
 from ..methods import RISE
 from .config import (
@@ -139,7 +140,7 @@ def write_results(result: CounterfactualResult) -> None:
     out = result.out_dir
     table = result.arms.copy()
     table["removed"] = [" ".join(r) for r in table["removed"]]
-    table.to_csv(out / RESULTS_CSV, index=False)
+    write_csv(table, out / RESULTS_CSV)
     write_json(out / RESULTS_JSON, {
         "format": FORMAT, "complete": result.complete, "stopped": result.stopped,
         "headline": result.headline() if RISE in result.plan.config.methods else None,
