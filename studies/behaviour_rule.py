@@ -37,19 +37,15 @@ import pandas as pd
 import torch
 
 from rise_core import adaptive, behaviour
-from rise_core import feedback as feedback_module
 from rise_core.baselines import BM25Scorer
 from rise_core.behaviour import behaviour_test_for, holders_excess, samples_frame, samples_spans
 from rise_core.config import RiseConfig, ScoreOptions
 from rise_core.feedback import (
     FeedbackConfig,
     MarkedWords,
-    Marks,
-    RowScores,
     SpanLift,
     apply_feedback,
     simulate_analyst,
-    split_marks,
     standardise,
     turned,
     unit_row_scores,
@@ -387,40 +383,20 @@ def each_mark_variant(beta: float) -> str:
     return f"served start, turn {FeedbackConfig().turn_after}, each mark beta {beta:g}"
 
 
-def orthogonal_no_rocchio(query_z: np.ndarray, row_scores: RowScores, marks: Marks, beta: float,
-                          gamma: float = 1.0, each_mark: bool = False) -> np.ndarray:
-    """`feedback.rocchio` with the "no" rows' mean scores less their least-squares part along what the query and the
-    yes rows already ask (that profile, centred), so that a "no" on the query's nearest neighbour does not cancel the
-    query. Explored, not served (docs/EVALUATION.md, "Feedback: a "not this" that does not cancel the query")."""
-    relevant, irrelevant = split_marks(marks, len(query_z))
-    out = np.asarray(query_z, dtype=np.float64).copy()
-    mass = beta * max(len(relevant), 1) if each_mark else beta
-    if beta and relevant:
-        out += mass * standardise(row_scores(relevant)).mean(axis=0)
-    if beta and gamma and irrelevant:
-        no = standardise(row_scores(irrelevant)).mean(axis=0)
-        asked = out - out.mean()
-        norm = float(asked @ asked)
-        if norm > 0:
-            no = no - float(no @ asked) / norm * asked
-        out -= gamma * mass * no
-    return standardise(out)
-
-
 ORTHOGONAL_NO = {"served, the no rows orthogonal to the query": False,
                  "served, the no rows orthogonal to the query in HS alone": True}
-"""the served feedback with `orthogonal_no_rocchio` in place of `feedback.rocchio`, in every channel (False) or in
-HS alone (True; the other channels' parts and the lifts as served)."""
+"""the served feedback with `FeedbackConfig.orthogonal_no`, in every channel (False) or in HS alone (True; the other
+channels' parts and the lifts as served)."""
 
 
 def orthogonal_no_ranker(hs_alone: bool, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict,
                          first: np.ndarray, own: dict[str, float], words: MarkedWords | None,
                          span: SpanLift | None) -> Callable[[dict], np.ndarray]:
-    """An ORTHOGONAL_NO variant's ranker (marks -> scores), from the served start `own`."""
+    """An ORTHOGONAL_NO variant's ranker (marks -> scores), from the served start `own` at `cfg`'s strengths."""
+    orthogonal_cfg = dataclasses.replace(cfg, orthogonal_no=True)
 
     def orthogonal(marks: dict):
-        return with_values(feedback_module, {"rocchio": orthogonal_no_rocchio},
-                           lambda: apply_feedback(raw, rows_fn, marks, own, cfg, words, span))
+        return apply_feedback(raw, rows_fn, marks, own, orthogonal_cfg, words, span)
 
     def ranked(marks: dict) -> np.ndarray:
         if not marks:

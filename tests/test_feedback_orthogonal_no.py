@@ -1,6 +1,7 @@
-"""The orthogonal "no" of the behaviour study's feedback stage (`studies.behaviour_rule.orthogonal_no_rocchio`): the
-"not this" rows' scores less their part along what the query and the yes rows ask. Checked against the update
-written out in dense linear algebra on explicit unit vectors, and, in HS alone, against the served update."""
+"""The orthogonal "no" (`FeedbackConfig.orthogonal_no`, `feedback.rocchio`; not served): the "not this" rows' scores
+less their part along what the query and the yes rows ask. Checked against the update written out in dense linear
+algebra on explicit unit vectors; and the behaviour study's HS-alone variant (`studies.behaviour_rule.ORTHOGONAL_NO`)
+against the served update with HS's part swapped."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from rise_core import feedback as feedback_module
+from rise_core.errors import InputDataError
 from rise_core.feedback import FeedbackConfig, apply_feedback, rocchio, standardise, unit_row_scores
-from studies.behaviour_rule import orthogonal_no_ranker, orthogonal_no_rocchio
+from studies.behaviour_rule import orthogonal_no_ranker
 
 # float64 throughout: the only error is summation order, far below 1e-10 at these sizes
 TOL = 1e-10
@@ -44,7 +45,7 @@ def test_orthogonal_no_matches_dense_math(marks, beta, gamma):
     centred = asked - asked.mean()
     expected = _z(asked - gamma * beta * (no_mean - (no_mean @ centred) / (centred @ centred) * centred))
 
-    got = orthogonal_no_rocchio(query_z, _dense_rows(pool), marks, beta, gamma)
+    got = rocchio(query_z, _dense_rows(pool), marks, beta, gamma, orthogonal_no=True)
     assert got == pytest.approx(expected, abs=TOL)
     # the "no" part left is orthogonal to what was asked, so the result leans on the query at least as the served
     # update does (which subtracts the near neighbour's scores whole)
@@ -53,12 +54,14 @@ def test_orthogonal_no_matches_dense_math(marks, beta, gamma):
 
 
 def test_orthogonal_no_without_a_no_mark_is_the_served_update():
+    with pytest.raises(InputDataError, match="orthogonal_no must be true or false"):
+        FeedbackConfig(orthogonal_no="yes")
     rng = np.random.default_rng(1)
     pool = _unit(rng, 30, 5)
     query_z = standardise(pool @ rng.normal(size=5))
     rows = _dense_rows(pool)
     for marks in ({}, {2: True}, {2: True, 9: True}):
-        assert orthogonal_no_rocchio(query_z, rows, marks, 1.0, 0.75) == pytest.approx(
+        assert rocchio(query_z, rows, marks, 1.0, 0.75, orthogonal_no=True) == pytest.approx(
             rocchio(query_z, rows, marks, 1.0, 0.75), abs=TOL)
 
 
@@ -74,11 +77,11 @@ def test_in_hs_alone_only_the_hs_part_changes():
     served = apply_feedback(raw, rows_fn, marks, own, cfg)
     hs_z = standardise(raw["HS"])
     expected = (served.total - served.parts["HS"]
-                + served.weights["HS"] * orthogonal_no_rocchio(hs_z, rows_fn["HS"], marks, cfg.beta, cfg.gamma))
+                + served.weights["HS"] * rocchio(hs_z, rows_fn["HS"], marks, cfg.beta, cfg.gamma, orthogonal_no=True))
     first = np.zeros(30)
     ranker = orthogonal_no_ranker(True, cfg, raw, rows_fn, first, own, None, None)
     assert ranker(marks) == pytest.approx(expected, abs=TOL)
     assert ranker({}) is first  # before any mark, the shown ranking
     everywhere = orthogonal_no_ranker(False, cfg, raw, rows_fn, first, own, None, None)(marks)
     assert not np.allclose(everywhere, ranker(marks))  # the gradient channels' "no" changes too
-    assert feedback_module.rocchio is rocchio  # the served update is back in place after each call
+    assert apply_feedback(raw, rows_fn, marks, own, cfg).total == pytest.approx(served.total, abs=0)  # unchanged
