@@ -47,8 +47,8 @@ def test_orthogonal_no_matches_dense_math(marks, beta, gamma):
 
     got = rocchio(query_z, _dense_rows(pool), marks, beta, gamma, orthogonal_no=True)
     assert got == pytest.approx(expected, abs=TOL)
-    # the "no" part left is orthogonal to what was asked, so the result leans on the query at least as the served
-    # update does (which subtracts the near neighbour's scores whole)
+    # the "no" part left is orthogonal to what was asked, so where the no rows lean toward it (row 3, the query's
+    # nearest neighbour, does) the result keeps closer to it than the served update, which subtracts them whole
     served = rocchio(query_z, _dense_rows(pool), marks, beta, gamma)
     assert np.corrcoef(got, asked)[0, 1] >= np.corrcoef(served, asked)[0, 1] - TOL
 
