@@ -970,14 +970,13 @@ def evaluate_rules(out: Path, names: list[str], layers: HsLayer | None = None) -
         arbitrated = served_findings(task, sig, m, deeper=False)
         rules[ARBITRATED] = lifted_rule(m, arbitrated)
         rules[DEEPER_READ] = lifted_rule(m, deeper_read(arbitrated, task, m))
-        rules[SHARED_STOPS] = lifted_rule(m, flagged_findings(SHARED_STOPS, task, sig, m))
-        rules[PASSED_OVER] = lifted_rule(m, flagged_findings(PASSED_OVER, task, sig, m))
+        for flagged in FLAGGED:
+            rules[flagged] = lifted_rule(m, flagged_findings(flagged, task, sig, m))
         for tested, served_as in ((PROMPT_ARBITER, ARBITRATED), (DEEPER_READ, SERVED), (SHARED_STOPS, SERVED)):
             if not np.array_equal(rules[tested], rules[served_as]):  # the product computes what was tested
                 raise SystemExit(f"[{name}] {served_as}'s scores differ from {tested}'s")
         pool_features = dict(np.load(out / f"{name}.pool.npz"))
         rules[HOLDERS_ALIKE] = lifted_rule(m, holders_alike_findings(task, sig, m, pool_features))
-        rules[FUNCTION_WORDS_SKIPPED] = lifted_rule(m, flagged_findings(FUNCTION_WORDS_SKIPPED, task, sig, m))
         for share in PROMPT_FAMILY_SHARES:
             rules[family_variant(share)] = with_prompt_family(
                 share, lambda task=task, sig=sig, m=m: lifted_rule(m, served_findings(task, sig, m)))
