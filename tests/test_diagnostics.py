@@ -417,6 +417,12 @@ def test_cached_tables_read_back_exactly(tmp_path):
     copy = (tmp_path / "rhgh" / "examples.csv").read_text(encoding="utf-8")  # for a spreadsheet: no live formula
     assert "\"'=1+1\"" in copy and "\"=1+1\"" not in copy
     assert runner_mod.load_result(tmp_path, "rhgh", key="another") is None
+    record = json.loads((tmp_path / "rhgh" / "result.json").read_text())
+    pd.DataFrame({"secret": ["s"]}).to_parquet(tmp_path / "outside.parquet")
+    for names in (["../outside"], ["/etc/passwd"], "examples", [7]):  # an edited result.json names no other file
+        (tmp_path / "rhgh" / "result.json").write_text(json.dumps({**record, "tables": names}))
+        assert runner_mod.load_result(tmp_path, "rhgh", key="k1") is None
+    (tmp_path / "rhgh" / "result.json").write_text(json.dumps(record))
     (tmp_path / "rhgh" / "examples.parquet").write_bytes(b"not parquet")  # a damaged cache is recomputed, not read
     assert runner_mod.load_result(tmp_path, "rhgh", key="k1") is None
 

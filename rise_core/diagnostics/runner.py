@@ -20,6 +20,7 @@ import datetime as _dt
 import hashlib
 import json
 import logging
+import re
 import shutil
 import time
 import uuid
@@ -53,6 +54,8 @@ DIAGNOSTICS = ("energy", "discriminativeness", "sparsity", "rhgh", "fidelity")
 CACHE_FORMAT = 2
 """2: tables read back from Parquet (1: from CSV, where a pool text such as "NA" or "null" came back as a missing
 value and a numeric-looking one as a number)."""
+TABLE_NAME = re.compile(r"\w+", re.ASCII)
+"""what a cached table may be called: its file is <name>.parquet in the result's own folder."""
 MANIFEST = "manifest.json"
 RESULT = "result.json"
 
@@ -189,8 +192,11 @@ def load_result(directory: str | Path, name: str, key: str | None = None) -> Dia
         return None
     if record.get("format") != CACHE_FORMAT or (key is not None and record.get("key") != key):
         return None
+    names = record.get("tables", [])
+    if not isinstance(names, list) or not all(isinstance(t, str) and TABLE_NAME.fullmatch(t) for t in names):
+        return None  # a table is a file of this folder, never a path elsewhere (a result.json edited by hand)
     try:
-        tables = {t: pd.read_parquet(folder / f"{t}.parquet") for t in record.get("tables", [])}
+        tables = {t: pd.read_parquet(folder / f"{t}.parquet") for t in names}
     except (OSError, ValueError, ArrowException):
         return None
     return DiagnosticResult(name, tables, record.get("summary") or {}, record.get("params") or {})
