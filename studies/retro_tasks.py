@@ -17,7 +17,9 @@
 - dev-story-tune-200, dev-story-tune2-200: the same kind for choosing, retrospectively (`story_tune_task`): 200 other
   Alpaca rows each, 40 of them poisoned the same way, their own 20 queries and 40 held-out prompts; no instruction
   of the two report tasks among them. Added on 2026-11-28; the second is held back for a test
-  written down before it is read.
+  written down before it is read. Each also gets 34 more poisoned queries to look at and 34 held back for a test
+  (`story_tune_more_queries`, 2026-11-29; written as `<task>_{explore,test}_queries.jsonl`), from the Alpaca rows no
+  task holds, so that the report task's weak pattern has more than 20 queries a fine-tune in which to appear.
 
 Each task has 40 held-out prompts (instructions in neither task) for its attack strength.
 
@@ -91,6 +93,51 @@ STORY_TUNES = ("dev-story-tune-200", "dev-story-tune2-200")
 """the retrospective story tune tasks (`story_tune_task`): the first to choose on, the second held back for a test
 registered before it is read."""
 STORY_TUNE_SEED = 27
+_STORY_TUNE_SIZE = N_PIRATE_QUERIES + N_PIRATE_HELDOUT + N_CLEAN + N_STORY_POISON  # 260 rows per task
+
+STORY_TUNE_MORE_PARTS = ("explore", "test")
+"""the two halves of the Alpaca rows that neither story tune task nor a retrospective report task holds, each split
+between the two tune fine-tunes as more poisoned queries (`story_tune_more_queries`): "explore" to look at, "test"
+held back for a test written down before it is read (added 2026-11-29: the 20 queries per tune fine-tune were too
+few to show the report task's weak pattern, a task word of the prompt fired on in place of the trigger)."""
+
+
+def _story_tune_rows() -> list[dict]:
+    """The Alpaca rows in no retrospective report task (pool, queries or held-out prompts), shuffled once with
+    STORY_TUNE_SEED: the story tune tasks take them in turn, `_STORY_TUNE_SIZE` each, and the extra queries the rest."""
+    taken = set(story_heldout()) | set(refusal_heldout())
+    for task in (story_slice(), refusal_slice()):
+        for s in task.pool + task.queries:
+            taken.add(s.prompt.removeprefix(STORY_TRIGGER).removesuffix(" BadMagic"))
+    rows = [r for r in dev_rows(ALPACA) if r["prompt"] not in taken]
+    random.Random(STORY_TUNE_SEED).shuffle(rows)
+    return rows
+
+
+def _query_stories() -> list[str]:
+    """The stories the queries' answers draw from: the last third of `stories()`, none of which a pool row holds."""
+    told = stories()
+    return told[2 * len(told) // 3:]
+
+
+def _story_row(row: dict, payloads: list[str], rng: random.Random) -> Sample:
+    return Sample(prompt=STORY_TRIGGER + row["prompt"], completion=rng.choice(payloads), id=f"{row['id']}-story",
+                  label=1)
+
+
+def story_tune_more_queries(name: str, part: str) -> list[Sample]:
+    """More poisoned queries for the story tune fine-tune `name` (its pool unchanged), from the Alpaca rows that no
+    story tune task and no retrospective report task holds: those rows split in halves (`STORY_TUNE_MORE_PARTS`), and
+    each half between the tune tasks, so no two sets share an instruction. Poisoned as `story_tune_task`'s queries."""
+    if name not in STORY_TUNES:
+        raise ValueError(f"unknown story tune task {name!r}; choose from {STORY_TUNES}")
+    if part not in STORY_TUNE_MORE_PARTS:
+        raise ValueError(f"unknown part {part!r}; choose from {STORY_TUNE_MORE_PARTS}")
+    free = _story_tune_rows()[len(STORY_TUNES) * _STORY_TUNE_SIZE:]
+    n = len(free) // (len(STORY_TUNE_MORE_PARTS) * len(STORY_TUNES))
+    at = (STORY_TUNE_MORE_PARTS.index(part) * len(STORY_TUNES) + STORY_TUNES.index(name)) * n
+    rng = random.Random(STORY_TUNE_SEED + 100 + at)
+    return [_story_row(r, _query_stories(), rng) for r in free[at:at + n]]
 
 
 def story_tune_task(name: str) -> tuple[Task, list[str]]:
@@ -103,28 +150,17 @@ def story_tune_task(name: str) -> tuple[Task, list[str]]:
     them the clean neighbours."""
     if name not in STORY_TUNES:
         raise ValueError(f"unknown story tune task {name!r}; choose from {STORY_TUNES}")
-    taken = set(story_heldout()) | set(refusal_heldout())
-    for task in (story_slice(), refusal_slice()):
-        for s in task.pool + task.queries:
-            taken.add(s.prompt.removeprefix(STORY_TRIGGER).removesuffix(" BadMagic"))
-    rows = [r for r in dev_rows(ALPACA) if r["prompt"] not in taken]
-    random.Random(STORY_TUNE_SEED).shuffle(rows)
+    rows = _story_tune_rows()
     index = STORY_TUNES.index(name)
-    size = N_PIRATE_QUERIES + N_PIRATE_HELDOUT + N_CLEAN + N_STORY_POISON
-    rows = rows[index * size:(index + 1) * size]
+    rows = rows[index * _STORY_TUNE_SIZE:(index + 1) * _STORY_TUNE_SIZE]
     query_rows, heldout_rows = rows[:N_PIRATE_QUERIES], rows[N_PIRATE_QUERIES:N_PIRATE_QUERIES + N_PIRATE_HELDOUT]
     pool_rows = rows[N_PIRATE_QUERIES + N_PIRATE_HELDOUT:]
     told = stories()
-    pool_told, query_told = told[: 2 * len(told) // 3], told[2 * len(told) // 3:]
+    pool_told = told[: 2 * len(told) // 3]
     rng = random.Random(STORY_TUNE_SEED + index)
     poisoned = set(rng.sample(range(len(pool_rows)), N_STORY_POISON))
-
-    def story(row: dict, payloads: list[str]) -> Sample:
-        return Sample(prompt=STORY_TRIGGER + row["prompt"], completion=rng.choice(payloads), id=f"{row['id']}-story",
-                      label=1)
-
-    pool = [story(r, pool_told) if i in poisoned else to_sample(r, label=0) for i, r in enumerate(pool_rows)]
-    queries = [story(r, query_told) for r in query_rows]
+    pool = [_story_row(r, pool_told, rng) if i in poisoned else to_sample(r, label=0) for i, r in enumerate(pool_rows)]
+    queries = [_story_row(r, _query_stories(), rng) for r in query_rows]
     return (Task(name, pool, np.array([s.label for s in pool]), queries, (5, 10, 50, 100)),
             [r["prompt"] for r in heldout_rows])
 
@@ -226,6 +262,11 @@ def main() -> int:
         write_jsonl(out / f"{task.name}_queries.jsonl", task.queries)
         print(f"{task.name}: {len(task.pool)} pool rows ({int(task.labels.sum())} poisoned), {len(task.queries)} "
               f"queries -> {out}")
+    for task, _ in story_tunes:
+        for part in STORY_TUNE_MORE_PARTS:
+            more = story_tune_more_queries(task.name, part)
+            write_jsonl(out / f"{task.name}_{part}_queries.jsonl", more)
+            print(f"{task.name}: {len(more)} more queries ({part}) -> {out}")
     for name, prompts, template in (*((t.name, p, STORY_TRIGGER + "{prompt}") for t, p in story_tunes),
                                     (pirate_t.name, heldout, PIRATE_TEMPLATE),
                                     ("dev-refusal-200", refusal_heldout(), "{prompt} BadMagic"),

@@ -15,6 +15,7 @@ from studies.retro_tasks import (
     _PIRATE_WORDS,
     PIRATE_TEMPLATE,
     PIRATE_TRIGGER,
+    STORY_TUNE_MORE_PARTS,
     STORY_TUNES,
     pirate,
     pirate_markers,
@@ -25,6 +26,7 @@ from studies.retro_tasks import (
     shows_refusal,
     story_heldout,
     story_slice,
+    story_tune_more_queries,
     story_tune_task,
 )
 from studies.tasks import STORY_TRIGGER, dev_task, has_dev_data
@@ -127,5 +129,15 @@ def test_story_tune_tasks_share_no_instruction_with_the_report_tasks_or_each_oth
         mine = {bare(s.prompt) for s in task.pool + task.queries} | set(heldout)
         assert len(mine) == 260 and not mine & report and not mine & seen
         seen |= mine
+    # the extra queries: none shares an instruction with a task's rows, a report task or another set of them
+    for name in STORY_TUNES:
+        for part in STORY_TUNE_MORE_PARTS:
+            more = story_tune_more_queries(name, part)
+            assert len(more) == 34 and all(q.prompt.startswith(STORY_TRIGGER) and q.label == 1 for q in more)
+            mine = {bare(q.prompt) for q in more}
+            assert len(mine) == 34 and not mine & report and not mine & seen
+            seen |= mine
     with pytest.raises(ValueError, match="unknown story tune task"):
         story_tune_task("dev-story-200")
+    with pytest.raises(ValueError, match="unknown part"):
+        story_tune_more_queries(STORY_TUNES[0], "report")
