@@ -113,40 +113,10 @@ def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:
         st.rerun()
 
 
-def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
-                     where: str | None = None) -> None:
-    """Mark the hits shown, then rank again with the marks (Rocchio per channel + channel re-weighting)."""
-    st.subheader("Is this it? Mark hits and find the rest")
-    marks = session_marks(query)
-    shown = shown_ids(query)
-    shown.update(str(i) for i in hits["id"])
-    table = pd.DataFrame({"id": hits["id"].astype(str), "mark": [
-        "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in hits["id"]],
-        "text": hits.get("completion", hits.get("text", pd.Series([""] * len(hits)))).astype(str).str.slice(0, 160)})
-    # The editor keeps its edits by row position, and sends them again on every run: keyed by the query, the rows
-    # shown and the clears so far, so that no edit is applied to another query's (or ranking's) rows or outlives
-    # Clear marks. The marks themselves live in the session, by id, and fill each new table's mark column.
-    clears = st.session_state.setdefault("feedback_clears", 0)
-    editor = hashlib.sha256(json.dumps([_query_key(query), list(table["id"]), clears]).encode()).hexdigest()[:12]
-    edited = st.data_editor(table, key=f"{EDITOR_KEY}_{editor}", hide_index=True, disabled=["id", "text"],
-                            column_config={"mark": st.column_config.SelectboxColumn(
-                                "Mark", options=list(MARK_CHOICES),
-                                help="yes: this is what I am looking for; no: it is not")})
-    if apply_marks(marks, edited["id"], edited["mark"], shown):
-        st.warning(f"Some marks were not kept: only rows shown here can be marked, at most {MAX_MARKS} per query.")
-    c1, c2, c3 = st.columns(3)
-    rerank = c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
-    if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
-        marks.clear()
-        st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
-        st.rerun()
-    c3.download_button("Download marks (JSON)", marks_json(marks, refused_words(query)), file_name="marks.json",
-                       mime="application/json", key="feedback_download", disabled=not marks)
-    st.caption(f"{sum(marks.values())} marked yes, {len(marks) - sum(marks.values())} no; marks are kept for this "
-               "session. A simulated analyst reaches the figures in docs/EVALUATION.md with 3 marks.")
-    if not (rerank or st.session_state.get("feedback_shown")) or not marks:
-        return
-    st.session_state["feedback_shown"] = True
+def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks: dict[str, bool], k: int,
+                     where: str | None) -> pd.DataFrame:
+    """The query ranked again with its marks, as the analyst sees it (`rank_with_feedback`: the rows marked yes, the
+    k best unmarked rows, the rows marked no), with the marked words where the pool's BM25 may be read."""
     # the marked words need a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)
     words = None
     if any(marks.values()):
@@ -159,7 +129,55 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
             st.caption(f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
                        "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is "
                        "fitted over the pool from the Compare page.")
-    ranked = attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
+    return attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
+
+
+SHOWN_ORDER_CAPTION = ("Ranked again with your marks: your \"yes\" rows first, then the best unmarked rows, your "
+                       "\"not this\" rows last. Mark the next ones here and rank again.")
+
+
+def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
+                     where: str | None = None) -> None:
+    """Mark the hits shown, then rank again with the marks (Rocchio per channel + channel re-weighting); once ranked
+    again, the marks go on the new ranking's rows, as the simulated analyst's do (docs/EVALUATION.md)."""
+    st.subheader("Is this it? Mark hits and find the rest")
+    marks = session_marks(query)
+    shown = shown_ids(query)
+    shown.update(str(i) for i in hits["id"])
+    ranked = None
+    if marks and (st.session_state.get("feedback_rerank") or st.session_state.get("feedback_shown")):
+        st.session_state["feedback_shown"] = True
+        ranked = _rank_with_marks(index, query, query_fm, options, marks, k, where)
+        shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown: they may be marked next
+    rows = hits if ranked is None else ranked
+    if ranked is not None:
+        st.caption(SHOWN_ORDER_CAPTION)
+    table = pd.DataFrame({"id": rows["id"].astype(str), "mark": [
+        "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in rows["id"]],
+        "text": rows.get("completion", rows.get("text", pd.Series([""] * len(rows)))).astype(str).str.slice(0, 160)})
+    # The editor keeps its edits by row position, and sends them again on every run: keyed by the query, the rows
+    # shown and the clears so far, so that no edit is applied to another query's (or ranking's) rows or outlives
+    # Clear marks. The marks themselves live in the session, by id, and fill each new table's mark column.
+    clears = st.session_state.setdefault("feedback_clears", 0)
+    editor = hashlib.sha256(json.dumps([_query_key(query), list(table["id"]), clears]).encode()).hexdigest()[:12]
+    edited = st.data_editor(table, key=f"{EDITOR_KEY}_{editor}", hide_index=True, disabled=["id", "text"],
+                            column_config={"mark": st.column_config.SelectboxColumn(
+                                "Mark", options=list(MARK_CHOICES),
+                                help="yes: this is what I am looking for; no: it is not")})
+    if apply_marks(marks, edited["id"], edited["mark"], shown):
+        st.warning(f"Some marks were not kept: only rows shown here can be marked, at most {MAX_MARKS} per query.")
+    c1, c2, c3 = st.columns(3)
+    c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
+    if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
+        marks.clear()
+        st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
+        st.rerun()
+    c3.download_button("Download marks (JSON)", marks_json(marks, refused_words(query)), file_name="marks.json",
+                       mime="application/json", key="feedback_download", disabled=not marks)
+    st.caption(f"{sum(marks.values())} marked yes, {len(marks) - sum(marks.values())} no; marks are kept for this "
+               "session. A simulated analyst reaches the figures in docs/EVALUATION.md with 3 marks.")
+    if ranked is None:
+        return
     fb = ranked.attrs["feedback"]
     st.markdown(f"**The marks chose {chosen_view(fb['weights'])}.**")
     st.caption("Channel weights (z units) and how far each channel already ranked your yes-marks above your no-marks "
@@ -174,7 +192,6 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     if all_misses(marks) and not fb.get("turned"):
         st.caption(ALL_MISSES_HINT if index.config.hidden_channel else ALL_MISSES_NO_HS)
     refuse_controls(query, fb)
-    shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown too: they may be marked next
     columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "completion", "text")
                if c in ranked]
     st.dataframe(ranked[columns], hide_index=True, key="feedback_table")

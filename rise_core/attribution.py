@@ -41,6 +41,7 @@ from .feedback import (
     SpanLift,
     TermScorer,
     apply_feedback,
+    shown_order,
     unit_row_scores,
 )
 from .memo import BoundedMemo
@@ -649,9 +650,11 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
     relevance feedback (`rise_core.feedback`: Rocchio per channel, channel re-weighting, in z units over the pool,
     and the marked words when `words` is given: `marked_words`).
 
-    The parts are each channel's weighted part in z units and the marked words' ("words"; scores their sum); the
-    ranking's `marks` are the marks by row and its `feedback` the weights, evidence and marked words. Always scans the
-    pool exactly."""
+    The rows come as the analyst sees them (`feedback.shown_order`): the rows marked yes first, then the k best
+    unmarked rows, then the rows marked no, each group by its new score (marked rows outside the filter `where` left
+    out). The simulated analyst's figures measure this order. The parts are each channel's weighted part in z units
+    and the marked words' ("words"; scores their sum); the ranking's `marks` are the marks by row and its `feedback`
+    the weights, evidence and marked words. Always scans the pool exactly."""
     if k < 1:
         raise InputDataError(f"k must be at least 1, got {k}")
     resolved = index_weighting(index, query_fm, options)
@@ -675,7 +678,7 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
     result = ranker(row_marks)
     total = torch.from_numpy(result.total).float()
     parts = {c: torch.from_numpy(v).float() for c, v in result.parts.items()}
-    rows = top_k(total, k, allowed)[0]
+    rows = _shown_rows(total, row_marks, k, allowed)
     n_relevant = sum(row_marks.values())
     ranking = Ranking.of(rows, Scores.from_parts(parts, len(total)).take(rows), weighting=resolved, marks=row_marks,
                          feedback={"weights": result.weights, "evidence": result.evidence, "words": result.words,
@@ -688,6 +691,18 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
     if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)
         ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, **extra})
     return _noted(ranking, query_fm)
+
+
+def _shown_rows(total: torch.Tensor, marks: dict[int, bool], k: int, allowed: torch.Tensor | None) -> torch.Tensor:
+    """The rows marked yes, the k best unmarked rows, the rows marked no (`feedback.shown_order` within each group),
+    among the `allowed` rows."""
+    unmarked = torch.ones(len(total), dtype=torch.bool) if allowed is None else allowed.clone()
+    unmarked[list(marks)] = False
+    best = top_k(total, k, unmarked)[0].tolist()
+    kept = sorted(r for r in marks if allowed is None or bool(allowed[r]))
+    order = shown_order(total[kept].double().numpy(), {i: marks[r] for i, r in enumerate(kept)}) if kept else []
+    marked = [kept[i] for i in order]
+    return torch.tensor([r for r in marked if marks[r]] + best + [r for r in marked if not marks[r]], dtype=torch.long)
 
 
 def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],

@@ -475,12 +475,41 @@ def unit_row_scores(matrix: torch.Tensor, scale: torch.Tensor | None = None) -> 
     return scores
 
 
+def shown_order(scores: np.ndarray, marks: Marks) -> np.ndarray:
+    """The rows in the order a ranking after marks shows them: the rows marked yes first, then the unmarked rows,
+    then the rows marked no, each group by score (ties: the lower row first). What the analyst said is it stays in
+    view; what they said is not leaves the rows still to look at."""
+    scores = np.asarray(scores, dtype=np.float64)
+    group = np.ones(len(scores), dtype=np.int8)
+    relevant, irrelevant = split_marks(marks, len(scores))
+    group[relevant], group[irrelevant] = 0, 2
+    return np.lexsort((np.arange(len(scores)), -scores, group))
+
+
+def shown_scores(scores: np.ndarray, marks: Marks) -> np.ndarray:
+    """(N,) keys whose descending order is `shown_order(scores, marks)` up to ties: the rows marked yes raised and
+    those marked no lowered by more than the scores' range, so equal scores within a group stay equal (a metric's
+    own tie rule still applies to them)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(scores).all():
+        raise InputDataError("scores after marks must be finite")
+    relevant, irrelevant = split_marks(marks, len(scores))
+    keys = scores.copy()
+    if len(scores):
+        step = float(scores.max() - scores.min()) + 1.0
+        keys[relevant] += step
+        keys[irrelevant] -= step
+    return keys
+
+
 def simulate_analyst(rank_with: Callable[[Marks], np.ndarray], labels: np.ndarray, n_marks: Sequence[int] = (1, 3, 5)
                      ) -> dict[int, np.ndarray]:
     """A simulated analyst: mark the highest-ranked unmarked row by its true label, re-rank, repeat.
 
-    `rank_with(marks)` returns the (N,) scores given the marks so far. Returns {m: scores after m marks} for each m in
-    `n_marks` (and 0: no marks)."""
+    `rank_with(marks)` returns the (N,) scores given the marks so far. Returns {m: keys of the ranking shown after m
+    marks} for each m in `n_marks` (and 0: the scores, no marks): after marks, the ranking is shown as the product
+    shows it (`shown_scores`: the rows marked yes first, the rows marked no last), so a metric of the top rows counts
+    what the analyst sees. The marks do not depend on it: the next one is always the best unmarked row."""
     labels = np.asarray(labels)
     wanted = sorted({0, *(int(m) for m in n_marks)})
     if wanted[0] < 0:
@@ -496,5 +525,5 @@ def simulate_analyst(rank_with: Callable[[Marks], np.ndarray], labels: np.ndarra
         marks[row] = bool(labels[row])
         scores = np.asarray(rank_with(dict(marks)), dtype=np.float64)
         if m in wanted:
-            out[m] = scores
+            out[m] = shown_scores(scores, marks)
     return out

@@ -201,7 +201,8 @@ def test_select_versus_other_answers(env, capsys, tmp_path):
 def test_select_with_marks_values_the_pool_again(env, capsys, tmp_path):
     """`rise select --marks FILE`: the pool valued again with the marks, the top N or fraction of that: the rows and
     scores of `rank_with_feedback` on the query set (its words, the marked words' source, the queries' texts joined),
-    the marks carried, a yes-marked row moved up; a contrast with marks is a usage error."""
+    the row marked yes selected first, the row marked no never, the best unmarked rows after; a contrast with marks
+    is a usage error."""
     from rise_core.attribution import marked_words, query_features, rank_with_feedback
     from rise_core.compare import fit_bm25
     from rise_core.config import ScoreOptions
@@ -221,14 +222,17 @@ def test_select_with_marks_values_the_pool_again(env, capsys, tmp_path):
     assert code == 0, err
     assert "selected 6 of 24 samples" in stdout and "feedback: 1 marked yes, 1 no" in err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 6 and ids[-2] in [r["id"] for r in rows]  # the confirmed row moved up into the top 6
-    assert next(r for r in rows if r["id"] == ids[-2])["mark"] == "yes"
+    assert len(rows) == 6 and rows[0]["id"] == ids[-2] and rows[0]["mark"] == "yes"  # the confirmed row, first
+    assert ids[0] not in [r["id"] for r in rows] and all(r["mark"] == "" for r in rows[1:])  # the refused one, out
+    assert [r["score"] for r in rows[1:]] == sorted((r["score"] for r in rows[1:]), reverse=True)
     queries = [Sample(text="the cat sat on the mat ."), Sample(text="the bank lost money .")]
     with RiseIndex.open(env.index) as index:
         qfm = query_features(index, load_model(str(env.model)), queries)
         words = marked_words(index, Sample(text="\n".join(q.full_text for q in queries)), fit_bm25(index))
         want = rank_with_feedback(index, qfm, {ids[-2]: True, ids[0]: False},
                                   ScoreOptions(lambda_rh=1.0, lambda_gh=0.5, lambda_hs=0.3), k=6, words=words)
+    assert want["mark"].tolist() == ["yes"] + [""] * 6 + ["no"]  # as shown: yes, the 6 best unmarked, no
+    want = want.iloc[:6]
     assert [r["id"] for r in rows] == want["id"].tolist()
     assert [r["score"] for r in rows] == pytest.approx(want["score"].tolist(), abs=1e-5)  # float32, via JSON
     with pytest.raises(SystemExit) as exc:

@@ -184,3 +184,30 @@ def test_the_downloaded_marks_are_what_rise_query_reads(tmp_path):
         path = tmp_path / "marks.json"
         path.write_text(marks_json(marks, refused))
         assert _marks(str(path)) == (marks, words)
+
+
+@pytest.mark.usefixtures("app_env")
+def test_once_ranked_again_the_marks_go_on_the_new_ranking():
+    """After "Rank again", the mark editor holds the new ranking's rows as the page shows them (the yes rows first,
+    then the best unmarked ones, the no rows last), so the next marks go on rows the first ranking did not show, as
+    the simulated analyst's do; those rows are among the ids the page accepts marks for."""
+    from explorer.feedback_ui import SHOWN_ORDER_CAPTION
+
+    at = new_app("app_pages/2_Attribute.py")
+    at.session_state["top_k"] = 3
+    at = type_query(at)
+    at.button(key="attribute").click().run()
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    assert len(first) == 3
+    key = _marks_key(at)
+    at.session_state["feedback_marks"][key][str(first["id"].iloc[0])] = False
+    at.run()
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    assert SHOWN_ORDER_CAPTION in [c.value for c in at.caption]
+    reranked = [d.value for d in at.dataframe if "mark" in d.value.columns and "score" in d.value.columns][-1]
+    editor = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    assert editor["id"].tolist() == reranked["id"].astype(str).tolist()
+    assert editor["mark"].tolist() == ["", "", "", "no"] and editor["id"].iloc[-1] == str(first["id"].iloc[0])
+    new_rows = set(editor["id"]) - set(first["id"].astype(str))
+    assert new_rows and new_rows <= at.session_state["feedback_shown_ids"][key]  # they may be marked next

@@ -17,6 +17,8 @@ from rise_core.feedback import (
     apply_feedback,
     evidence,
     rocchio,
+    shown_order,
+    shown_scores,
     simulate_analyst,
     standardise,
     unit_row_scores,
@@ -156,6 +158,39 @@ def test_simulated_analyst_marks_the_top_unmarked_row_by_its_label():
         rocchio(np.zeros(3), lambda r: np.zeros((len(r), 3)), {9: True}, 1.0)
 
 
+def test_a_ranking_after_marks_is_shown_yes_first_and_no_last():
+    """`shown_order`: the rows marked yes, the unmarked rows, the rows marked no, each by score (ties: the lower row
+    first); `shown_scores` keys sort the same way and keep equal scores equal within a group."""
+    scores = np.array([0.5, 2.0, 1.0, 3.0, 1.0, -4.0])
+    marks = {3: False, 0: True, 5: True}
+    assert shown_order(scores, marks).tolist() == [0, 5, 1, 2, 4, 3]
+    keys = shown_scores(scores, marks)
+    assert np.argsort(-keys, kind="stable").tolist() == [0, 5, 1, 2, 4, 3]
+    assert keys[2] == keys[4]  # a tie stays a tie: the metric's own tie rule reads it
+    np.testing.assert_array_equal(keys[[1, 2, 4]], scores[[1, 2, 4]])  # unmarked rows keep their scores
+    assert shown_order(scores, {}).tolist() == [3, 1, 2, 4, 0, 5]
+    with pytest.raises(InputDataError, match="finite"):
+        shown_scores(np.array([1.0, np.inf]), {0: True})
+
+
+def test_the_simulated_analyst_scores_the_ranking_as_it_is_shown():
+    """The marks do not depend on the shown order (the next is the best unmarked row either way); the keys returned
+    after m marks rank the rows marked yes first and those marked no last, even where the scores after marks do not."""
+    labels = np.array([1, 0, 1, 1, 0, 0])
+
+    def rank_with(marks):  # the marks pull a yes row down and leave a no row on top: the shown order still pins them
+        base = np.array([6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+        return base - np.array([10.0 if marks.get(i) else 0.0 for i in range(6)])
+
+    out = simulate_analyst(rank_with, labels, (1, 2, 3))
+    np.testing.assert_array_equal(out[0], rank_with({}))
+    assert np.argsort(-out[1], kind="stable").tolist() == [0, 1, 2, 3, 4, 5]  # row 0 marked yes: first
+    assert np.argsort(-out[2], kind="stable").tolist() == [0, 2, 3, 4, 5, 1]  # row 1 marked no: last
+    assert np.argsort(-out[3], kind="stable").tolist() == [0, 2, 3, 4, 5, 1]  # row 2 marked yes: after row 0
+    raw = rank_with({0: True, 1: False, 2: True})
+    assert np.argsort(-raw, kind="stable").tolist()[:2] == [1, 3]  # what the scores alone would have shown
+
+
 # --- on a built index -------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -224,6 +259,33 @@ def test_index_feedback_without_marks_keeps_the_ranking_and_marks_move_it(hs_ind
             attribution.rank_with_feedback(index, qf, {"nope": True}, ScoreOptions())
 
 
+def test_index_feedback_shows_the_yes_rows_then_k_unmarked_rows_then_the_no_rows(hs_index, tiny_llama):
+    """`top_with_feedback` returns the rows as the page shows them: the rows marked yes (by score), the k best
+    unmarked rows, the rows marked no; under a filter, marked rows outside it are left out. Scores are the feedback
+    ranker's, row by row."""
+    from rise_core import attribution
+    from rise_core.store import RiseIndex
+
+    with RiseIndex.open(hs_index) as index:
+        qf = attribution.query_features(index, tiny_llama, ["the cat sat on the mat"])
+        base = attribution.rank(index, qf, ScoreOptions(), k=24)["id"].tolist()
+        marks = {base[-1]: True, base[5]: True, base[0]: False, base[10]: False}
+        got = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=4)
+        assert got["mark"].tolist() == ["yes", "yes", "", "", "", "", "no", "no"]
+        assert set(got["id"][:2]) == {base[-1], base[5]} and set(got["id"][-2:]) == {base[0], base[10]}
+        for part in (got[:2], got[2:6], got[6:]):
+            assert part["score"].is_monotonic_decreasing
+        everything = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=24)
+        unmarked = everything[everything["mark"] == ""]
+        assert len(everything) == 24 and got["id"][2:6].tolist() == unmarked["id"][:4].tolist()
+        assert unmarked["score"].is_monotonic_decreasing and unmarked["score"].iloc[0] >= got["score"].iloc[5]
+        even = attribution.rank_with_feedback(index, qf, marks, ScoreOptions(), k=4, where="label = 0")
+        labels = index.samples().set_index("id")["label"]
+        assert (labels[even["id"]] == 0).all()
+        assert [m for i, m in zip(even["id"], even["mark"], strict=True) if m] == [
+            "yes" if marks[i] else "no" for i in got["id"] if i in marks and labels[i] == 0]
+
+
 def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeypatch):
     """On a built index under the default (auto) weighting, with the behaviour test silent and the turn on
     (`FeedbackConfig(turn_after=3)`; off by default, where three misses keep the view): three no-marks on the shown
@@ -256,7 +318,10 @@ def test_three_misses_on_an_index_turn_the_ranking(hs_index, tiny_llama, monkeyp
         # the same scores, in order (float32 on the page's path: 1e-6 relative; ties may break either way)
         assert sorted(got.rows.tolist()) == list(range(24))
         np.testing.assert_allclose(got.scores.numpy(), want.total[got.rows.numpy()], rtol=1e-6, atol=1e-6)
-        assert bool((got.scores[:-1] >= got.scores[1:]).all())
+        missed = {index.row_of(i) for i in misses}
+        assert set(got.rows[-3:].tolist()) == missed  # the rows marked no are shown last
+        for part in (got.scores[:-3], got.scores[-3:]):  # each group by its score
+            assert bool((part[:-1] >= part[1:]).all())
         assert got.feedback["weights"] == pytest.approx(want.weights, rel=1e-12)
         assert any("turned to the other view" in line for line in lift_lines(got.feedback, len(index)))
         back = attribution.top_with_feedback(index, qf, {**misses, ids[3]: True}, auto, k=24, config=turn)

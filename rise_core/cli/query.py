@@ -554,11 +554,17 @@ def _cmd_select(args: argparse.Namespace) -> int:
         else:  # the queries' words, as one text, for the words the yes-marks hold
             words_of = Sample(text="\n".join(q.full_text for q in queries), id="queries")
             n_keep = selection_size(n_pool, args.top_n, args.fraction)
-            df = _rank_with_marks(index, qfm, words_of, marks, options, n_keep, args.where, not_words)
+            ranked = _rank_with_marks(index, qfm, words_of, marks, options, n_keep, args.where, not_words)
+            # the rows marked yes are selected, those marked no are not, and the best unmarked rows fill the rest
+            df = ranked[ranked["mark"] != "no"].head(n_keep)
+            df.attrs = ranked.attrs
     finally:
         index.close()
     _write_frame(df, args.out)
-    cut = f" (score >= {df['score'].iloc[-1]:.4f})" if len(df) else ""
+    unmarked = df[df["mark"] == ""] if "mark" in df else df
+    cut = f" (score >= {unmarked['score'].iloc[-1]:.4f})" if len(unmarked) else ""
+    if "mark" in df:
+        cut += f", with {int((df['mark'] == 'yes').sum())} marked yes"
     print(f"selected {len(df)} of {n_pool} samples{cut} for {len(queries)} queries -> {args.out}")
     if df.attrs.get("contrast"):
         print(df.attrs["contrast"], file=sys.stderr)
