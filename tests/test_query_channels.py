@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from index_helpers import random_features
 
 from rise_core import adaptive
@@ -171,6 +174,25 @@ def test_a_ranking_after_marks_is_shown_yes_first_and_no_last():
     assert shown_order(scores, {}).tolist() == [3, 1, 2, 4, 0, 5]
     with pytest.raises(InputDataError, match="finite"):
         shown_scores(np.array([1.0, np.inf]), {0: True})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 3), min_size=1, max_size=12).flatmap(
+    lambda xs: st.tuples(st.just(xs), st.dictionaries(st.integers(0, len(xs) - 1), st.booleans()))))
+def test_shown_order_is_a_permutation_grouped_and_sorted(case):
+    """For any scores (small integers: many ties) and marks: every row once, the yes rows, then the unmarked, then
+    the no rows, each group by score with the lower row first on ties; the keys rank the same way up to ties."""
+    values, marks = case
+    scores = np.array(values, dtype=np.float64)
+    order = shown_order(scores, marks).tolist()
+    assert sorted(order) == list(range(len(scores)))
+    group = [0 if marks.get(r) is True else 2 if marks.get(r) is False else 1 for r in order]
+    assert group == sorted(group)
+    for (a, ga), (b, gb) in pairwise(zip(order, group, strict=True)):
+        if ga == gb:
+            assert (scores[a], -a) > (scores[b], -b)
+    keys = shown_scores(scores, marks)
+    assert all(keys[a] >= keys[b] for a, b in pairwise(order))
 
 
 def test_the_simulated_analyst_scores_the_ranking_as_it_is_shown():
