@@ -144,7 +144,8 @@ def _feedback(task: Task, cache: ReadoutCache, config: Any, options: Any, marks:
     n_marks = list(parse_list(marks, int, "--feedback"))
     curves = feedback_curves(task, cache, config, options, n_marks)
     write_csv(curves, out / f"{stem}_feedback.csv")
-    print(f"\n#### Relevance feedback on {task.name}: auPRC@10 after m marks (simulated analyst)\n")
+    print(f"\n#### Relevance feedback on {task.name}: auPRC@10 after m marks (simulated analyst; the ranking as "
+          "shown: yes-marked rows first, no-marked last)\n")
     print(feedback_table(curves).round(3).to_markdown())
 
 
