@@ -51,6 +51,12 @@ def refused_words(query: Any) -> set[str]:
     return _per_query("feedback_refused_words", query, set())
 
 
+def ranked_marks(query: Any) -> dict[str, bool]:
+    """The marks this query was last ranked again with ("Rank again with my marks"): the ranking shown stays that
+    one while the analyst marks its rows, until the next click."""
+    return _per_query("feedback_ranked_marks", query, {})
+
+
 def shown_ids(query: Any) -> set[str]:
     """The ids this session's page has shown for the query: the only rows that may be marked."""
     return _per_query("feedback_shown_ids", query, set())
@@ -139,19 +145,25 @@ SHOWN_ORDER_CAPTION = ("Ranked again with your marks: your \"yes\" rows first, t
 def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: pd.DataFrame, k: int,
                      where: str | None = None) -> None:
     """Mark the hits shown, then rank again with the marks (Rocchio per channel + channel re-weighting); once ranked
-    again, the marks go on the new ranking's rows, as the simulated analyst's do (docs/EVALUATION.md)."""
+    again, the marks go on the new ranking's rows, as the simulated analyst's do (docs/EVALUATION.md), and that
+    ranking stays until the next click."""
     st.subheader("Is this it? Mark hits and find the rest")
     marks = session_marks(query)
     shown = shown_ids(query)
     shown.update(str(i) for i in hits["id"])
+    last = ranked_marks(query)
+    if st.session_state.get("feedback_rerank") and marks:  # the click: rank with the marks as they are now
+        last.clear()
+        last.update(marks)
     ranked = None
-    if marks and (st.session_state.get("feedback_rerank") or st.session_state.get("feedback_shown")):
-        st.session_state["feedback_shown"] = True
-        ranked = _rank_with_marks(index, query, query_fm, options, marks, k, where)
+    if last:
+        ranked = _rank_with_marks(index, query, query_fm, options, dict(last), k, where)
         shown.update(str(i) for i in ranked["id"])  # the re-ranked rows are shown: they may be marked next
     rows = hits if ranked is None else ranked
     if ranked is not None:
         st.caption(SHOWN_ORDER_CAPTION)
+        if marks != last:
+            st.caption("Your marks changed since this ranking: rank again to use them.")
     table = pd.DataFrame({"id": rows["id"].astype(str), "mark": [
         "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in rows["id"]],
         "text": rows.get("completion", rows.get("text", pd.Series([""] * len(rows)))).astype(str).str.slice(0, 160)})
@@ -170,6 +182,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
     if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
         marks.clear()
+        last.clear()
         st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
         st.rerun()
     c3.download_button("Download marks (JSON)", marks_json(marks, refused_words(query)), file_name="marks.json",

@@ -190,7 +190,8 @@ def test_the_downloaded_marks_are_what_rise_query_reads(tmp_path):
 def test_once_ranked_again_the_marks_go_on_the_new_ranking():
     """After "Rank again", the mark editor holds the new ranking's rows as the page shows them (the yes rows first,
     then the best unmarked ones, the no rows last), so the next marks go on rows the first ranking did not show, as
-    the simulated analyst's do; those rows are among the ids the page accepts marks for."""
+    the simulated analyst's do; those rows are among the ids the page accepts marks for. A new mark keeps the ranking
+    until the next click."""
     from explorer.feedback_ui import SHOWN_ORDER_CAPTION
 
     at = new_app("app_pages/2_Attribute.py")
@@ -211,3 +212,15 @@ def test_once_ranked_again_the_marks_go_on_the_new_ranking():
     assert editor["mark"].tolist() == ["", "", "", "no"] and editor["id"].iloc[-1] == str(first["id"].iloc[0])
     new_rows = set(editor["id"]) - set(first["id"].astype(str))
     assert new_rows and new_rows <= at.session_state["feedback_shown_ids"][key]  # they may be marked next
+    # a mark on the new ranking keeps that ranking (the editor's rows) until the next click, and the page says so
+    at.session_state["feedback_marks"][key][str(editor["id"].iloc[0])] = True
+    at.run()
+    assert_clean(at)
+    again = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    assert again["id"].tolist() == editor["id"].tolist() and again["mark"].tolist() == ["yes", "", "", "no"]
+    assert "Your marks changed since this ranking: rank again to use them." in [c.value for c in at.caption]
+    at.button(key="feedback_rerank").click().run()
+    assert_clean(at)
+    after = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    assert after["mark"].tolist() == ["yes", "", "", "", "no"]  # the yes row first, 3 unmarked, the no row last
+    assert "Your marks changed since this ranking: rank again to use them." not in [c.value for c in at.caption]
