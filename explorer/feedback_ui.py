@@ -138,6 +138,7 @@ def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks:
     return attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
 
 
+MARKS_CHANGED_CAPTION = "Your marks changed since this ranking: rank again to use them."
 SHOWN_ORDER_CAPTION = ("Ranked again with your marks: your \"yes\" rows first, then the best unmarked rows, your "
                        "\"not this\" rows last. Mark the next ones here and rank again.")
 
@@ -162,8 +163,6 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     rows = hits if ranked is None else ranked
     if ranked is not None:
         st.caption(SHOWN_ORDER_CAPTION)
-        if marks != last:
-            st.caption("Your marks changed since this ranking: rank again to use them.")
     table = pd.DataFrame({"id": rows["id"].astype(str), "mark": [
         "yes" if marks.get(str(i)) is True else "no" if marks.get(str(i)) is False else "" for i in rows["id"]],
         "text": rows.get("completion", rows.get("text", pd.Series([""] * len(rows)))).astype(str).str.slice(0, 160)})
@@ -178,6 +177,8 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
                                 help="yes: this is what I am looking for; no: it is not")})
     if apply_marks(marks, edited["id"], edited["mark"], shown):
         st.warning(f"Some marks were not kept: only rows shown here can be marked, at most {MAX_MARKS} per query.")
+    if ranked is not None and marks != last:  # after this run's edits
+        st.caption(MARKS_CHANGED_CAPTION)
     c1, c2, c3 = st.columns(3)
     c1.button("Rank again with my marks", key="feedback_rerank", disabled=not marks)
     if c2.button("Clear marks", key="feedback_clear", disabled=not marks):

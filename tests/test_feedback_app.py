@@ -192,7 +192,7 @@ def test_once_ranked_again_the_marks_go_on_the_new_ranking():
     then the best unmarked ones, the no rows last), so the next marks go on rows the first ranking did not show, as
     the simulated analyst's do; those rows are among the ids the page accepts marks for. A new mark keeps the ranking
     until the next click."""
-    from explorer.feedback_ui import SHOWN_ORDER_CAPTION
+    from explorer.feedback_ui import MARKS_CHANGED_CAPTION, SHOWN_ORDER_CAPTION
 
     at = new_app("app_pages/2_Attribute.py")
     at.session_state["top_k"] = 3
@@ -218,9 +218,9 @@ def test_once_ranked_again_the_marks_go_on_the_new_ranking():
     assert_clean(at)
     again = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
     assert again["id"].tolist() == editor["id"].tolist() and again["mark"].tolist() == ["yes", "", "", "no"]
-    assert "Your marks changed since this ranking: rank again to use them." in [c.value for c in at.caption]
+    assert MARKS_CHANGED_CAPTION in [c.value for c in at.caption]
     at.button(key="feedback_rerank").click().run()
     assert_clean(at)
     after = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
     assert after["mark"].tolist() == ["yes", "", "", "", "no"]  # the yes row first, 3 unmarked, the no row last
-    assert "Your marks changed since this ranking: rank again to use them." not in [c.value for c in at.caption]
+    assert MARKS_CHANGED_CAPTION not in [c.value for c in at.caption]
