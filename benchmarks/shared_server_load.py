@@ -10,8 +10,8 @@ adapter fine-tuned on its 31-row pool, the index built with it, and a larger bun
     download button's media URL).
 Recorded: the latency of every action (p50 / p95 per action), every error (exceptions and error alerts on a page,
 warnings after marking, websocket and protocol failures, tracebacks in the server's log), the rows of every result
-table and export against what they must hold (k hits, k editor rows, unmarked on a new query, k re-ranked hits, the
-marks made, the check's arms, the built index's rows), the queue order (B1's and C1's pages while
+table and export against what they must hold (k hits, k editor rows, unmarked on a new query, k re-ranked hits and
+the marked rows, the marks made, the check's arms, the built index's rows), the queue order (B1's and C1's pages while
 they poll, and the server's files: the check's plan.json is written when it starts, the index when the build writes
 it), and the server's RSS (sampled; its peak from /proc).
 
@@ -308,7 +308,8 @@ def analyst(rec: Record, url: str, cfg: LoadSettings, n: int, ready: threading.B
                 rec.add("errors", session=who, action="mark", error="; ".join(page.alerts(Alert.WARNING)))
             page = rec.act(who, "rank again", s.click, "feedback_rerank")
             ranked = [t for t in page.tables() if {"mark", "score"} <= set(arrow_table(t).column_names)]
-            rec.count(who, "re-ranked hits", cfg.k, row_count(ranked[0]) if ranked else 0)
+            # the page shows the marked rows around the k best unmarked ones (yes first, no last)
+            rec.count(who, "re-ranked hits", cfg.k + len(marks), row_count(ranked[0]) if ranked else 0)
             button = page.widget("feedback_download")
             exported = json.loads(rec.act(who, "export", s.fetch, button.download_button.url)) if button else {}
             expected = {ids[row]: mark == "yes" for row, mark in marks.items()}
