@@ -240,6 +240,23 @@ def test_select_with_marks_values_the_pool_again(env, capsys, tmp_path):
               "--versus-text", "b", "--top-n", "3", "--out", str(tmp_path / "o.jsonl")])
     assert exc.value.code == 2 and "does not go with a contrast" in capsys.readouterr().err
 
+def test_query_with_marks_prints_them_around_the_hits(env, capsys, tmp_path):
+    """`rise query --marks`: the row marked yes first, the k best unmarked rows, the row marked no last, the mark
+    column saying which."""
+    code, out, _ = _run(capsys, "query", "--index", env.index, "--text", "the cat sat on the mat .", "-k", "6",
+                        "--format", "json")
+    ids = [h["id"] for h in json.loads(out)]
+    marks = tmp_path / "marks.json"
+    marks.write_text(json.dumps({ids[5]: True, ids[0]: False}))
+    code, out, err = _run(capsys, "query", "--index", env.index, "--text", "the cat sat on the mat .", "-k", "3",
+                          "--marks", marks)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["1", "2", "3", "4", "5"]
+    assert rows[0][1:3] == ["yes", ids[5]] and rows[-1][1:3] == ["no", ids[0]]
+    assert not {r[1] for r in rows[1:4]} & {"yes", "no", ids[5], ids[0]}  # three unmarked rows between
+
+
 def test_info_text_json_and_directory(env, capsys):
     code, out, _ = _run(capsys, "info", "--index", env.index)
     assert code == 0
