@@ -701,8 +701,9 @@ def _shown_rows(total: torch.Tensor, marks: dict[int, bool], k: int, allowed: to
     best = top_k(total, k, unmarked)[0].tolist()
     kept = sorted(r for r in marks if allowed is None or bool(allowed[r]))
     order = shown_order(total[kept].double().numpy(), {i: marks[r] for i, r in enumerate(kept)}) if kept else []
-    marked = [kept[i] for i in order]
-    return torch.tensor([r for r in marked if marks[r]] + best + [r for r in marked if not marks[r]], dtype=torch.long)
+    marked = [kept[i] for i in order]  # the yes rows, then the no rows
+    n_yes = sum(marks[r] for r in kept)
+    return torch.tensor(marked[:n_yes] + best + marked[n_yes:], dtype=torch.long)
 
 
 def rank_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str, bool],
