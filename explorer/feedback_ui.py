@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from rise_core import attribution
+from rise_core.behaviour import features_digest
 from rise_core.feedback import MAX_REFUSED_WORDS, FeedbackConfig, all_misses, chosen_view, lift_lines
 
 from . import resources
@@ -119,23 +120,41 @@ def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:
         st.rerun()
 
 
+def _marked_words(index: Any, query: Any, marks: dict[str, bool]) -> tuple[Any, str | None]:
+    """The marked words' reader for re-ranking (None: channels only) and, where it is off for the pool's size, the
+    caption that says so. It needs a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)."""
+    if not any(marks.values()):
+        return None, None
+    limit = FeedbackLimits.from_env().words_max_rows
+    fitted = resources.fitted_ready(resources.BM25_FIT, index.path)  # fitted on request on Compare, whatever the size
+    if fitted is not None or len(index) <= limit:
+        return attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True),
+                                        refused_words(query)), None
+    return None, (f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
+                  "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is fitted "
+                  "over the pool from the Compare page.")
+
+
 def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks: dict[str, bool], k: int,
                      where: str | None) -> pd.DataFrame:
     """The query ranked again with its marks, as the analyst sees it (`rank_with_feedback`: the rows marked yes, the
-    k best unmarked rows, the rows marked no), with the marked words where the pool's BM25 may be read."""
-    # the marked words need a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)
-    words = None
-    if any(marks.values()):
-        limit = FeedbackLimits.from_env().words_max_rows
-        fitted = resources.fitted_ready(resources.BM25_FIT, index.path)  # fitted on request on Compare, whatever the size
-        if fitted is not None or len(index) <= limit:
-            words = attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True),
-                                             refused_words(query))
-        else:
-            st.caption(f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
-                       "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is "
-                       "fitted over the pool from the Compare page.")
-    return attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where, words=words)
+    k best unmarked rows, the rows marked no), with the marked words where the pool's BM25 may be read. Kept in the
+    session per query until what it depends on changes (the index, the query's features, the options, k, the filter,
+    the marks, the refused words, whether BM25 is ready), so a touch of another widget does not rescan the pool."""
+    words_ready = any(marks.values()) and (resources.fitted_ready(resources.BM25_FIT, index.path) is not None
+                                           or len(index) <= FeedbackLimits.from_env().words_max_rows)
+    key = (resources.pool_stamp(index), features_digest(query_fm), options, k, where,
+           tuple(sorted(marks.items())), tuple(sorted(refused_words(query))), words_ready)
+    kept = _per_query("feedback_ranked_frame", query, {})
+    if kept.get("key") != key:
+        words, note = _marked_words(index, query, marks)
+        kept.clear()
+        kept.update(key=key, note=note,
+                    frame=attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where,
+                                                         words=words))
+    if kept["note"]:
+        st.caption(kept["note"])
+    return kept["frame"]
 
 
 MARKS_CHANGED_CAPTION = "Your marks changed since this ranking: rank again to use them."

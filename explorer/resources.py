@@ -102,7 +102,7 @@ def heavy_work(kind: str, label: str, key: str) -> Iterator[None]:
         yield
 
 
-def _stamp(index: RiseIndex) -> str:
+def pool_stamp(index: RiseIndex) -> str:
     """Changes whenever the index's pool does (a rebuild, an append): the cache key of what is fitted on the pool."""
     m = index.manifest
     return f"{m.index_uuid}:{m.updated_at}:{len(index)}"
@@ -172,8 +172,8 @@ _KEPT_LOCK = threading.Lock()  # around what the server keeps of passes over poo
 
 
 def _pool_key(what: str, path: str | Path) -> PoolKey:
-    """The key of a pass `what` over the index's pool as it is now (`_stamp`: a rebuild or an append changes it)."""
-    return what, str(path), _stamp(open_index(path))
+    """The key of a pass `what` over the index's pool as it is now (`pool_stamp`: a rebuild or an append changes it)."""
+    return what, str(path), pool_stamp(open_index(path))
 
 
 def _kept(store: dict[PoolKey, Any], key: PoolKey) -> Any:

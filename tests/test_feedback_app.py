@@ -89,7 +89,7 @@ def test_marked_words_are_off_above_the_row_limit(monkeypatch):
 
     path = Path(os.environ["RISE_INDEX_DIR"]) / INDEX_NAME  # BM25 fitted on request, as the Compare page's button does
     with RiseIndex.open(path) as index:
-        resources._kept_pools()[(resources.BM25_FIT.name, str(path), resources._stamp(index))] = fit_bm25(index)
+        resources._kept_pools()[(resources.BM25_FIT.name, str(path), resources.pool_stamp(index))] = fit_bm25(index)
     at.button(key="feedback_rerank").click().run()
     assert_clean(at)
     assert not any("the marked words are off" in c.value for c in at.caption)
@@ -224,3 +224,38 @@ def test_once_ranked_again_the_marks_go_on_the_new_ranking():
     after = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
     assert after["mark"].tolist() == ["yes", "", "", "", "no"]  # the yes row first, 3 unmarked, the no row last
     assert MARKS_CHANGED_CAPTION not in [c.value for c in at.caption]
+
+
+@pytest.mark.usefixtures("app_env")
+def test_the_kept_ranking_is_not_recomputed_on_every_run(monkeypatch):
+    """Once ranked again, the page keeps that ranking per query: a run that changes nothing it depends on (a new
+    mark before the next click, a touch of another widget) does not rescan the pool; the next click with new marks,
+    or another k, does."""
+    given = _spy_words(monkeypatch)  # one entry per rank_with_feedback call
+    at = new_app("app_pages/2_Attribute.py")
+    at.session_state["top_k"] = 3
+    at = type_query(at)
+    at.button(key="attribute").click().run()
+    first = [d.value for d in at.dataframe if "rank" in d.value.columns][0]
+    key = _marks_key(at)
+    at.session_state["feedback_marks"][key][str(first["id"].iloc[0])] = False
+    at.run()
+    assert given == []  # nothing ranked with marks before the click
+    at.button(key="feedback_rerank").click().run()
+    assert len(given) == 1
+    shown = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    at.run()
+    at.session_state["feedback_marks"][key][str(shown["id"].iloc[0])] = True  # marked, not yet ranked again
+    at.run()
+    assert_clean(at)
+    assert len(given) == 1, "a run that changes nothing the kept ranking depends on rescanned the pool"
+    again = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    assert again["id"].tolist() == shown["id"].tolist()  # the kept ranking is still the one shown
+    at.button(key="feedback_rerank").click().run()
+    assert len(given) == 2
+    at.session_state["top_k"] = 4
+    at.run()
+    assert_clean(at)
+    assert len(given) == 3  # another k: ranked again with the same marks
+    after = [d.value for d in at.dataframe if list(d.value.columns) == ["id", "mark", "text"]][-1]
+    assert after["mark"].tolist() == ["yes", "", "", "", "", "no"]
