@@ -120,19 +120,27 @@ def refuse_controls(query: Any, feedback: dict[str, Any]) -> None:
         st.rerun()
 
 
-def _marked_words(index: Any, query: Any, marks: dict[str, bool]) -> tuple[Any, str | None]:
-    """The marked words' reader for re-ranking (None: channels only) and, where it is off for the pool's size, the
-    caption that says so. It needs a yes-mark and the pool's BM25 (fitted once per index, cached until it changes)."""
+def _words_source(index: Any) -> str:
+    """Where the marked words read the pool's BM25: "fitted" (fitted on request on the Compare page, whatever the
+    pool's size), "fit here" (a pool small enough to fit it on the server: RISE_FEEDBACK_WORDS_MAX_ROWS) or "off"."""
+    if resources.fitted_ready(resources.BM25_FIT, index.path) is not None:
+        return "fitted"
+    return "fit here" if len(index) <= FeedbackLimits.from_env().words_max_rows else "off"
+
+
+def _marked_words(index: Any, query: Any, marks: dict[str, bool], source: str) -> tuple[Any, str | None]:
+    """The marked words' reader for re-ranking (None: channels only) and, where they are off for the pool's size, the
+    caption that says so. They need a yes-mark and the pool's BM25 (`_words_source`; fitted once per index, cached
+    until it changes)."""
     if not any(marks.values()):
         return None, None
-    limit = FeedbackLimits.from_env().words_max_rows
-    fitted = resources.fitted_ready(resources.BM25_FIT, index.path)  # fitted on request on Compare, whatever the size
-    if fitted is not None or len(index) <= limit:
-        return attribution.marked_words(index, query, fitted or resources.bm25_for(index.path, asked=True),
-                                        refused_words(query)), None
-    return None, (f"The marks move the channels only: the marked words are off for pools over {limit:,} rows "
-                  "(fitting BM25 on them would hold the server; RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is fitted "
-                  "over the pool from the Compare page.")
+    if source == "off":
+        return None, (f"The marks move the channels only: the marked words are off for pools over "
+                      f"{FeedbackLimits.from_env().words_max_rows:,} rows (fitting BM25 on them would hold the server; "
+                      "RISE_FEEDBACK_WORDS_MAX_ROWS) until BM25 is fitted over the pool from the Compare page.")
+    bm25 = (resources.fitted_ready(resources.BM25_FIT, index.path) if source == "fitted"
+            else resources.bm25_for(index.path, asked=True))
+    return attribution.marked_words(index, query, bm25, refused_words(query)), None
 
 
 def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks: dict[str, bool], k: int,
@@ -140,14 +148,13 @@ def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks:
     """The query ranked again with its marks, as the analyst sees it (`rank_with_feedback`: the rows marked yes, the
     k best unmarked rows, the rows marked no), with the marked words where the pool's BM25 may be read. Kept in the
     session per query until what it depends on changes (the index, the query's features, the options, k, the filter,
-    the marks, the refused words, whether BM25 is ready), so a touch of another widget does not rescan the pool."""
-    words_ready = any(marks.values()) and (resources.fitted_ready(resources.BM25_FIT, index.path) is not None
-                                           or len(index) <= FeedbackLimits.from_env().words_max_rows)
+    the marks, the refused words, where the marked words read BM25), so a touch of another widget does not rescan the pool."""
+    source = _words_source(index) if any(marks.values()) else "off"
     key = (resources.pool_stamp(index), features_digest(query_fm), options, k, where,
-           tuple(sorted(marks.items())), tuple(sorted(refused_words(query))), words_ready)
+           tuple(sorted(marks.items())), tuple(sorted(refused_words(query))), source)
     kept = _per_query("feedback_ranked_frame", query, {})
     if kept.get("key") != key:
-        words, note = _marked_words(index, query, marks)
+        words, note = _marked_words(index, query, marks, source)
         kept.clear()
         kept.update(key=key, note=note,
                     frame=attribution.rank_with_feedback(index, query_fm, marks, options, k=k, where=where,
@@ -203,6 +210,7 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     if c2.button("Clear marks", key="feedback_clear", disabled=not marks):
         marks.clear()
         last.clear()
+        _per_query("feedback_ranked_frame", query, {}).clear()
         st.session_state["feedback_clears"] = clears + 1  # a new editor: the old one's edits would mark them again
         st.rerun()
     c3.download_button("Download marks (JSON)", marks_json(marks, refused_words(query)), file_name="marks.json",
