@@ -148,7 +148,8 @@ def _rank_with_marks(index: Any, query: Any, query_fm: Any, options: Any, marks:
     """The query ranked again with its marks, as the analyst sees it (`rank_with_feedback`: the rows marked yes, the
     k best unmarked rows, the rows marked no), with the marked words where the pool's BM25 may be read. Kept in the
     session per query until what it depends on changes (the index, the query's features, the options, k, the filter,
-    the marks, the refused words, where the marked words read BM25), so a touch of another widget does not rescan the pool."""
+    the marks, the refused words, where the marked words read BM25), so a touch of another widget does not rescan the
+    pool."""
     source = _words_source(index) if any(marks.values()) else "off"
     key = (resources.pool_stamp(index), features_digest(query_fm), options, k, where,
            tuple(sorted(marks.items())), tuple(sorted(refused_words(query))), source)

@@ -240,6 +240,7 @@ def test_select_with_marks_values_the_pool_again(env, capsys, tmp_path):
               "--versus-text", "b", "--top-n", "3", "--out", str(tmp_path / "o.jsonl")])
     assert exc.value.code == 2 and "does not go with a contrast" in capsys.readouterr().err
 
+
 def test_query_with_marks_prints_them_around_the_hits(env, capsys, tmp_path):
     """`rise query --marks`: the row marked yes first, the k best unmarked rows, the row marked no last, the mark
     column saying which."""
