@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import adaptive, ann, span_lift
+from . import adaptive, ann, learned, span_lift
 from .adaptive import Weighting
-from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest
+from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest, learned_reading
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import EXPLAIN_BATCH_TOKENS, RiseExtractor, SampleFeatures, TokenSketches
 from .errors import InputDataError
@@ -167,14 +167,17 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     `options` is None (the line saying so is logged; `change` says how to choose another), its median loss
     (`RiseIndex.reference_loss`) as the per-query rule's reference, and the behaviour test (`rise_core.behaviour`) on
     its views' top rows (by the ANN index where `search` takes it), its span counts and its rows' losses
-    (`RiseIndex.row_losses`, where they may overrule the rival); `query`, when at hand, lets
+    (`RiseIndex.row_losses`, where they may overrule the rival; on a fine-tune's index that keeps them, what the
+    fine-tune learned: `behaviour.learned_reading`); `query`, when at hand, lets
     the test check that the query holds the span (taken from `query_fm.texts` for a single query when not given: the
     text `query_features` keeps); `products`: the ranking's store of channel products (`top_rows`)."""
     if query is None and query_fm.texts is not None and len(query_fm.texts) == 1:
         query = query_fm.texts[0]
-    test = behaviour_test_for(_view_rows(index, query_fm, search, products), lambda: pool_spans(index),
-                              index.rows_frame, query, has_hs=index.config.hidden_channel,
-                              row_losses=index.row_losses)
+    spans = lambda: pool_spans(index)  # noqa: E731
+    row_losses, order = learned_reading(index.learned_losses() if learned.RETRO_LEARNED else None, spans,
+                                        index.row_losses)
+    test = behaviour_test_for(_view_rows(index, query_fm, search, products), spans, index.rows_frame, query,
+                              has_hs=index.config.hidden_channel, row_losses=row_losses, order=order)
     m = index.manifest
     key = (str(index.path), m.index_uuid, m.updated_at, len(index), search, features_digest(query_fm),
            None if query is None else Sample.coerce(query).full_text)

@@ -54,6 +54,7 @@ from .span_counts import TOKEN_RE
 from .store.spans import MAX_N
 
 if TYPE_CHECKING:
+    from .learned import LearnedLosses
     from .samples import Sample
 
 RowsFrame = Callable[[Sequence[int]], pd.DataFrame]
@@ -218,6 +219,23 @@ def prompt_first(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:
     return first + [e for e in found if not (e.in_prompt and e.telling)]
 
 
+def learned_first(learned: LearnedLosses, spans: PoolSpans | Callable[[], PoolSpans]) -> Order:
+    """`prompt_first` on an adapter's index: the prompt's rare telling spans in the order of how far the fine-tune
+    learned their pool holders (`LearnedLosses.learned_z`), most first (ties keep the most telling first); the rest
+    after them as before. A trigger's rows are those the fine-tune learned most, while a task word the prompt shares
+    with a few rows ("or", held by 4) can be more telling by count. Chosen by a test written down before its
+    fine-tunes' answers were read (docs/EVALUATION.md, "What the fine-tune learned")."""
+
+    def order(found: Sequence[BehaviourEvidence]) -> list[BehaviourEvidence]:
+        counts = spans() if callable(spans) else spans
+        first = [e for e in found if e.in_prompt and e.telling]
+        z = [learned.learned_z(counts.rows_holding(e.span, e.where)) for e in first]
+        ranked = [first[i] for i in sorted(range(len(first)), key=lambda i: -z[i])]
+        return ranked + [e for e in found if not (e.in_prompt and e.telling)]
+
+    return order
+
+
 SHARED_PROMPT_SPAN_STOPS = True
 """whether the test stops at its first span where that is a rare telling span of the prompt held by both views' top
 rows (`BehaviourEvidence.shared`, `in_prompt`: a trigger both views see), lifting it, instead of trying the next
@@ -357,12 +375,25 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
 
 
 def per_query_tests(pool: FeatureMatrix, queries: FeatureMatrix, spans: Callable[[], PoolSpans],
-                    rows_frame: RowsFrame, samples: Sequence[Sample]) -> Callable[[int], BehaviourTest]:
+                    rows_frame: RowsFrame, samples: Sequence[Sample], learned: LearnedLosses | None = None
+                    ) -> Callable[[int], BehaviourTest]:
     """Query q of `queries` (its text `samples[q]`) -> its behaviour test against pool features, by exact scans (a
-    method's scores of a task or an index, one query at a time)."""
+    method's scores of a task or an index, one query at a time); `learned`: on an adapter's features, what the
+    fine-tune learned (`learned_reading`)."""
     losses = None if pool.loss is None else (lambda: pool.loss.double().numpy())
+    losses, order = learned_reading(learned, spans, losses)
     return lambda q: behaviour_test_for(scan_rows(pool, queries.select([q])), spans, rows_frame, samples[q],
-                                        has_hs=pool.has_hs, row_losses=losses)
+                                        has_hs=pool.has_hs, row_losses=losses, order=order)
+
+
+def learned_reading(learned: LearnedLosses | None, spans: PoolSpans | Callable[[], PoolSpans],
+                    row_losses: RowLosses | None) -> tuple[RowLosses | None, Order | None]:
+    """(the losses the loss arbiter reads, the order the test tries spans in): on an adapter's index with what its
+    fine-tune learned (`learned`), the base model's losses (a poisoned row the fine-tune learned no longer surprises
+    it; under the base model it does) and `learned_first`; else `row_losses` and the served order (None)."""
+    if learned is None:
+        return row_losses, None
+    return (lambda: learned.base), learned_first(learned, spans)
 
 
 def samples_frame(samples: Sequence[Sample]) -> RowsFrame:

@@ -359,6 +359,16 @@ def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
     return _sample_features(readout, rh, gh, sk.support_size)
 
 
+def sample_losses(readout: Readout) -> torch.Tensor:
+    """(B,) each sample's mean loss over its counted positions, nats per token, float64 on the readout's device (nan:
+    no counted position): the loss an index keeps with the features."""
+    b = readout.n_samples
+    counts = torch.bincount(readout.sample_index, minlength=b)
+    total = torch.zeros(b, dtype=torch.float64, device=readout.nll.device).index_add_(0, readout.sample_index,
+                                                                                      readout.nll.double())
+    return torch.where(counts > 0, total / counts.double().clamp_min(1), torch.full_like(total, float("nan")))
+
+
 def _sample_features(readout: Readout, rh: torch.Tensor, gh: torch.Tensor,
                      support_size: torch.Tensor) -> SampleFeatures:
     """SampleFeatures from the summed channels (B, D_rh), (B, D_gh), with the per-sample stats."""
@@ -368,9 +378,8 @@ def _sample_features(readout: Readout, rh: torch.Tensor, gh: torch.Tensor,
     n_counted = counts.cpu()
     support_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(
         0, readout.sample_index, support_size.double())
-    loss_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(0, readout.sample_index, readout.nll.double())
     denom = counts.double().clamp_min(1)
-    loss = torch.where(counts > 0, loss_sum / denom, torch.full_like(loss_sum, float("nan")))
+    loss = sample_losses(readout)
     return SampleFeatures(rh=rh.cpu().float() if dt != torch.float64 else rh.cpu(),
                           gh=gh.cpu().float() if dt != torch.float64 else gh.cpu(),
                           n_counted=n_counted, mean_support=(support_sum / denom).float().cpu(),

@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import attribution, compare, span_lift
+from . import attribution, compare, learned, span_lift
 from .adaptive import BehaviourTest
 from .baselines import BM25Scorer, EmbeddingScorer, Scorer
 from .behaviour import per_query_tests, samples_frame, samples_spans
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
 from .feedback import FeedbackConfig, Marks
+from .learned import LearnedLosses
 from .models import LoadedModel
 from .ranking import Ranking
 from .readout_cache import ReadoutCache
@@ -132,7 +133,19 @@ class TaskSource:
                 held["spans"] = self._memoised(("pool spans",), lambda: samples_spans(self.pool))
             return held["spans"]
 
-        return per_query_tests(pool_fm, query_fm, counts, samples_frame(self.pool), self.queries)
+        return per_query_tests(pool_fm, query_fm, counts, samples_frame(self.pool), self.queries,
+                               self.learned_losses(pool_fm))
+
+    def learned_losses(self, pool_fm: FeatureMatrix) -> LearnedLosses | None:
+        """What the fine-tune learned, where the source's model carries an adapter whose base model reloads: each
+        pool row's loss under the base model (one more pass over the pool, without the sketches; computed once per
+        source) beside the fine-tune's own (`pool_fm.loss`). None for a plain model, or with `RETRO_LEARNED` off."""
+        lm = None if self.cache is None else self.cache.lm
+        if not learned.RETRO_LEARNED or lm is None or pool_fm.loss is None or learned.base_model_spec(lm) is None:
+            return None
+        base = self._memoised(("base-model losses", self.config.seq_len, self.config.counted_positions),
+                              lambda: learned.base_model_losses(lm, self.pool, self.config))
+        return learned.LearnedLosses(base=base, tuned=pool_fm.loss.double().numpy())
 
     def span_holders(self) -> span_lift.SpanHolders:
         """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the pool's texts."""
@@ -260,7 +273,8 @@ class IndexSource:
     def behaviour_tests(self, pool_fm: FeatureMatrix, query_fm: FeatureMatrix) -> Callable[[int], BehaviourTest]:
         """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""
         index = self.index
-        return per_query_tests(pool_fm, query_fm, lambda: pool_spans(index), index.rows_frame, self.queries)
+        return per_query_tests(pool_fm, query_fm, lambda: pool_spans(index), index.rows_frame, self.queries,
+                               index.learned_losses() if learned.RETRO_LEARNED else None)
 
     def span_holders(self) -> span_lift.SpanHolders:
         """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the index's stored texts."""

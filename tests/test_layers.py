@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("models", "default_model"),
     ("adapters",),
     ("engine",),
+    ("learned",),
     ("adaptive", "feedback"),
     ("scoring", "explain"),
     ("ingest_limits", "bundled"),

@@ -22,10 +22,11 @@ from typing import IO, Any
 import pandas as pd
 import torch
 
+from .. import learned
 from ..config import RiseConfig, config_preset, mean_fit_rows
 from ..config import preset as preset_config
 from ..engine import Readout, RiseExtractor
-from ..errors import ConfigError, IndexStoreError, InputDataError
+from ..errors import ConfigError, IndexStoreError, InputDataError, ModelLoadError
 from ..ingest import FieldMap, PoolData, PoolStream, coerce_pool, content_hash, read_pool, stream_pool
 from ..models import LoadedModel
 from ..samples import Sample
@@ -39,6 +40,7 @@ from .batches import (
     split_mean_fit,
 )
 from .index import RiseIndex
+from .rows import sample_from_row
 from .schema import WINDOW_BATCHES, BuildReport
 from .spans import update_span_counts
 
@@ -52,6 +54,8 @@ PhaseProgress = Callable[[str, int, int], None]  # (phase name, done, total) of 
 # are computed and stored (the subset's from the forward passes already made, so they come fast).
 FIT_PHASE = "fitting the hidden-state mean"
 FEATURE_PHASE = "computing features"
+# then, on the index of a fine-tune, each row's loss under the adapter's base model (`store_base_losses`)
+BASE_LOSS_PHASE = "reading the base model's losses"
 
 
 def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedModel, config: RiseConfig | None = None,
@@ -87,12 +91,52 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
         if built_by is not None or source is not None:
             index.record_build(built_by or "", source or "")
         if isinstance(data, PoolStream):
-            return _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted,
-                                 phase_progress)
-        return _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
+            report = _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted,
+                                   phase_progress)
+        else:
+            report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
+        if not report.stopped:
+            report.n_base_losses, report.stopped = store_base_losses(index, lm, batch_size, should_stop,
+                                                                     phase_progress)
+            report.seconds = time.perf_counter() - start_time
+        return report
     finally:
         if own:
             index.close()
+
+
+def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
+                      should_stop: Callable[[], bool] | None = None,
+                      phase_progress: PhaseProgress | None = None) -> tuple[int, bool]:
+    """On the index of a fine-tune (`lm` carries an adapter whose base model reloads), each stored row's loss under
+    the base model, for the rows that have none yet (`learned.base_model_losses`, a window of rows per transaction;
+    `phase_progress(BASE_LOSS_PHASE, ...)`, `should_stop()` polled between windows): (how many were stored, whether
+    a stop request left some without). Nothing for a plain model. A base model that cannot be loaded is logged and leaves the index as it was: the behaviour
+    test then reads the fine-tune's own losses."""
+    if not learned.RETRO_LEARNED or learned.base_model_spec(lm) is None:
+        return 0, False
+    rows = index.rows_without_base_loss()
+    if not rows:
+        return 0, False
+    try:
+        base = learned.load_base_model(lm)
+    except ModelLoadError as exc:
+        logger.warning("%s: the losses under the adapter's base model were not stored (%s); the behaviour test "
+                       "reads the fine-tune's own", index.path, exc)
+        return 0, False
+    done, window = 0, batch_size * WINDOW_BATCHES
+    if phase_progress is not None:
+        phase_progress(BASE_LOSS_PHASE, 0, len(rows))
+    for start in range(0, len(rows), window):
+        if should_stop is not None and should_stop():
+            return done, True
+        part = rows[start:start + window]
+        samples = [sample_from_row(r) for r in index.rows_frame(part).reset_index().to_dict("records")]
+        index.set_base_losses(part, learned.base_model_losses(lm, samples, index.config, base, batch_size))
+        done += len(part)
+        if phase_progress is not None:
+            phase_progress(BASE_LOSS_PHASE, done, len(rows))
+    return done, False
 
 
 def check_batch_size(batch_size: int) -> None:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import torch
 
 from ..config import RiseConfig
@@ -34,7 +36,17 @@ from ..sketch import SketchSet
 from .files import check_new_location, release_readers
 from .reader import IndexReader
 from .rows import features_table, merge_columns, samples_table
-from .schema import BUILD_STATUSES, FORMAT, FORMAT_VERSION, SCHEMA, encode_array, utc_now, view_sql
+from .schema import (
+    BASE_LOSSES_SCHEMA,
+    BASE_LOSSES_TABLE,
+    BUILD_STATUSES,
+    FORMAT,
+    FORMAT_VERSION,
+    SCHEMA,
+    encode_array,
+    utc_now,
+    view_sql,
+)
 from .spans import spans_path
 
 logger = logging.getLogger(__name__)
@@ -212,6 +224,27 @@ class RiseIndex(IndexReader):
             self._set_manifest(status=status, updated_at=utc_now())
         assert self._manifest is not None
         self._manifest.status = status
+
+    def set_base_losses(self, rows: Sequence[int], losses: Sequence[float]) -> None:
+        """Store these rows' mean losses under the base model of the index model's adapter (nats per token; nan: no
+        counted token), in one transaction; what the fine-tune learned is read from them (`learned_losses`)."""
+        rows = [int(r) for r in rows]
+        values = np.asarray(losses, dtype=np.float32)
+        if len(rows) != len(values):
+            raise InputDataError(f"{len(rows)} rows but {len(values)} base-model losses")
+        if rows and not 0 <= min(rows) <= max(rows) < len(self):
+            raise InputDataError(f"rows {min(rows)}..{max(rows)} are not all rows of this index ({len(self):,})")
+        frame = pd.DataFrame({"row": np.asarray(rows, dtype=np.int64), "loss": values})
+        with self._transaction("write to") as con:
+            con.execute(BASE_LOSSES_SCHEMA)
+            con.register("rise_batch_base_losses", frame)
+            try:
+                con.execute(f"INSERT OR REPLACE INTO {BASE_LOSSES_TABLE} SELECT row, "
+                            "CASE WHEN isnan(loss) THEN NULL ELSE loss END FROM rise_batch_base_losses")
+            finally:
+                con.unregister("rise_batch_base_losses")
+            self._set_manifest(updated_at=utc_now())
+        self._load_state()
 
     def set_hidden_mean(self, mean: torch.Tensor) -> None:
         """Store the centring mean (once, before the first samples)."""

@@ -17,6 +17,7 @@ from ..adaptive import pool_loss
 from ..config import RiseConfig
 from ..engine import RiseExtractor
 from ..errors import IndexMismatchError, IndexStoreError, InputDataError
+from ..learned import LearnedLosses
 from ..models import LoadedModel, hs_layer_index
 from ..samples import Sample
 from ..scoring import FeatureMatrix
@@ -24,7 +25,7 @@ from ..sketch import SketchSet
 from .connection import IndexConnection
 from .filters import FILTER_ERRORS, check_filter, run_filter
 from .rows import CONVERSATION_KEY, sample_from_row
-from .schema import IndexManifest, blob_matrix, select_sql
+from .schema import BASE_LOSSES_TABLE, IndexManifest, blob_matrix, select_sql
 
 
 class IndexReader(IndexConnection):
@@ -293,6 +294,49 @@ class IndexReader(IndexConnection):
             self._row_losses = (key, losses, pool_loss(torch.tensor(losses)))
         return self._row_losses[1]
 
+    def rows_without_base_loss(self) -> list[int]:
+        """The stored rows with no loss under the base model kept for them (every row where none is kept)."""
+        m = self._state()
+        with self._cursor("read the base-model losses of") as cur:
+            if not self._has_table(cur, BASE_LOSSES_TABLE):
+                return list(range(m.n_samples))
+            res = cur.execute(f"SELECT row FROM rise_features WHERE row < $1 AND row NOT IN (SELECT row FROM "
+                              f"{BASE_LOSSES_TABLE}) ORDER BY row", [m.n_samples]).fetchnumpy()
+        return [int(r) for r in res["row"]]
+
+    def base_row_losses(self) -> np.ndarray | None:
+        """(N,) each stored sample's mean loss under the base model of the index model's adapter, nats per token, in
+        row order (nan: no counted token), float64 of the stored float32; None where some row has none kept (the
+        index of a model without an adapter, or built before they were kept: `rise build` again fills them)."""
+        m = self._state()
+        key = (m.index_uuid, m.n_samples, m.updated_at)
+        if self._base_losses[0] != key:
+            with self._cursor("read the base-model losses of") as cur:
+                res = None
+                if self._has_table(cur, BASE_LOSSES_TABLE):
+                    res = cur.execute(f"SELECT row, loss FROM {BASE_LOSSES_TABLE} WHERE row < $1",
+                                      [m.n_samples]).fetchnumpy()
+            losses = None
+            if res is not None and len(res["row"]) == m.n_samples:
+                losses = np.full(m.n_samples, np.nan)
+                loss = res["loss"]
+                values = np.where(np.ma.getmaskarray(loss), np.nan, np.ma.getdata(loss)).astype(np.float32)
+                losses[np.asarray(res["row"], dtype=np.int64)] = values
+                losses.flags.writeable = False
+            self._base_losses = (key, losses)
+        return self._base_losses[1]
+
+    def learned_losses(self) -> LearnedLosses | None:
+        """What the index model's fine-tune learned (`learned.LearnedLosses`: each row's loss under the adapter's
+        base model and under the fine-tune), None where the index keeps no base-model losses."""
+        base = self.base_row_losses()
+        return None if base is None else LearnedLosses(base=base, tuned=self.row_losses())
+
+    @staticmethod
+    def _has_table(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
+        return bool(cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = $1",
+                                [name]).fetchone()[0])
+
     def _feature_columns(self) -> tuple[str, ...]:
         """The feature columns this index stores (HS only when built with the channel)."""
         return ("rh", "gh", "rh_norm", "gh_norm") + (("hs", "hs_norm") if self.config.hidden_channel else ())
@@ -360,4 +404,5 @@ class IndexReader(IndexConnection):
             "library_version": m.library_version, "format_version": m.format_version, "index_uuid": m.index_uuid,
             "created_at": m.created_at, "updated_at": m.updated_at, "size_bytes": self.size_bytes(),
             "build_preset": m.build_preset, "owner": m.owner, "sources": m.sources,
+            "base_model_losses": self.base_row_losses() is not None,
         }

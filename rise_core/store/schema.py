@@ -44,6 +44,10 @@ SCHEMA = (
     "CREATE TABLE rise_columns (name VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, key VARCHAR, "
     "sql_type VARCHAR NOT NULL, position INTEGER NOT NULL)",
 )
+BASE_LOSSES_TABLE = "rise_base_losses"
+"""each row's mean loss under the base model of the index model's adapter (`learned.base_model_losses`): only in the
+index of a fine-tune, created when they are first stored"""
+BASE_LOSSES_SCHEMA = f"CREATE TABLE IF NOT EXISTS {BASE_LOSSES_TABLE} (row BIGINT PRIMARY KEY, loss FLOAT)"
 ARRAY_DTYPES = {"int8": np.int8, "int32": np.int32, "int64": np.int64, "float32": np.float32,
                  "float64": np.float64}
 
@@ -115,11 +119,14 @@ class BuildReport:
     n_rows: int = 0  # rows in the source
     n_total: int = 0  # samples in the index afterwards
     index_path: str = ""
+    n_base_losses: int = 0  # rows whose loss under the adapter's base model was stored (`store_base_losses`)
 
     def summary(self) -> str:
         parts = [f"{self.n_added} added", f"{self.n_already_present} already present", f"{self.n_skipped} skipped"]
         if self.n_truncated:
             parts.append(f"{self.n_truncated} truncated to seq_len")
+        if self.n_base_losses:
+            parts.append(f"{self.n_base_losses} losses under the base model")
         state = "stopped early (rerun to resume)" if self.stopped else "complete"
         return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
                 f"in {self.seconds:.1f} s")
