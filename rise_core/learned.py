@@ -23,8 +23,12 @@ from .models import LoadedModel, load_model
 from .samples import Sample, encode_sample
 
 RETRO_LEARNED = True
-"""whether the behaviour test on an adapter's index reads what the fine-tune learned (the loss arbiter on the base
-model's losses; the prompt's telling spans tried most-learned first), where the index stores the base model's losses."""
+"""whether the behaviour test on a fine-tune's index reads what the fine-tune learned (the loss arbiter on the base
+model's losses; the prompt's telling spans tried most-learned first: `behaviour.learned_reading`), and a build of such
+an index stores the base model's losses. On by a test written down before its fine-tunes' answers were read: on the
+352 queries of four seed-1 story fine-tunes, four moved up (0.128 to 0.436 -> 1.000) and none fell; over every move
+seen after the rule was written, 7 up and 0 down; retrospective Howdy! stays at 1.000 (docs/EVALUATION.md, "What the
+fine-tune learned")."""
 
 
 @dataclass(frozen=True)
