@@ -144,6 +144,9 @@ class BehaviourEvidence:
     the prompt (`behaviour.weigh_by_loss`)."""
     rival_loss_excess: float = float("nan")
     """the same for the rival's span (nan where not read)."""
+    loss_model: str = "the model"
+    """whose losses the two excesses are: "the model", or "the base model" on a fine-tune's index, where the arbiter
+    reads the adapter's base model (`behaviour.learned_reading`)."""
 
     @property
     def rival_count_wins(self) -> bool:
@@ -243,7 +246,8 @@ class BehaviourEvidence:
                  "them), more, so it leads" if self.rival_wins else "")
         if self.rival_count_wins and self.loss_overrules_rival:
             rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" more ({self.rival_in_top}"
-                     f" of them), but the rows holding \"{self.span}\" surprise the model more ({self.loss_excess:+.2f}"
+                     f" of them), but the rows holding \"{self.span}\" surprise {self.loss_model} more "
+                     f"({self.loss_excess:+.2f}"
                      f" nats per token above the pool's median loss, against {self.rival_loss_excess:+.2f}), so it "
                      "stands")
         family = " over the query prompt's spans" if self.corrected_over == "prompt" else ""

@@ -174,10 +174,9 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     if query is None and query_fm.texts is not None and len(query_fm.texts) == 1:
         query = query_fm.texts[0]
     spans = lambda: pool_spans(index)  # noqa: E731
-    row_losses, order = learned_reading(index.learned_losses() if learned.RETRO_LEARNED else None, spans,
-                                        index.row_losses)
+    reading = learned_reading(index.learned_losses() if learned.RETRO_LEARNED else None, spans, index.row_losses)
     test = behaviour_test_for(_view_rows(index, query_fm, search, products), spans, index.rows_frame, query,
-                              has_hs=index.config.hidden_channel, row_losses=row_losses, order=order)
+                              has_hs=index.config.hidden_channel, **reading)
     m = index.manifest
     key = (str(index.path), m.index_uuid, m.updated_at, len(index), search, features_digest(query_fm),
            None if query is None else Sample.coerce(query).full_text)

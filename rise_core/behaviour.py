@@ -265,10 +265,11 @@ def holders_excess(spans: PoolSpans, losses: np.ndarray, span: str, where: str, 
     return float(held.mean() - (adaptive.pool_loss(torch.tensor(losses)) if median is None else median))
 
 
-def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLosses | None) -> BehaviourEvidence:
+def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLosses | None,
+                  loss_model: str = "the model") -> BehaviourEvidence:
     """`found` with its span's and its rival's `holders_excess` read where the rival wins by count over a rare span
     of the prompt (`BehaviourEvidence.rival_count_wins`, `in_prompt`), so that `loss_overrules_rival` can decide;
-    unchanged elsewhere or without `row_losses`."""
+    unchanged elsewhere or without `row_losses`. `loss_model` names whose losses they are (the evidence's line)."""
     if row_losses is None or not (found.rival_count_wins and found.rival_where and found.in_prompt):
         return found
     losses = np.asarray(row_losses(), dtype=np.float64)
@@ -277,7 +278,7 @@ def weigh_by_loss(found: BehaviourEvidence, spans: PoolSpans, row_losses: RowLos
     median = adaptive.pool_loss(torch.tensor(losses))  # once for both spans
     return dataclasses.replace(found, loss_excess=holders_excess(spans, losses, found.span, found.where, median),
                                rival_loss_excess=holders_excess(spans, losses, found.rival_span, found.rival_where,
-                                                                median))
+                                                                median), loss_model=loss_model)
 
 
 ViewRows = Callable[[ScoreOptions, int], np.ndarray]
@@ -317,12 +318,13 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
                        query_sample: Sample | None = None, k: int = BEHAVIOUR_K, has_hs: bool = True,
                        distinct: int | None = None, order: Order | None = None,
                        row_losses: RowLosses | None = None,
-                       deeper_k: int | None = adaptive.BEHAVIOUR_DEEPER_K) -> BehaviourTest:
+                       deeper_k: int | None = adaptive.BEHAVIOUR_DEEPER_K, loss_model: str = "the model"
+                       ) -> BehaviourTest:
     """The behaviour test for one query (or query set), as `adaptive.resolve` asks for it: given the gradient view's
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
     `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
     candidates in (None: `prompt_first`); the study varies both. `row_losses`: the pool rows' losses, read where they
-    may overrule the rival (`weigh_by_loss`; None: the rival wins by count alone). `deeper_k`: where the finding on
+    may overrule the rival (`weigh_by_loss`, which says they are `loss_model`'s; None: the rival wins by count alone). `deeper_k`: where the finding on
     the views' top k lifts nothing, the test on their top `deeper_k` (None: not run), taken only where it lifts a rare
     span of the prompt (`BehaviourEvidence.lifts_prompt_span`): a trigger held by too few of the top k rows to tell."""
 
@@ -357,7 +359,7 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
             tried.append(other.span)
             if (candidate := against_rival(other)).fires:
                 return candidate
-        return weigh_by_loss(best, counts, row_losses)
+        return weigh_by_loss(best, counts, row_losses, loss_model)
 
     def run(gradient: ScoreOptions) -> BehaviourEvidence | None:
         if not has_hs:
@@ -381,19 +383,19 @@ def per_query_tests(pool: FeatureMatrix, queries: FeatureMatrix, spans: Callable
     method's scores of a task or an index, one query at a time); `learned`: on an adapter's features, what the
     fine-tune learned (`learned_reading`)."""
     losses = None if pool.loss is None else (lambda: pool.loss.double().numpy())
-    losses, order = learned_reading(learned, spans, losses)
+    reading = learned_reading(learned, spans, losses)
     return lambda q: behaviour_test_for(scan_rows(pool, queries.select([q])), spans, rows_frame, samples[q],
-                                        has_hs=pool.has_hs, row_losses=losses, order=order)
+                                        has_hs=pool.has_hs, **reading)
 
 
 def learned_reading(learned: LearnedLosses | None, spans: PoolSpans | Callable[[], PoolSpans],
-                    row_losses: RowLosses | None) -> tuple[RowLosses | None, Order | None]:
-    """(the losses the loss arbiter reads, the order the test tries spans in): on an adapter's index with what its
-    fine-tune learned (`learned`), the base model's losses (a poisoned row the fine-tune learned no longer surprises
-    it; under the base model it does) and `learned_first`; else `row_losses` and the served order (None)."""
+                    row_losses: RowLosses | None) -> dict[str, Any]:
+    """`behaviour_test_for`'s row_losses, order and loss_model: on a fine-tune's index with what it learned
+    (`learned`), the base model's losses for the arbiter (a poisoned row the fine-tune learned no longer surprises it;
+    under the base model it does) and `learned_first`; else `row_losses` and the served order."""
     if learned is None:
-        return row_losses, None
-    return (lambda: learned.base), learned_first(learned, spans)
+        return {"row_losses": row_losses, "order": None, "loss_model": "the model"}
+    return {"row_losses": lambda: learned.base, "order": learned_first(learned, spans), "loss_model": "the base model"}
 
 
 def samples_frame(samples: Sequence[Sample]) -> RowsFrame:

@@ -17,7 +17,7 @@ from explorer_env import INDEX_NAME, build_finetuned_env, pool_rows
 
 from rise_core import learned
 from rise_core.adaptive import BehaviourEvidence
-from rise_core.behaviour import learned_first, learned_reading, prompt_first, samples_spans
+from rise_core.behaviour import learned_first, learned_reading, prompt_first, samples_spans, weigh_by_loss
 from rise_core.config import RiseConfig
 from rise_core.engine import rendering_for
 from rise_core.errors import InputDataError, ModelLoadError
@@ -126,11 +126,12 @@ def test_the_prompt_s_spans_are_tried_most_learned_first():
     assert [e.span for e in learned_first(ll, spans)(found)] == ["Lumen", "or", "x", "plain"]
     assert [e.span for e in learned_first(ll, lambda: spans)(found[::-1])] == ["Lumen", "or", "plain", "x"]
     # the loss arbiter reads the base model's losses with it; without what was learned, the served reading
-    row_losses, order = learned_reading(ll, spans, lambda: tuned_losses)
-    np.testing.assert_array_equal(row_losses(), base)
-    assert [e.span for e in order(found)] == ["Lumen", "or", "x", "plain"]
+    reading = learned_reading(ll, spans, lambda: tuned_losses)
+    np.testing.assert_array_equal(reading["row_losses"](), base)
+    assert [e.span for e in reading["order"](found)] == ["Lumen", "or", "x", "plain"]
+    assert reading["loss_model"] == "the base model"
     served = lambda: tuned_losses  # noqa: E731
-    assert learned_reading(None, spans, served) == (served, None)
+    assert learned_reading(None, spans, served) == {"row_losses": served, "order": None, "loss_model": "the model"}
 
 
 def test_a_fine_tune_s_index_keeps_each_row_s_base_model_losses(tuned):
@@ -219,3 +220,17 @@ def test_evaluation_reads_the_same_losses_as_the_index(tuned):
     plain.add(pool + queries)
     plain_source = TaskSource(pool, queries, plain, CONFIG)
     assert plain_source.learned_losses(plain_source.rise_inputs("RISE", {})[0]) is None
+
+
+def test_the_finding_says_whose_losses_set_the_rival_aside():
+    prompts = ["Lumen: write"] * 2 + ["sort this sentence"] * 4 + ["plain words"] * 14
+    spans = samples_spans([Sample(prompt=p, completion="x") for p in prompts])
+    base = np.array([3.0] * 2 + [1.0] * 4 + [1.0] * 14)  # the trigger's rows surprise the base model: +2.0 nats
+    found = dataclasses.replace(_evidence("Lumen", in_top=4), rival_span="sentence", rival_in_top=7, rival_where="prompt",
+                                rival_in_query=True, rival_p_adjusted=1e-5, rival_pool_fraction=0.2)
+    assert found.rival_count_wins and found.in_prompt
+    weighed = weigh_by_loss(found, spans, lambda: base, "the base model")
+    assert (weighed.loss_excess, weighed.rival_loss_excess) == (2.0, 0.0)
+    assert weighed.loss_overrules_rival and weighed.lifted.span == "Lumen"
+    assert '"Lumen" surprise the base model more (+2.00 nats per token' in weighed.line
+    assert '"Lumen" surprise the model more' in weigh_by_loss(found, spans, lambda: base).line
