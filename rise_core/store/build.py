@@ -111,8 +111,8 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
     """On the index of a fine-tune (`lm` carries an adapter whose base model reloads), each stored row's loss under
     the base model, for the rows that have none yet (`learned.base_model_losses`, a window of rows per transaction;
     `phase_progress(BASE_LOSS_PHASE, ...)`, `should_stop()` polled between windows): (how many were stored, whether
-    a stop request left some without). Nothing for a plain model. A base model that cannot be loaded is logged and leaves the index as it was: the behaviour
-    test then reads the fine-tune's own losses."""
+    a stop request left some without). Nothing for a plain model. A base model that cannot be loaded is logged and
+    leaves the index as it was: the behaviour test then reads the fine-tune's own losses."""
     if not learned.RETRO_LEARNED or learned.base_model_spec(lm) is None:
         return 0, False
     rows = index.rows_without_base_loss()
