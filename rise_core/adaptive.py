@@ -247,8 +247,8 @@ class BehaviourEvidence:
         if self.rival_count_wins and self.loss_overrules_rival:
             rival = (f"; the representation view's top {self.top_k} share \"{self.rival_span}\" more ({self.rival_in_top}"
                      f" of them), but the rows holding \"{self.span}\" surprise {self.loss_model} more "
-                     f"({self.loss_excess:+.2f}"
-                     f" nats per token above the pool's median loss, against {self.rival_loss_excess:+.2f}), so it "
+                     f"({self.loss_excess:+.2f} nats per token above the pool's median loss, against "
+                     f"{self.rival_loss_excess:+.2f}), so it "
                      "stands")
         family = " over the query prompt's spans" if self.corrected_over == "prompt" else ""
         return (f"the gradient view's top {self.top_k} share \"{self.span}\" ({self.where}; {self.in_top} of them, "

@@ -324,9 +324,10 @@ def behaviour_test_for(view_rows: ViewRows, spans: PoolSpans | Callable[[], Pool
     options, the evidence. `spans` may be a callable, so the pool's span counts are read only when the test runs;
     `distinct`: how many distinct spans it tries (None: `adaptive.BEHAVIOUR_SPANS`), `order` the order it tries the
     candidates in (None: `prompt_first`); the study varies both. `row_losses`: the pool rows' losses, read where they
-    may overrule the rival (`weigh_by_loss`, which says they are `loss_model`'s; None: the rival wins by count alone). `deeper_k`: where the finding on
-    the views' top k lifts nothing, the test on their top `deeper_k` (None: not run), taken only where it lifts a rare
-    span of the prompt (`BehaviourEvidence.lifts_prompt_span`): a trigger held by too few of the top k rows to tell."""
+    may overrule the rival (`weigh_by_loss`, which says they are `loss_model`'s; None: the rival wins by count
+    alone). `deeper_k`: where the finding on the views' top k lifts nothing, the test on their top `deeper_k` (None:
+    not run), taken only where it lifts a rare span of the prompt (`BehaviourEvidence.lifts_prompt_span`): a trigger
+    held by too few of the top k rows to tell."""
 
     def find(hits: _ViewHits, k: int) -> BehaviourEvidence | None:
         if hits.n_gradient(k) < 2:
