@@ -234,3 +234,14 @@ def test_the_finding_says_whose_losses_set_the_rival_aside():
     assert weighed.loss_overrules_rival and weighed.lifted.span == "Lumen"
     assert '"Lumen" surprise the base model more (+2.00 nats per token' in weighed.line
     assert '"Lumen" surprise the model more' in weigh_by_loss(found, spans, lambda: base).line
+
+
+def test_rise_info_says_whether_the_base_model_s_losses_are_kept(tuned, tiny_llama, tmp_path, capsys):
+    from rise_core.cli import main as cli_main
+
+    assert cli_main(["info", "--index", str(tuned["index"])]) == 0
+    assert "base-model losses  stored for every row" in capsys.readouterr().out
+    build_index(tmp_path / "plain.duckdb", [Sample(prompt="q", completion="an answer", id="0")], tiny_llama,
+                RiseConfig(k_r=16, k_h=8, k_g=16))
+    assert cli_main(["info", "--index", str(tmp_path / "plain.duckdb")]) == 0
+    assert "base-model losses  none (a fine-tune's index keeps them" in capsys.readouterr().out

@@ -218,6 +218,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
                    else "none recorded (queries score with --preset, default 'default')"),
         ("sketch seeds", f"{info['seeds']} (digest {info['sketch_digest']})"),
         ("centring mean", "stored" if info["has_hidden_mean"] else "none"),
+        ("base-model losses", "stored for every row: the behaviour test reads what the fine-tune learned"
+         if info["base_model_losses"] else "none (a fine-tune's index keeps them; `rise build` again fills them)"),
         ("columns", ", ".join(f"{k} ({v.lower()})" for k, v in info["columns"].items()) or "none"),
         ("size on disk", format_bytes(info["size_bytes"])),
         ("ANN index", ann.status_summary(ann_status, info["path"])),
