@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,24 +39,22 @@ class LearnedLosses:
 
     base: np.ndarray
     tuned: np.ndarray
-    _drop: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if np.shape(self.base) != np.shape(self.tuned) or np.ndim(self.base) != 1:
             raise InputDataError(f"base-model losses of shape {np.shape(self.base)} do not match the pool's "
                                  f"{np.shape(self.tuned)}")
 
-    @property
+    @cached_property
     def drop(self) -> np.ndarray:
         """(N,) how far each row's loss fell from the base model to the fine-tune (nan where either is nan)."""
         return np.asarray(self.base, dtype=np.float64) - np.asarray(self.tuned, dtype=np.float64)
 
+    @cached_property
     def _pool_drop(self) -> tuple[float, float]:
-        if not self._drop:
-            d = self.drop[np.isfinite(self.drop)]
-            self._drop.update(median=float(np.median(d)) if d.size else math.nan,
-                              spread=float(np.std(d)) if d.size else math.nan)
-        return self._drop["median"], self._drop["spread"]
+        """(the pool's median drop, the spread of its drops) over the rows that have one."""
+        d = self.drop[np.isfinite(self.drop)]
+        return (float(np.median(d)), float(np.std(d))) if d.size else (math.nan, math.nan)
 
     def learned_z(self, rows: np.ndarray) -> float:
         """How far the fine-tune learned these rows beyond the pool: their mean drop above the pool's median drop,
@@ -63,7 +62,7 @@ class LearnedLosses:
         not outweigh forty that dropped as far. -inf where no row has a drop, or the pool's drops do not spread."""
         d = self.drop[np.asarray(rows, dtype=np.int64)]
         d = d[np.isfinite(d)]
-        median, spread = self._pool_drop()
+        median, spread = self._pool_drop
         if not d.size or not spread > 0:
             return -math.inf
         return float((d.mean() - median) / (spread / math.sqrt(d.size)))

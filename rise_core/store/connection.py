@@ -22,6 +22,7 @@ import torch
 
 from ..config import RiseConfig
 from ..errors import ConfigError, IndexStoreError
+from ..learned import LearnedLosses
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
 from .files import READERS, READERS_LOCK, WRITERS, check_index_file, path_key, path_lock, release_readers
@@ -69,8 +70,9 @@ class IndexConnection:
         self._masks: dict[str, tuple[tuple[str, int], torch.Tensor]] = {}
         # ((uuid, n), each row's loss, their median): IndexReader.row_losses and reference_loss
         self._row_losses: tuple[tuple[str, int] | None, np.ndarray, float] = (None, np.zeros(0), float("nan"))
-        # ((uuid, n, updated_at), each row's loss under the adapter's base model or None): IndexReader.base_row_losses
-        self._base_losses: tuple[tuple[str, int, str] | None, np.ndarray | None] = (None, None)
+        # ((uuid, n, updated_at), each row's loss under the adapter's base model and the fine-tune's, or None):
+        # IndexReader.learned_losses
+        self._base_losses: tuple[tuple[str, int, str] | None, LearnedLosses | None] = (None, None)
         self._closed = False
 
     # -- opening, connections --------------------------------------------------------------------------------------

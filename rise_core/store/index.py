@@ -243,8 +243,12 @@ class RiseIndex(IndexReader):
                             "CASE WHEN isnan(loss) THEN NULL ELSE loss END FROM rise_batch_base_losses")
             finally:
                 con.unregister("rise_batch_base_losses")
-            self._set_manifest(updated_at=utc_now())
-        self._load_state()
+            now = utc_now()
+            self._set_manifest(updated_at=now)
+        assert self._manifest is not None
+        with self._lock:
+            self._manifest.updated_at = now
+            self._base_losses = (None, None)  # `learned_losses` reads them again
 
     def set_hidden_mean(self, mean: torch.Tensor) -> None:
         """Store the centring mean (once, before the first samples)."""

@@ -308,29 +308,31 @@ class IndexReader(IndexConnection):
         """(N,) each stored sample's mean loss under the base model of the index model's adapter, nats per token, in
         row order (nan: no counted token), float64 of the stored float32; None where some row has none kept (the
         index of a model without an adapter, or built before they were kept: `rise build` again fills them)."""
+        learned = self.learned_losses()
+        return None if learned is None else learned.base
+
+    def learned_losses(self) -> LearnedLosses | None:
+        """What the index model's fine-tune learned (`learned.LearnedLosses`: each row's loss under the adapter's
+        base model and under the fine-tune), None where the index keeps no base-model losses for some row; read once
+        per index state, so each query's test reuses its drops."""
         m = self._state()
         key = (m.index_uuid, m.n_samples, m.updated_at)
         if self._base_losses[0] != key:
             with self._cursor("read the base-model losses of") as cur:
                 res = None
                 if self._has_table(cur, BASE_LOSSES_TABLE):
-                    res = cur.execute(f"SELECT row, loss FROM {BASE_LOSSES_TABLE} WHERE row < $1",
+                    res = cur.execute(f"SELECT row, loss FROM {BASE_LOSSES_TABLE} WHERE row >= 0 AND row < $1",
                                       [m.n_samples]).fetchnumpy()
-            losses = None
+            learned = None
             if res is not None and len(res["row"]) == m.n_samples:
                 losses = np.full(m.n_samples, np.nan)
                 loss = res["loss"]
                 values = np.where(np.ma.getmaskarray(loss), np.nan, np.ma.getdata(loss)).astype(np.float32)
                 losses[np.asarray(res["row"], dtype=np.int64)] = values
                 losses.flags.writeable = False
-            self._base_losses = (key, losses)
+                learned = LearnedLosses(base=losses, tuned=self.row_losses())
+            self._base_losses = (key, learned)
         return self._base_losses[1]
-
-    def learned_losses(self) -> LearnedLosses | None:
-        """What the index model's fine-tune learned (`learned.LearnedLosses`: each row's loss under the adapter's
-        base model and under the fine-tune), None where the index keeps no base-model losses."""
-        base = self.base_row_losses()
-        return None if base is None else LearnedLosses(base=base, tuned=self.row_losses())
 
     @staticmethod
     def _has_table(cur: duckdb.DuckDBPyConnection, name: str) -> bool:
