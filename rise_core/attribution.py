@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import adaptive, ann, learned, span_lift
+from . import adaptive, ann, span_lift
 from .adaptive import Weighting
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest, learned_reading
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
@@ -174,7 +174,7 @@ def index_weighting(index: RiseIndex, query_fm: FeatureMatrix, options: ScoreOpt
     if query is None and query_fm.texts is not None and len(query_fm.texts) == 1:
         query = query_fm.texts[0]
     spans = lambda: pool_spans(index)  # noqa: E731
-    reading = learned_reading(index.learned_losses() if learned.RETRO_LEARNED else None, spans, index.row_losses)
+    reading = learned_reading(index.learned_losses(), spans, index.row_losses)
     test = behaviour_test_for(_view_rows(index, query_fm, search, products), spans, index.rows_frame, query,
                               has_hs=index.config.hidden_channel, **reading)
     m = index.manifest

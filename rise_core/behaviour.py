@@ -32,6 +32,7 @@ import torch
 from bm25s.stopwords import STOPWORDS_EN
 
 from . import adaptive
+from . import learned as learned_module
 from .adaptive import (
     BEHAVIOUR_K,
     BEHAVIOUR_SPANS,
@@ -393,8 +394,9 @@ def learned_reading(learned: LearnedLosses | None, spans: PoolSpans | Callable[[
                     row_losses: RowLosses | None) -> dict[str, Any]:
     """`behaviour_test_for`'s row_losses, order and loss_model: on a fine-tune's index with what it learned
     (`learned`), the base model's losses for the arbiter (a poisoned row the fine-tune learned no longer surprises it;
-    under the base model it does) and `learned_first`; else `row_losses` and the served order."""
-    if learned is None:
+    under the base model it does) and `learned_first`; else (or with `learned.RETRO_LEARNED` off) `row_losses` and
+    the served order."""
+    if learned is None or not learned_module.RETRO_LEARNED:
         return {"row_losses": row_losses, "order": None, "loss_model": "the model"}
     return {"row_losses": lambda: learned.base, "order": learned_first(learned, spans), "loss_model": "the base model"}
 

@@ -24,7 +24,6 @@ from .behaviour import per_query_tests, samples_frame, samples_spans
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError, RiseError
 from .feedback import FeedbackConfig, Marks
-from .learned import LearnedLosses
 from .models import LoadedModel
 from .ranking import Ranking
 from .readout_cache import ReadoutCache
@@ -136,7 +135,7 @@ class TaskSource:
         return per_query_tests(pool_fm, query_fm, counts, samples_frame(self.pool), self.queries,
                                self.learned_losses(pool_fm))
 
-    def learned_losses(self, pool_fm: FeatureMatrix) -> LearnedLosses | None:
+    def learned_losses(self, pool_fm: FeatureMatrix) -> learned.LearnedLosses | None:
         """What the fine-tune learned, where the source's model carries an adapter whose base model reloads: each
         pool row's loss under the base model (one more pass over the pool, without the sketches; computed once per
         source) beside the fine-tune's own (`pool_fm.loss`). None for a plain model, or with `RETRO_LEARNED` off."""
@@ -274,7 +273,7 @@ class IndexSource:
         """Query q -> its behaviour test (`rise_core.behaviour`) on the index's features and span counts."""
         index = self.index
         return per_query_tests(pool_fm, query_fm, lambda: pool_spans(index), index.rows_frame, self.queries,
-                               index.learned_losses() if learned.RETRO_LEARNED else None)
+                               index.learned_losses())
 
     def span_holders(self) -> span_lift.SpanHolders:
         """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the index's stored texts."""
