@@ -53,6 +53,9 @@ folder or file is an `InputDataError` that says where it looked.
   the same, for the prompt's spans by their holders' likeness; replant8 and replant9 (seeds 33 to 38) for a shared span
   of the prompt taken; replant10 and replant11 (seeds 39 to 44) for spans of function words left out.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
+- fresh-<stem>: tune only, a set kept outside the repository in the folder $RISE_FRESH_DATA_DIR names
+  (`<stem>_pool.jsonl`, `<stem>_queries.jsonl`, dev-brainrot's fields): new rows from a dev pool's upstream sources,
+  for a kind whose dev rows are used up (`studies.tweet_sets` writes fresh-tweets1, fresh-tweets2, ...).
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
 queries, and reported on the second halves and on REPORT_ONLY.
@@ -77,6 +80,8 @@ from rise_core.samples import Sample
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "data" / "dev"
 DEV_ENV = "RISE_DEV_DATA_DIR"
+FRESH_ENV = "RISE_FRESH_DATA_DIR"
+FRESH_PREFIX = "fresh-"
 ALPACA = "alpaca_clean_sample.jsonl"
 
 BUNDLED = ("howdy", "finmed", "brainrot")
@@ -319,6 +324,26 @@ def held_set(name: str, n_queries: int = N_QUERIES) -> Task:
     return held_positives(whole, name, recipe.seed, n_queries, recipe.fold)
 
 
+def fresh_task(name: str) -> Task:
+    """fresh-<stem>: `<stem>_pool.jsonl` and `<stem>_queries.jsonl` in $RISE_FRESH_DATA_DIR (rows with dev-brainrot's
+    fields; `studies.tweet_sets`), read in place, with the tweet kind's cut-offs."""
+    stem = name.removeprefix(FRESH_PREFIX)
+    if not re.fullmatch(r"[A-Za-z0-9_]+", stem):
+        raise ConfigError(f"{name!r}: a fresh set's name is {FRESH_PREFIX}<letters, digits or _>")
+    folder = os.environ.get(FRESH_ENV)
+    if not folder:
+        raise InputDataError(f"{name}: the fresh sets are read from the folder ${FRESH_ENV} names, which is not set")
+    rows = []
+    for part in ("pool", "queries"):
+        path = Path(folder).expanduser() / f"{stem}_{part}.jsonl"
+        if not path.is_file():
+            raise InputDataError(f"{path} not found (${FRESH_ENV}; `python -m studies.tweet_sets` writes the tweet "
+                                 "sets)")
+        with path.open(encoding="utf-8") as fh:
+            rows.append([to_sample(json.loads(line)) for line in fh if line.strip()])
+    return _labelled(name, rows[0], rows[1], (5, 10, 25, 50))
+
+
 def dev_task(name: str) -> Task:
     """One of DEV_TASKS, whole."""
     if name in ("dev-finmed", "dev-brainrot"):
@@ -358,6 +383,8 @@ def task(name: str, max_pool: int | None = None, max_queries: int | None = None)
         whole = dev_task(name)
     elif name in HELD_SETS:
         whole = held_set(name)
+    elif name.startswith(FRESH_PREFIX):
+        whole = fresh_task(name)
     else:
         raise ConfigError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if not max_pool and not max_queries:
@@ -370,7 +397,7 @@ def splits(name: str, n_queries: int) -> dict[str, np.ndarray]:
     """Query rows of each split of a task: bundled and TUNE_ONLY -> tune; TUNED dev tasks -> halves; any other ->
     report."""
     rows = np.arange(n_queries)
-    if name in BUNDLED or name in TUNE_ONLY:
+    if name in BUNDLED or name in TUNE_ONLY or name.startswith(FRESH_PREFIX):
         return {"tune": rows}
     if name in TUNED:
         return {"tune": rows[: n_queries // 2], "report": rows[n_queries // 2:]}
