@@ -106,7 +106,8 @@ if st.button("Build the index", type="primary", key="build",
         picked = widgets.config_preset()  # remembered by the index, as `rise build --preset`
         resources.start_build(BuildJob(target, pool, lm, config, replace=write.action == "replace",
                                        label=pool_file.name, built_by=user.name,
-                                       preset=picked if picked != "default" else None))
+                                       preset=picked if picked != "default" else None,
+                                       base_model=resources.base_model_for(lm)))
         st.session_state["build_path"] = str(target)
 built = widgets.show_build(st.session_state.get("build_path"))
 if built is not None and built.status == "done" and st.button(

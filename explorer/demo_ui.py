@@ -28,7 +28,16 @@ from .demo import (
 from .jobs import BuildJob
 from .plain import code, md, token_heatmap
 from .plain import text as plain_text
-from .resources import explanation, load_lm, model_for, open_index, query_features, registry, start_build
+from .resources import (
+    base_model_for,
+    explanation,
+    load_lm,
+    model_for,
+    open_index,
+    query_features,
+    registry,
+    start_build,
+)
 from .ui import PAGES, Settings, friendly
 from .views import channel_values, results_table
 from .widgets import show_build, stream_answer
@@ -58,7 +67,7 @@ def start_demo(s: Settings) -> None:
         return
     # the demo's index belongs to the app (DEMO_OWNER): any editor may finish it, and the Build page writes it never
     start_build(BuildJob(path, setup.pool, lm, setup.config, label=setup.label, preset=setup.preset,
-                         built_by=DEMO_OWNER))
+                         built_by=DEMO_OWNER, base_model=base_model_for(lm)))
 
 
 def _demo_index_ready(s: Settings, setup: DemoSetup, lm: LoadedModel) -> bool:

@@ -153,6 +153,7 @@ class BuildJob(BackgroundJob):
     label: str = ""  # the pool's name, recorded in the index's provenance
     built_by: str = ""  # who builds it, recorded in the index's provenance (the first builder owns the index)
     preset: str | None = None  # the preset a new index is built for (build_index's `preset`)
+    base_model: LoadedModel | None = None  # a fine-tune's base model, held already (build_index's `base_model`)
     done: int = 0  # samples stored
     total: int = 0
     phase: str = ""  # the build's current phase (`rise_core.store.build.FIT_PHASE`, `FEATURE_PHASE`) and its count
@@ -189,7 +190,7 @@ class BuildJob(BackgroundJob):
             self.report = build_index(self.index_path, self.pool, self.lm, self.config, batch_size=self.batch_size,
                                       progress=self._progress, should_stop=self._stop.is_set, overwrite=False,
                                       built_by=self.built_by or None, source=self.label or None, preset=self.preset,
-                                      phase_progress=self._phase_progress)
+                                      phase_progress=self._phase_progress, base_model=self.base_model)
         finally:
             torch.set_num_threads(before)
         return "stopped" if self.report.stopped else "done"

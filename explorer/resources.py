@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
+from rise_core import learned
 from rise_core.config import ScoreOptions
+from rise_core.errors import ModelLoadError
 from rise_core.models import LoadedModel, load_model
 from rise_core.samples import Sample
 from rise_core.scoring import FeatureMatrix
@@ -63,6 +65,20 @@ def open_index(path: str | Path) -> RiseIndex:
 def model_for(index: RiseIndex) -> LoadedModel:
     """The model an index was built with (its features are only comparable with that model's)."""
     return load_lm(index.manifest.model_id)
+
+
+def base_model_for(lm: LoadedModel) -> LoadedModel | None:
+    """The base model under a fine-tune's adapter, from the server's cache (the one its other pages use: a build of a
+    fine-tune's index then holds no second copy of it), where a build stores its losses (`learned.RETRO_LEARNED`);
+    None for a plain model, or where the base does not load (the build then says so in its log and reads the
+    fine-tune's own losses). Loaded in the request, before the build's job is queued."""
+    spec = learned.base_model_spec(lm) if learned.RETRO_LEARNED else None
+    if spec is None:
+        return None
+    try:
+        return load_lm(spec)
+    except ModelLoadError:
+        return None
 
 
 @st.cache_resource

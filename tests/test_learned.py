@@ -254,3 +254,43 @@ def test_rise_info_says_whether_the_base_model_s_losses_are_kept(tuned, tiny_lla
                 RiseConfig(k_r=16, k_h=8, k_g=16))
     assert cli_main(["info", "--index", str(tmp_path / "plain.duckdb")]) == 0
     assert "base-model losses  none (a fine-tune's index keeps them" in capsys.readouterr().out
+
+
+def test_a_base_model_held_already_is_used_and_no_second_copy_is_loaded(tuned, tiny_llama, tmp_path, monkeypatch):
+    lm, base = tuned["lm"], tuned["base"]
+    assert base.model_id == base_model_spec(lm)
+    loads = []
+    real = learned.load_model
+    monkeypatch.setattr(learned, "load_model", lambda *a, **k: loads.append(a[0]) or real(*a, **k))
+    assert load_base_model(lm, base) is base and loads == []
+    # a held model that is not the base (another spec) is not taken for it: the base is loaded
+    fresh = load_base_model(lm, tiny_llama)
+    assert fresh is not tiny_llama and loads == [base.model_id]
+    # a build given the held base stores the same losses and loads nothing
+    path = tmp_path / "held.duckdb"
+    shutil.copy(tuned["index"], path)
+    with RiseIndex.open(tuned["index"]) as index:
+        want, n = np.array(index.base_row_losses()), len(index)
+    con = duckdb.connect(str(path))
+    con.execute(f"DELETE FROM {BASE_LOSSES_TABLE}")
+    con.close()
+    monkeypatch.setattr(learned, "load_model", lambda *a, **k: pytest.fail("a second copy of the base was loaded"))
+    report = build_index(path, Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm, base_model=base)
+    assert report.n_base_losses == n
+    with RiseIndex.open(path) as index:
+        np.testing.assert_allclose(index.base_row_losses(), want, rtol=0, atol=F32_ATOL)
+
+
+def test_the_app_hands_a_build_the_base_model_from_its_cache(tuned, tiny_llama, monkeypatch):
+    from explorer import resources
+
+    assert resources.base_model_for(tiny_llama) is None  # a plain model has none
+    held = resources.base_model_for(tuned["lm"])
+    assert held is not None and held is resources.load_lm(base_model_spec(tuned["lm"]))
+    assert held.fingerprint() == tuned["lm"].adapter["base_fingerprint"]
+
+    def gone(spec):
+        raise ModelLoadError(f"{spec} is gone")
+
+    monkeypatch.setattr(resources, "load_lm", gone)
+    assert resources.base_model_for(tuned["lm"]) is None  # a base that does not load: the build says so, as before
