@@ -149,8 +149,16 @@ class FeedbackConfig:
     (`studies/behaviour_rule.py` ORTHOGONAL_NO; docs/EVALUATION.md, "Feedback: a "not this" that does not cancel the
     query")."""
 
+    flat_below: float = 0.0
+    """a "not this" is taken as with `orthogonal_no` where the query's representation view is flat: the HS channel
+    takes part (`channel_scores` holds it: `attribution.feedback_ranker` scores the channels that the shown view, the
+    marks' start or the turn weigh, so not where the behaviour test chose the gradient view) and the query's
+    FLAT_DEPTH-th best pool row in it stands less than `flat_below` standard deviations above the pool's mean
+    (`flat_view`); 0: never. Such a query (a tweet among tweets) has no near neighbours, so a "no" on its best row
+    cancels what is left of it; elsewhere the "no" moves the query off a topic, as the sentiment backdoors need."""
+
     def __post_init__(self) -> None:
-        for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift"):
+        for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift", "flat_below"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
@@ -298,6 +306,20 @@ def span_rejected(span: SpanLift, marks: Marks) -> bool:
     return no > yes
 
 
+FLAT_DEPTH = 10
+"""the row of the query's representation view that `flat_view` reads: the last of the first page of hits."""
+
+
+def flat_view(channel_scores: Mapping[str, np.ndarray], below: float) -> bool:
+    """Whether the query's HS scores (`channel_scores["HS"]`, raw) are flat: their FLAT_DEPTH-th best row stands less
+    than `below` (> 0) standard deviations above the pool's mean. False without HS, or with fewer rows."""
+    hs = channel_scores.get("HS")
+    if not below or hs is None or len(hs) < FLAT_DEPTH:
+        return False
+    z = standardise(hs)
+    return bool(np.partition(z, len(z) - FLAT_DEPTH)[len(z) - FLAT_DEPTH] < below)
+
+
 def evidence(query_z: np.ndarray, marks: Marks) -> float:
     """How far a channel already ranks the relevant marks above the irrelevant ones, in its z units."""
     relevant, irrelevant = split_marks(marks, len(query_z))
@@ -328,6 +350,9 @@ class FeedbackResult:
     """the query's words the analyst refused (`MarkedWords.without`), sorted."""
     turned: bool = False
     """whether the marks turned the weights to the other view (`turned`: every mark so far "not this")."""
+    orthogonal_no: bool = False
+    """whether the "not this" marks were taken orthogonal to what the query asks (`FeedbackConfig.orthogonal_no`, or
+    its representation view is flat: `flat_below`)."""
 
 
 ALL_MISSES_AFTER = 3
@@ -378,6 +403,7 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         config.turn_unless_shown and other_view_shows(channel_scores, turn_weights, marks, config.turn_unless_shown))
     if turn:
         base_weights = turn_weights
+    orthogonal = config.orthogonal_no or flat_view(channel_scores, config.flat_below)
     parts, weights, ev = {}, {}, {}
     for c, raw in channel_scores.items():
         w = float(base_weights.get(c, 0.0))
@@ -388,7 +414,7 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         bounded = min(max(ev[c], -config.max_evidence), config.max_evidence)
         weights[c] = w * math.exp(min(config.tau * bounded, 30.0))
         parts[c] = weights[c] * (rocchio(z, row_scores[c], marks, config.beta, config.gamma, config.each_mark,
-                                         config.orthogonal_no)
+                                         orthogonal)
                                   if marks else z)
     if not parts:
         raise InputDataError("no channel has a nonzero weight to rank with")
@@ -421,7 +447,8 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
                           span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
                           lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn,
-                          refused_words=tuple(sorted(words.refused)) if words is not None else ())
+                          refused_words=tuple(sorted(words.refused)) if words is not None else (),
+                          orthogonal_no=orthogonal and any(not v for v in marks.values()))
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:

@@ -389,6 +389,15 @@ ORTHOGONAL_NO = {"served, the no rows orthogonal to the query": False,
 channels' parts and the lifts as served)."""
 
 
+FLAT_BELOW = 1.5
+"""the HS view's FLAT_DEPTH-th best row under which a query's view counts as flat (`feedback.flat_view`): read on the
+tune figures before the fresh tweet sets (docs/EVALUATION.md, "Feedback: a "not this" that does not cancel the
+query": 1.36 standard deviations on the tweet sets, 2.1 to 3.0 on every other kind)."""
+FLAT_NO = f"served, the no rows orthogonal to the query where its HS view is flat (below {FLAT_BELOW:g})"
+"""the served feedback with `FeedbackConfig.flat_below` = FLAT_BELOW: the variant the fresh tweet sets test
+(docs/EVALUATION.md, "Feedback: fresh tweet sets")."""
+
+
 def orthogonal_no_ranker(hs_alone: bool, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict,
                          first: np.ndarray, own: dict[str, float], words: MarkedWords | None,
                          span: SpanLift | None) -> Callable[[dict], np.ndarray]:
@@ -802,6 +811,11 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
                 "turn", FeedbackConfig(beta=beta, each_mark=True), raw, rows_fn, shown[q], own, other, words, span)
         for name, hs_alone in ORTHOGONAL_NO.items():
             variants[name] = orthogonal_no_ranker(hs_alone, FeedbackConfig(), raw, rows_fn, shown[q], own, words, span)
+        # as the product: the HS channel takes part (and can be flat) only where the test did not choose the gradient
+        # view (attribution.feedback_ranker scores the channels the shown view, the start or the turn weigh)
+        taking_part = raw if not fire[q] else {c: v for c, v in raw.items() if c != "HS"}
+        variants[FLAT_NO] = _turned_ranker("turn", FeedbackConfig(flat_below=FLAT_BELOW), taking_part, rows_fn,
+                                           shown[q], own, other, words, span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rise_core.errors import InputDataError
-from rise_core.feedback import FeedbackConfig, apply_feedback, rocchio, standardise, unit_row_scores
+from rise_core.feedback import FeedbackConfig, apply_feedback, flat_view, rocchio, standardise, unit_row_scores
 from studies.behaviour_rule import orthogonal_no_ranker
 
 # float64 throughout: the only error is summation order, far below 1e-10 at these sizes
@@ -85,3 +85,50 @@ def test_in_hs_alone_only_the_hs_part_changes():
     everywhere = orthogonal_no_ranker(False, cfg, raw, rows_fn, first, own, None, None)(marks)
     assert not np.allclose(everywhere, ranker(marks))  # the gradient channels' "no" changes too
     assert apply_feedback(raw, rows_fn, marks, own, cfg).total == pytest.approx(served.total, abs=0)  # unchanged
+
+
+def _hs_with_tenth_at(z10: float, n: int = 200, seed: int = 3) -> np.ndarray:
+    """Raw HS scores (any scale and shift) whose 10th best row stands exactly `z10` standard deviations above the
+    pool's mean: nine rows far above, the 10th placed by solving for it, the rest noise."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    base[:9] = 50.0  # far above: the 10th best is the row set below
+    for _ in range(100):  # fixed point: the row's z moves the mean and spread a little
+        z = (base - base.mean()) / base.std()
+        base[9] += (z10 - z[9]) * base.std()
+    return 3.0 * base + 7.0
+
+
+@pytest.mark.parametrize("z10, flat", [(1.49, True), (1.51, False), (3.0, False)])
+def test_a_view_is_flat_when_its_tenth_row_stands_under_the_bound(z10, flat):
+    hs = _hs_with_tenth_at(z10)
+    assert np.sort(standardise(hs))[::-1][9] == pytest.approx(z10, abs=1e-9)
+    assert flat_view({"HS": hs, "RH": np.zeros(len(hs))}, 1.5) is flat
+    assert flat_view({"HS": hs}, 0.0) is False  # 0: never
+    assert flat_view({"RH": hs, "GH": hs}, 1.5) is False  # no HS taking part: never
+    assert flat_view({"HS": hs[:9]}, 1.5) is False  # fewer rows than the first page
+
+
+def test_where_the_view_is_flat_the_no_is_orthogonal_in_every_channel_else_served():
+    rng = np.random.default_rng(4)
+    features = {c: _unit(rng, 200, 4) for c in ("RH", "GH")}
+    raw = {c: features[c] @ rng.normal(size=4) for c in features}
+    rows_fn = {c: unit_row_scores(torch.from_numpy(features[c])) for c in features}
+    hs_rows = rng.normal(size=(200, 3))
+    rows_fn["HS"] = lambda rows: hs_rows[rows] @ hs_rows.T
+    own = {"RH": 0.4, "GH": 0.3, "HS": 1.0}
+    marks = {int(np.argmax(raw["RH"])): False, 17: True}
+    gated = FeedbackConfig(flat_below=1.5)
+    for z10, flat in ((1.2, True), (2.5, False)):
+        channels = {**raw, "HS": _hs_with_tenth_at(z10)}
+        got = apply_feedback(channels, rows_fn, marks, own, gated)
+        want = apply_feedback(channels, rows_fn, marks, own, FeedbackConfig(orthogonal_no=flat))
+        assert got.total == pytest.approx(want.total, abs=TOL)
+        assert got.orthogonal_no is flat
+        assert not np.allclose(want.total, apply_feedback(channels, rows_fn, marks, own, FeedbackConfig(
+            orthogonal_no=not flat)).total)  # the two updates differ here: the gate chose between them
+    # with yes marks alone there is no "no" to take orthogonally: said so, and the update is the served one
+    only_yes = apply_feedback({**raw, "HS": _hs_with_tenth_at(1.2)}, rows_fn, {17: True}, own, gated)
+    assert only_yes.orthogonal_no is False
+    with pytest.raises(InputDataError, match="flat_below must be a finite number >= 0"):
+        FeedbackConfig(flat_below=-1.0)
