@@ -157,6 +157,10 @@ def main() -> int:
     ap.add_argument("--feedback-variants", default="",
                     help="with --feedback-rule: only the served feedback and these variants of the grid (their names, "
                     "separated by '|'; e.g. the two of ORTHOGONAL_NO)")
+    ap.add_argument("--tune-only", action="store_true",
+                    help="with --feedback-rule: keep the tune queries alone (a test decided before any report figure)")
+    ap.add_argument("--feedback-csv", default="", help="with --feedback-rule: where the per-query figures go "
+                    "(default <out>/feedback.csv; two runs over parts of the sets write apart)")
     ap.add_argument("--hs-layers", default="", help="studies.hs_layers' folder: score HS at --hs-depth from it")
     ap.add_argument("--hs-depth", type=float, default=1.0, help="with --hs-layers: the HS channel's layer "
                     "(RiseConfig.hs_depth); every rule is rescored with it (not 'auto (today)', the served scores)")
@@ -200,7 +204,9 @@ def main() -> int:
         only = ((SERVED_FEEDBACK,) if args.served_feedback_only else
                 (SERVED_FEEDBACK, *args.feedback_variants.split("|")) if args.feedback_variants else None)
         fb = evaluate_feedback(out, names, args.feedback_rule, layers, only)
-        fb.to_csv(out / "feedback.csv", index=False)
+        if args.tune_only:
+            fb = fb[fb["split"] == "tune"]
+        fb.to_csv(Path(args.feedback_csv) if args.feedback_csv else out / "feedback.csv", index=False)
         ftab = mean_table(fb, "auPRC", ["variant", "marks"])
         ftab["min"] = ftab.drop(columns=["TUNE", "REPORT"]).min(axis=1)
         print(ftab.round(3).to_string())
