@@ -453,12 +453,16 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
     """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
-    behaviour test's span, kept or rejected by the marks, the marked word whose rows were lifted and the words the
+    "not this" marks taken orthogonally where the query's view is flat, the behaviour test's span, kept or rejected by the marks, the marked word whose rows were lifted and the words the
     analyst refused (pool text: the page shows them with st.text)."""
     out = []
     if feedback.get("turned"):
         out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
                    f"the other view, {chosen_view(feedback.get('weights', {}))}, until a mark says yes")
+    if feedback.get("orthogonal_no"):
+        out.append("This query's nearest rows stand barely above the rest of the pool (its representation view is "
+                   "flat), so each \"not this\" moves the ranking away from what that row does not share with the "
+                   "query, not from the query itself")
     if feedback.get("span"):
         out.append(f"The behaviour test's span stays lifted (the span column): {feedback['span']!r}")
     if feedback.get("span_rejected"):

@@ -10,7 +10,15 @@ import pytest
 import torch
 
 from rise_core.errors import InputDataError
-from rise_core.feedback import FeedbackConfig, apply_feedback, flat_view, rocchio, standardise, unit_row_scores
+from rise_core.feedback import (
+    FeedbackConfig,
+    apply_feedback,
+    flat_view,
+    lift_lines,
+    rocchio,
+    standardise,
+    unit_row_scores,
+)
 from studies.behaviour_rule import orthogonal_no_ranker
 
 # float64 throughout: the only error is summation order, far below 1e-10 at these sizes
@@ -125,6 +133,8 @@ def test_where_the_view_is_flat_the_no_is_orthogonal_in_every_channel_else_serve
         want = apply_feedback(channels, rows_fn, marks, own, FeedbackConfig(orthogonal_no=flat))
         assert got.total == pytest.approx(want.total, abs=TOL)
         assert got.orthogonal_no is flat
+        said = [line for line in lift_lines(vars(got), 200) if "representation view is flat" in line]
+        assert len(said) == int(flat)  # the page and `rise query --marks` say so, only where it applied
         assert not np.allclose(want.total, apply_feedback(channels, rows_fn, marks, own, FeedbackConfig(
             orthogonal_no=not flat)).total)  # the two updates differ here: the gate chose between them
     # with yes marks alone there is no "no" to take orthogonally: said so, and the update is the served one
