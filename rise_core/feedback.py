@@ -453,8 +453,9 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
     """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
-    "not this" marks taken orthogonally where the query's view is flat, the behaviour test's span, kept or rejected by the marks, the marked word whose rows were lifted and the words the
-    analyst refused (pool text: the page shows them with st.text)."""
+    "not this" marks taken orthogonally where the query's view is flat, the behaviour test's span, kept or rejected
+    by the marks, the marked word whose rows were lifted and the words the analyst refused (pool text: the page shows
+    them with st.text)."""
     out = []
     if feedback.get("turned"):
         out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
