@@ -55,7 +55,9 @@ folder or file is an `InputDataError` that says where it looked.
 - dev-refusal-200, dev-pirate-240: the retrospective tasks of `studies.retro_tasks`.
 - fresh-<stem>: tune only, a set kept outside the repository in the folder $RISE_FRESH_DATA_DIR names
   (`<stem>_pool.jsonl`, `<stem>_queries.jsonl`, dev-brainrot's fields): new rows from a dev pool's upstream sources,
-  for a kind whose dev rows are used up (`studies.tweet_sets` writes fresh-tweets1, fresh-tweets2, ...).
+  for a kind whose dev rows are used up (`studies.tweet_sets` writes fresh-tweets1, fresh-tweets2, ...). The three
+  tweet sets were read first by the test of the orthogonal "no" where the HS view is flat (docs/EVALUATION.md,
+  "Feedback: fresh tweet sets"); they leave too few unused EntrAPI tweets for a fourth in dev-brainrot's make-up.
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
 queries, and reported on the second halves and on REPORT_ONLY.
