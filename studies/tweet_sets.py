@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rise_core.errors import InputDataError
+from rise_core.errors import InputDataError, RiseError
 from studies import tasks
 
 N_POOL_NEGATIVES, N_POOL_POSITIVES, N_QUERIES = 450, 50, 20
@@ -130,8 +130,12 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.out.resolve().is_relative_to(tasks.ROOT):
         raise SystemExit(f"{args.out}: the fresh sets are measured on, never kept in the repository")
+    try:
+        sets = build(args.control, args.posts, args.same_author, args.sets, args.seed)
+    except (RiseError, OSError, ValueError, KeyError) as exc:  # a missing or malformed upstream file, too few rows
+        raise SystemExit(f"tweet_sets: {exc}") from exc
     args.out.mkdir(parents=True, exist_ok=True)
-    for k, (pool, queries) in enumerate(build(args.control, args.posts, args.same_author, args.sets, args.seed), 1):
+    for k, (pool, queries) in enumerate(sets, 1):
         write_jsonl(args.out / f"tweets{k}_pool.jsonl", pool)
         write_jsonl(args.out / f"tweets{k}_queries.jsonl", queries)
         print(f"fresh-tweets{k}: {len(pool)} pool rows ({sum(r['label'] for r in pool)} positive), "

@@ -64,9 +64,16 @@ def test_the_sets_hold_no_dev_text_no_text_twice_and_keep_dev_brainrots_make_up(
     assert len(seen) == len(set(seen))  # no text twice: within a set, nor across the two
 
 
-def test_too_few_unused_rows_is_a_clear_error(upstream):
+def test_too_few_unused_rows_or_a_missing_file_is_a_clear_error_and_writes_nothing(upstream, tmp_path):
     with pytest.raises(InputDataError, match=r"not enough unused rows for 3 sets \(positives: 198 of 210"):
         tweet_sets.build(upstream / "control.json", upstream / "posts.csv", upstream / "same.json", n_sets=3)
+    args = ["--posts", str(upstream / "posts.csv"), "--same-author", str(upstream / "same.json"),
+            "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit, match="not enough unused rows for 3 sets"):
+        tweet_sets.main(["--control", str(upstream / "control.json"), "--sets", "3", *args])
+    with pytest.raises(SystemExit, match="tweet_sets: .*nowhere.json"):
+        tweet_sets.main(["--control", str(upstream / "nowhere.json"), *args])
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_sets_are_written_outside_the_repository_only(upstream, tmp_path):
