@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 import torch
 from conftest import FLOAT64_TOL
@@ -225,3 +226,34 @@ def test_without_ray_a_clear_error_and_the_one_process_build_unchanged(monkeypat
     assert code == 0 and "6 added" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["build", str(pool), "--index", str(path), "--workers", "0"])
+
+
+def test_a_fine_tunes_sharded_build_stores_the_base_models_losses(ray_cluster, model_dir, tmp_path):
+    """As `build_index` does on a fine-tune's index: every row's loss under the adapter's base model, computed by the
+    workers, equal to the one-process computation (float64 models; stored as float32, so to float32 rounding)."""
+    from rise_core.finetune import FinetuneConfig, finetune
+    from rise_core.learned import base_model_losses
+    from rise_core.store.build import BASE_LOSS_PHASE
+
+    ray, _ = ray_cluster
+    pool = POOL[:40]
+    adapter = tmp_path / "adapter"
+    finetune(load_model(str(model_dir), dtype="float64"), pool, adapter,
+             FinetuneConfig(rank=2, alpha=4, epochs=1, batch_size=8, seq_len=16, warmup_steps=1,
+                            learning_rate=5e-2, target_modules=("q_proj", "v_proj")))
+    path = tmp_path / "tuned.duckdb"
+    phases: list[tuple[str, int, int]] = []
+    report = build_index_distributed(path, pool, adapter, CFG, workers=2, batch_size=BATCH, dtype="float64",
+                                     phase_progress=lambda p, d, t: phases.append((p, d, t)))
+    with RiseIndex.open(path) as index:
+        got, samples, n = index.base_row_losses(), index.sample_list(), len(index)
+        assert index.rows_without_base_loss() == []
+    assert report.n_base_losses == n and not report.stopped
+    assert _phase_ends(phases)[-1] == (BASE_LOSS_PHASE, n, n)
+    lm = load_model(str(adapter), dtype="float64")
+    want = base_model_losses(lm, samples, CFG)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    # the fine-tune's own losses differ: the workers read the base model, not the fine-tune
+    with RiseIndex.open(path) as index:
+        assert not np.allclose(index.row_losses(), got)
+    _wait_until_cpus_free(ray)

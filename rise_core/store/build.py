@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -111,11 +112,11 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
                       phase_progress: PhaseProgress | None = None, base_model: LoadedModel | None = None
                       ) -> tuple[int, bool]:
     """On the index of a fine-tune (`lm` carries an adapter whose base model reloads), each stored row's loss under
-    the base model, for the rows that have none yet (`learned.base_model_losses`, a window of rows per transaction;
-    `phase_progress(BASE_LOSS_PHASE, ...)`, `should_stop()` polled between windows): (how many were stored, whether
-    a stop request left some without). Nothing for a plain model. A base model that cannot be loaded is logged and
-    leaves the index as it was: the behaviour test then reads the fine-tune's own losses. `base_model`: the base
-    model where the caller holds it already, used instead of a second copy (`learned.load_base_model`'s `loaded`)."""
+    the base model, for the rows that have none yet (`learned.base_model_losses`, a window of rows per transaction:
+    `fill_base_losses`): (how many were stored, whether a stop request left some without). Nothing for a plain
+    model. A base model that cannot be loaded is logged and leaves the index as it was: the behaviour test then reads
+    the fine-tune's own losses. `base_model`: the base model where the caller holds it already, used instead of a
+    second copy (`learned.load_base_model`'s `loaded`)."""
     if not learned.RETRO_LEARNED or learned.base_model_spec(lm) is None:
         return 0, False
     rows = index.rows_without_base_loss()
@@ -124,19 +125,36 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
     try:
         base = learned.load_base_model(lm, base_model)
     except ModelLoadError as exc:
-        logger.warning("%s: the losses under the adapter's base model were not stored (%s); the behaviour test "
-                       "reads the fine-tune's own", index.path, exc)
+        base_losses_skipped(index, exc)
         return 0, False
-    done, window = 0, batch_size * WINDOW_BATCHES
+    return fill_base_losses(index, rows, lambda windows: [
+        learned.base_model_losses(lm, samples, index.config, base, batch_size) for samples in windows],
+        batch_size * WINDOW_BATCHES, should_stop, phase_progress)
+
+
+def base_losses_skipped(index: RiseIndex, exc: Exception) -> None:
+    logger.warning("%s: the losses under the adapter's base model were not stored (%s); the behaviour test reads the "
+                   "fine-tune's own", index.path, exc)
+
+
+def fill_base_losses(index: RiseIndex, rows: list[int], losses_of: Callable[[list[list[Sample]]], list[np.ndarray]],
+                     window: int, should_stop: Callable[[], bool] | None = None,
+                     phase_progress: PhaseProgress | None = None, group: int = 1) -> tuple[int, bool]:
+    """Store the base model's losses of `rows`, `window` rows per transaction: `losses_of(windows)` gives each
+    window's losses, `group` windows at a time (a sharded build hands each of them to a worker). `should_stop()` is
+    polled between groups, `phase_progress(BASE_LOSS_PHASE, done, total)` called after each. (stored, stopped)."""
+    done, step = 0, window * max(1, group)
     if phase_progress is not None:
         phase_progress(BASE_LOSS_PHASE, 0, len(rows))
-    for start in range(0, len(rows), window):
+    for start in range(0, len(rows), step):
         if should_stop is not None and should_stop():
             return done, True
-        part = rows[start:start + window]
-        samples = [sample_from_row(r) for r in index.rows_frame(part).reset_index().to_dict("records")]
-        index.set_base_losses(part, learned.base_model_losses(lm, samples, index.config, base, batch_size))
-        done += len(part)
+        parts = [rows[at:at + window] for at in range(start, min(start + step, len(rows)), window)]
+        windows = [[sample_from_row(r) for r in index.rows_frame(part).reset_index().to_dict("records")]
+                   for part in parts]
+        for part, losses in zip(parts, losses_of(windows), strict=True):
+            index.set_base_losses(part, losses)
+            done += len(part)
         if phase_progress is not None:
             phase_progress(BASE_LOSS_PHASE, done, len(rows))
     return done, False

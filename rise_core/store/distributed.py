@@ -9,6 +9,9 @@ each shard's per-batch features. The coordinator commits them in pool order (sha
 reorder buffer), one transaction per batch: the index is the one `build_index` writes, same rows in the same order
 with the same features.
 
+On the index of a fine-tune, the rows' losses under the adapter's base model follow the features, as in `build_index`:
+each worker loads the base once and computes the losses of a window of rows at a time (`store_base_losses`).
+
 Failures: Ray restarts a worker that dies and reruns its shards (`max_retries`); only the coordinator writes, once
 per shard and in order, so nothing is stored twice. A killed coordinator leaves whole batches, and running the same
 build again skips the stored ids and finishes, as with `build_index`.
@@ -30,12 +33,22 @@ from typing import Any
 import torch
 
 from ..config import RiseConfig
-from ..errors import ConfigError, DistributedBuildError, IndexMismatchError, RiseError
+from ..errors import ConfigError, DistributedBuildError, IndexMismatchError, ModelLoadError, RiseError
 from ..ingest import FieldMap
 from ..models import LoadedModel
 from ..samples import Sample
 from .batches import BatchFeatures, encode_usable, needs_mean_fit, split_mean_fit
-from .build import BuildWriter, PhaseProgress, PoolInput, check_batch_size, load_pool, open_for_build, prepare_build
+from .build import (
+    BuildWriter,
+    PhaseProgress,
+    PoolInput,
+    base_losses_skipped,
+    check_batch_size,
+    fill_base_losses,
+    load_pool,
+    open_for_build,
+    prepare_build,
+)
 from .files import check_new_location
 from .index import RiseIndex
 from .schema import WINDOW_BATCHES, BuildReport
@@ -112,7 +125,11 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
         index, own = open_for_build(path, identity, config, overwrite, preset)  # type: ignore[arg-type]
         try:
             run = _Coordinator(ray, actors, index, batch_size, window, max_retries)
-            return run.build(data, identity, config, shard_size, progress, should_stop, start_time, phase_progress)
+            report = run.build(data, identity, config, shard_size, progress, should_stop, start_time, phase_progress)
+            if not report.stopped:
+                report.n_base_losses, report.stopped = run.store_base_losses(identity, should_stop, phase_progress)
+                report.seconds = time.perf_counter() - start_time
+            return report
         finally:
             if own:
                 index.close()
@@ -181,6 +198,11 @@ class ModelIdentity:
 
     def describe(self) -> dict[str, Any]:
         return dict(self.info)
+
+    @property
+    def adapter(self) -> dict[str, Any] | None:
+        """The merged adapter's record, as the workers' model carries it (`learned.base_model_spec` reads it)."""
+        return self.info.get("adapter")
 
     @property
     def vocab_size(self) -> int:
@@ -256,6 +278,7 @@ class ShardWorker:
         self._error: RiseError | None = None
         self._extractor: Any = None
         self._key = ""
+        self._base: LoadedModel | None = None  # the fine-tune's base model, loaded when first asked for
         try:
             self.lm: LoadedModel | None = load_model(model, device=device, dtype=dtype,
                                                      trust_remote_code=trust_remote_code)
@@ -315,6 +338,27 @@ class ShardWorker:
         return ShardResult(self._model().fingerprint(), batches, skipped)
 
 
+    def base_ready(self) -> str | None:
+        """Load the base model under this worker's fine-tune (once); None when loaded, else why it cannot be."""
+        from .. import learned
+
+        if self._base is None:
+            try:
+                self._base = learned.load_base_model(self._model())
+            except ModelLoadError as exc:
+                return str(exc)
+        return None
+
+    def base_losses(self, samples: list[Sample], config: RiseConfig, batch_size: int) -> Any:
+        """Each sample's loss under the base model (`learned.base_model_losses`), as `build_index` computes it."""
+        from .. import learned
+
+        problem = self.base_ready()
+        if problem is not None:
+            raise ModelLoadError(problem)
+        return learned.base_model_losses(self._model(), samples, config, self._base, batch_size)
+
+
 def _crash_if_flagged() -> None:
     """The test hook of CRASH_FLAG_ENV: die at once if this worker is the first to claim the flag file."""
     flag = os.environ.get(CRASH_FLAG_ENV)
@@ -363,6 +407,35 @@ class _Coordinator:
             setup = self.ray.put(WorkSetup(cfg, sketches, self.index.hidden_mean))
             self._run_shards(writer, setup, [new[i:i + shard_size] for i in range(0, len(new), shard_size)])
         return writer.finish(start_time)
+
+    def store_base_losses(self, identity: ModelIdentity, should_stop: Callable[[], bool] | None,
+                          phase_progress: PhaseProgress | None) -> tuple[int, bool]:
+        """`build.store_base_losses` with the workers computing: one window of rows per worker at a time, committed
+        in order. Nothing for a plain model; a base no worker can load is logged, as `build_index` does."""
+        from .. import learned
+
+        if not learned.RETRO_LEARNED or learned.base_model_spec(identity) is None:  # type: ignore[arg-type]
+            return 0, False
+        rows = self.index.rows_without_base_loss()
+        if not rows:
+            return 0, False
+        problem = _get(self.ray, self.actors[0].base_ready.remote(), "load the base model")
+        if problem is not None:
+            base_losses_skipped(self.index, ModelLoadError(problem))
+            return 0, False
+        cfg = self.index.config
+
+        def losses_of(windows: list[list[Sample]]) -> list[Any]:
+            refs = [self.actors[i % len(self.actors)].base_losses.remote(w, cfg, self.batch_size)
+                    for i, w in enumerate(windows)]
+            return _get(self.ray, refs, "compute the base model's losses")
+
+        try:
+            return fill_base_losses(self.index, rows, losses_of, self.window, should_stop, phase_progress,
+                                    group=len(self.actors))
+        except ModelLoadError as exc:  # another worker (another node) could not load it: the windows stored stay
+            base_losses_skipped(self.index, exc)
+            return len(rows) - len(self.index.rows_without_base_loss()), False
 
     def _wait_for(self, ref: Any, writer: BuildWriter, what: str) -> ShardResult | None:
         """One call's result, or None when should_stop() asked to stop first."""
