@@ -331,9 +331,10 @@ def _weights(options: ScoreOptions) -> str:
     return f"RH {options.lambda_rh:.3g}, GH {options.lambda_gh:.3g}, HS {options.lambda_hs:.3g}"
 
 
-def gate(surprise: float) -> float:
-    """The gradient side's weight for a surprise (nats per token above the pool's median loss)."""
-    x = SLOPE * (float(surprise) - MIDPOINT)
+def gate(surprise: float, slope: float = SLOPE, midpoint: float = MIDPOINT) -> float:
+    """The gradient side's weight for a surprise (nats per token above the pool's median loss): sigmoid(slope
+    (surprise - midpoint)); the studies sweep `slope` and `midpoint`."""
+    x = slope * (float(surprise) - midpoint)
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 

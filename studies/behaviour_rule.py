@@ -674,8 +674,11 @@ def lifted_rule(m: dict[str, np.ndarray], findings: Findings, prompt_lift: float
 
 def gate_weight(m: dict[str, np.ndarray], q: int | slice = slice(None), mid: float = adaptive.MIDPOINT,
                 slope: float = adaptive.SLOPE) -> np.ndarray:
-    """The loss gate's gradient-side weight g = sigmoid(slope (surprise - mid)) of query q (default: every query)."""
-    return 1.0 / (1.0 + np.exp(-slope * (m["query_loss"][q] - m["pool_loss"][0] - mid)))
+    """The loss gate's gradient-side weight g = sigmoid(slope (surprise - mid)) of query q (default: every query):
+    `adaptive.gate` of each query's surprise."""
+    surprise = np.atleast_1d(m["query_loss"][q] - m["pool_loss"][0])
+    g = np.array([adaptive.gate(x, slope, mid) for x in surprise])
+    return g if isinstance(q, slice) else g[0]
 
 
 def gate_scores(m: dict[str, np.ndarray], mid: float = adaptive.MIDPOINT, slope: float = adaptive.SLOPE

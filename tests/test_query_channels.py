@@ -42,6 +42,17 @@ def test_gate_is_the_logistic_of_the_surprise():
     s = 1.3
     assert adaptive.gate(s) == pytest.approx(1 / (1 + math.exp(-adaptive.SLOPE * (s - adaptive.MIDPOINT))))
     assert adaptive.gate(-1e6) == 0.0 and adaptive.gate(1e6) == 1.0
+    assert adaptive.gate(s, slope=2.0, midpoint=1.0) == pytest.approx(1 / (1 + math.exp(-2.0 * (s - 1.0))))
+
+
+def test_the_study_gate_is_the_product_gate_per_query():
+    from studies.behaviour_rule import gate_weight
+
+    m = {"query_loss": np.array([0.2, 1.1, 3.0, -800.0]), "pool_loss": np.array([0.4])}
+    for mid, slope in ((adaptive.MIDPOINT, adaptive.SLOPE), (1.0, 2.0)):
+        want = [adaptive.gate(x - 0.4, slope, mid) for x in m["query_loss"]]
+        assert gate_weight(m, mid=mid, slope=slope).tolist() == pytest.approx(want, abs=0)
+        assert gate_weight(m, 1, mid=mid, slope=slope) == pytest.approx(want[1], abs=0)
 
 
 def test_auto_scores_equal_fixed_weights_from_the_gate_by_hand():
