@@ -133,6 +133,7 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
 
 
 def base_losses_skipped(index: RiseIndex, exc: Exception) -> None:
+    """Log that the base model's losses were not stored (its load failed), and what the behaviour test reads then."""
     logger.warning("%s: the losses under the adapter's base model were not stored (%s); the behaviour test reads the "
                    "fine-tune's own", index.path, exc)
 
