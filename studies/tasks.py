@@ -341,8 +341,16 @@ def fresh_task(name: str) -> Task:
         if not path.is_file():
             raise InputDataError(f"{path} not found (${FRESH_ENV}; `python -m studies.tweet_sets` writes the tweet "
                                  "sets)")
+        samples = []
         with path.open(encoding="utf-8") as fh:
-            rows.append([to_sample(json.loads(line)) for line in fh if line.strip()])
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    samples.append(to_sample(json.loads(line)))
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    raise InputDataError(f"{path}, line {n}: not a row with a completion ({exc!r})") from exc
+        rows.append(samples)
     return _labelled(name, rows[0], rows[1], (5, 10, 25, 50))
 
 

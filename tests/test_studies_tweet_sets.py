@@ -108,3 +108,8 @@ def test_a_fresh_set_without_its_folder_or_file_or_with_a_bad_name_is_a_clear_er
         tasks.task("fresh-tweets9")
     with pytest.raises(ConfigError, match="a fresh set's name"):
         tasks.task("fresh-../etc")
+    for bad in ("{not json", '{"id": "x", "label": 1}', "[1, 2]"):  # malformed, no completion, not a row
+        (tmp_path / "bad_pool.jsonl").write_text('{"id": "a", "completion": "fine", "label": 0}\n' + bad + "\n")
+        (tmp_path / "bad_queries.jsonl").write_text('{"id": "q", "completion": "fine", "label": 1}\n')
+        with pytest.raises(InputDataError, match="bad_pool.jsonl, line 2: not a row with a completion"):
+            tasks.task("fresh-bad")
