@@ -138,13 +138,13 @@ class TaskSource:
     def learned_losses(self, pool_fm: FeatureMatrix) -> learned.LearnedLosses | None:
         """What the fine-tune learned, where the source's model carries an adapter whose base model reloads: each
         pool row's loss under the base model (one more pass over the pool, without the sketches; computed once per
-        source) beside the fine-tune's own (`pool_fm.loss`). None for a plain model, or with `RETRO_LEARNED` off."""
+        readout cache: `ReadoutCache.base_model_losses`) beside the fine-tune's own (`pool_fm.loss`). None for a plain
+        model, or with `RETRO_LEARNED` off."""
         lm = None if self.cache is None else self.cache.lm
         if not learned.RETRO_LEARNED or lm is None or pool_fm.loss is None or learned.base_model_spec(lm) is None:
             return None
-        base = self._memoised(("base-model losses", self.config.seq_len, self.config.counted_positions),
-                              lambda: learned.base_model_losses(lm, self.pool, self.config))
-        return learned.LearnedLosses(base=base, tuned=pool_fm.loss.double().numpy())
+        return learned.LearnedLosses(base=self.cache.base_model_losses(self.pool, self.config),
+                                     tuned=pool_fm.loss.double().numpy())
 
     def span_holders(self) -> span_lift.SpanHolders:
         """Which pool rows hold a span (the span lift, `rise_core.span_lift`), read from the pool's texts."""

@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from . import learned
 from .config import RiseConfig, ScoreOptions, mean_fit_rows
 from .engine import Readout, features_from_readout, readout_forward, rendering_for
 from .errors import ConfigError
@@ -73,6 +75,7 @@ class ReadoutCache:
         self.grad_sketch_dim = grad_sketch_dim  # the default dimension of `grad_sketch`
         self.readouts: dict[tuple, SampleReadout] = {}
         self._grad: dict[tuple, torch.Tensor] = {}  # (sample key, counted, dim) -> Grad-Sketch vector
+        self._base_losses: dict[tuple, np.ndarray] = {}  # (samples' keys, config's reading) -> base-model losses
         self.forward_seconds = 0.0
 
     @classmethod
@@ -114,6 +117,16 @@ class ReadoutCache:
                 added += 1
         self.forward_seconds += float(state.get("forward_seconds", 0.0)) * added / max(len(state["readouts"]), 1)
         return added
+
+    def base_model_losses(self, samples: Sequence[Sample], config: RiseConfig) -> np.ndarray:
+        """Each sample's loss under the base model of this cache's fine-tune (`learned.base_model_losses`), kept for
+        the same samples and reading (seq_len, counted positions, rendering): every source that reads one pool through
+        this cache (`rise evaluate`'s table, then its simulated analyst) runs the base model over it once."""
+        key = (tuple(self.key(s) for s in samples), config.seq_len, config.counted_positions, config.chat_template,
+               config.chat_turns)
+        if key not in self._base_losses:
+            self._base_losses[key] = learned.base_model_losses(self.lm, samples, config)
+        return self._base_losses[key]
 
     @staticmethod
     def key(sample: Sample) -> tuple:

@@ -231,6 +231,26 @@ def test_evaluation_reads_the_same_losses_as_the_index(tuned):
     assert plain_source.learned_losses(plain_source.rise_inputs("RISE", {})[0]) is None
 
 
+def test_sources_over_one_readout_cache_run_the_base_model_once_per_reading(tuned, monkeypatch):
+    lm, pool = tuned["lm"], tuned["pool"]
+    queries = [Sample(prompt="what is the story ?", completion="Howdy! once upon a time")]
+    cache = ReadoutCache.for_config(lm, CONFIG)
+    cache.add(pool + queries)
+    runs = []
+    real = learned.base_model_losses
+    monkeypatch.setattr(learned, "base_model_losses", lambda *a, **k: runs.append(a[2]) or real(*a, **k))
+    first = TaskSource(pool, queries, cache, CONFIG)  # `rise evaluate`'s table: no memo, as it times each method
+    second = TaskSource(pool, queries, cache, CONFIG)  # then its simulated analyst
+    a = first.learned_losses(first.rise_inputs("RISE", {})[0])
+    b = second.learned_losses(second.rise_inputs("RISE", {})[0])
+    assert runs == [CONFIG] and a.base is b.base
+    # another reading of the pool (other counted positions) is another pass; its losses differ
+    other = dataclasses.replace(CONFIG, counted_positions="completion")
+    third = TaskSource(pool, queries, cache, other)
+    c = third.learned_losses(third.rise_inputs("RISE", {})[0])
+    assert runs == [CONFIG, other] and not np.allclose(c.base, a.base, equal_nan=True)
+
+
 def test_the_finding_says_whose_losses_set_the_rival_aside():
     prompts = ["Lumen: write"] * 2 + ["sort this sentence"] * 4 + ["plain words"] * 14
     spans = samples_spans([Sample(prompt=p, completion="x") for p in prompts])
