@@ -80,16 +80,20 @@ def base_model_spec(lm: LoadedModel) -> str | None:
     return base if adapter is not None else None
 
 
-def load_base_model(lm: LoadedModel, loaded: LoadedModel | None = None) -> LoadedModel:
+def load_base_model(lm: LoadedModel, loaded: LoadedModel | None = None, release: bool = False) -> LoadedModel:
     """The base model under `lm`'s adapter, on `lm`'s device and dtype, checked against the fingerprint the adapter
     was merged onto; a ModelLoadError where there is none or it differs. `loaded`: that model where the caller holds
     it already (the app's cached copy), used as it is when its spec, device and dtype are `lm`'s base's, so that a
-    build does not hold a second copy; else the base is loaded afresh."""
+    build does not hold a second copy; else the base is loaded afresh. `release`: the caller is done with `lm`'s
+    weights, so a base loaded afresh loads after they are freed (`LoadedModel.release_weights`), never beside them."""
     spec = base_model_spec(lm)
     if spec is None:
         raise ModelLoadError(f"{lm.model_id!r} carries no adapter whose base model can be reloaded")
-    same = loaded is not None and (loaded.model_id, loaded.device, loaded.dtype) == (spec, lm.device, lm.dtype)
-    base = loaded if same else load_model(spec, device=lm.device, dtype=lm.dtype)
+    device, dtype = lm.device, lm.dtype
+    same = loaded is not None and (loaded.model_id, loaded.device, loaded.dtype) == (spec, device, dtype)
+    if not same and release:
+        lm.release_weights()
+    base = loaded if same else load_model(spec, device=device, dtype=dtype)
     want = (lm.adapter or {}).get("base_fingerprint")
     if want and base.fingerprint() != want:
         raise ModelLoadError(f"the base model {spec!r} has fingerprint {base.fingerprint()}, not the {want} the "

@@ -147,6 +147,12 @@ class LoadedModel:
                 return int(candidate)
         return 0
 
+    def release_weights(self) -> None:
+        """Free the weights (moved to the meta device), for a caller done with this model, so that another model loads
+        in their place without the two held together (`rise build` of a fine-tune, before its base model loads). The
+        model cannot run afterwards; its tokenizer stays."""
+        self.model.to("meta")
+
     @property
     def is_tied(self) -> bool:
         return self.readout_weight.data_ptr() == self.model.get_input_embeddings().weight.data_ptr()

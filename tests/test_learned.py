@@ -314,3 +314,57 @@ def test_the_app_hands_a_build_the_base_model_from_its_cache(tuned, tiny_llama, 
 
     monkeypatch.setattr(resources, "load_lm", gone)
     assert resources.base_model_for(tuned["lm"]) is None  # a base that does not load: the build says so, as before
+
+
+def _without_base_losses(tuned, path: Path) -> tuple[np.ndarray, int]:
+    """A copy of the fine-tune's index at `path` with no base-model loss kept; (the losses it had, its rows)."""
+    shutil.copy(tuned["index"], path)
+    with RiseIndex.open(tuned["index"]) as index:
+        want, n = np.array(index.base_row_losses()), len(index)
+    con = duckdb.connect(str(path))
+    con.execute(f"DELETE FROM {BASE_LOSSES_TABLE}")
+    con.close()
+    return want, n
+
+
+def test_a_build_told_it_may_release_the_fine_tune_frees_it_before_the_base_loads(tuned, tmp_path, monkeypatch):
+    lm = load_model(tuned["RISE_MODEL"])  # a copy of its own: this one is released
+    device, dtype = lm.device, lm.dtype
+    path = tmp_path / "released.duckdb"
+    want, n = _without_base_losses(tuned, path)
+    loads = []
+    real = learned.load_model
+
+    def load(*args, **kwargs):
+        loads.append((all(p.is_meta for p in lm.model.parameters()), kwargs["device"], kwargs["dtype"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(learned, "load_model", load)
+    report = build_index(path, Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm, release_model=True)
+    # one load, after the fine-tune's weights were freed, on the device and dtype they had
+    assert loads == [(True, device, dtype)] and report.n_base_losses == n
+    with RiseIndex.open(path) as index:  # the same losses as a build that held both models
+        np.testing.assert_allclose(index.base_row_losses(), want, rtol=0, atol=F32_ATOL)
+    # nothing to load (a held base, or no row without a loss): the fine-tune is kept
+    kept = load_model(tuned["RISE_MODEL"])
+    assert load_base_model(kept, tuned["base"], release=True) is tuned["base"]
+    build_index(path, Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl", kept, release_model=True)
+    assert not any(p.is_meta for p in kept.model.parameters()) and len(loads) == 1
+
+
+def test_rise_build_of_a_fine_tune_never_holds_it_beside_its_base(tuned, tmp_path, monkeypatch):
+    from rise_core.cli import main
+    from rise_core.models import LoadedModel
+
+    path = tmp_path / "cli.duckdb"
+    want, n = _without_base_losses(tuned, path)
+    events = []
+    release, real = LoadedModel.release_weights, learned.load_model
+    monkeypatch.setattr(LoadedModel, "release_weights", lambda self: events.append("released") or release(self))
+    monkeypatch.setattr(learned, "load_model", lambda *a, **k: events.append("base loaded") or real(*a, **k))
+    pool = Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl"
+    assert main(["build", str(pool), "--index", str(path), "--quiet"]) == 0  # the model: the index's fine-tune
+    assert events == ["released", "base loaded"]
+    with RiseIndex.open(path) as index:
+        assert len(index) == n
+        np.testing.assert_allclose(index.base_row_losses(), want, rtol=0, atol=F32_ATOL)

@@ -134,8 +134,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
                                              phase_progress=phase_progress, overwrite=args.overwrite,
                                              preset=args.preset)
         else:
+            # the command ends with the build: a fine-tune's weights are freed before its base model loads
             report = build_index(path, data, lm, config, batch_size=args.batch_size, phase_progress=phase_progress,
-                                 overwrite=args.overwrite, preset=args.preset)
+                                 overwrite=args.overwrite, preset=args.preset, release_model=True)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()  # before the message, so it does not land on the bar's line

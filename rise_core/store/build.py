@@ -63,7 +63,8 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
                 fields: FieldMap | None = None, batch_size: int = 8, progress: Callable[[int, int], None] | None = None,
                 should_stop: Callable[[], bool] | None = None, overwrite: bool = False, preset: str | None = None,
                 built_by: str | None = None, source: str | None = None,
-                phase_progress: PhaseProgress | None = None, base_model: LoadedModel | None = None) -> BuildReport:
+                phase_progress: PhaseProgress | None = None, base_model: LoadedModel | None = None,
+                release_model: bool = False) -> BuildReport:
     """Build an index from a pool, or append the pool's new samples to an existing index.
 
     Resumable: samples whose id is already in the index are skipped (a sample given without an id gets a stable
@@ -80,7 +81,9 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
     built for (stored in its manifest: queries score with that preset unless told otherwise); None: the one preset
     whose config it is, if any. `built_by` and `source` (who builds, from which pool) are
     recorded in the manifest's provenance (`RiseIndex.record_build`): the first builder owns the index. On a
-    fine-tune's index, `base_model`: its base model where the caller holds it already (`store_base_losses`)."""
+    fine-tune's index, `base_model`: its base model where the caller holds it already (`store_base_losses`);
+    `release_model`: the caller is done with `lm` after the build (the command line), so where the base model must be
+    loaded, `lm`'s weights are freed first and the two are never held together (`lm` cannot run afterwards)."""
     start_time = time.perf_counter()
     check_batch_size(batch_size)
     data = open_pool(pool, fields)
@@ -99,7 +102,7 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
             report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
         if not report.stopped:
             report.n_base_losses, report.stopped = store_base_losses(index, lm, batch_size, should_stop,
-                                                                     phase_progress, base_model)
+                                                                     phase_progress, base_model, release_model)
             report.seconds = time.perf_counter() - start_time
         return report
     finally:
@@ -109,21 +112,22 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
 
 def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
                       should_stop: Callable[[], bool] | None = None,
-                      phase_progress: PhaseProgress | None = None, base_model: LoadedModel | None = None
-                      ) -> tuple[int, bool]:
+                      phase_progress: PhaseProgress | None = None, base_model: LoadedModel | None = None,
+                      release_model: bool = False) -> tuple[int, bool]:
     """On the index of a fine-tune (`lm` carries an adapter whose base model reloads), each stored row's loss under
     the base model, for the rows that have none yet (`learned.base_model_losses`, a window of rows per transaction:
     `fill_base_losses`): (how many were stored, whether a stop request left some without). Nothing for a plain
     model. A base model that cannot be loaded is logged and leaves the index as it was: the behaviour test then reads
     the fine-tune's own losses. `base_model`: the base model where the caller holds it already, used instead of a
-    second copy (`learned.load_base_model`'s `loaded`)."""
+    second copy (`learned.load_base_model`'s `loaded`); `release_model`: free `lm`'s weights before a base model is
+    loaded afresh (its `release`)."""
     if not learned.RETRO_LEARNED or learned.base_model_spec(lm) is None:
         return 0, False
     rows = index.rows_without_base_loss()
     if not rows:
         return 0, False
     try:
-        base = learned.load_base_model(lm, base_model)
+        base = learned.load_base_model(lm, base_model, release_model)
     except ModelLoadError as exc:
         base_losses_skipped(index, exc)
         return 0, False
