@@ -276,6 +276,17 @@ def test_rise_info_says_whether_the_base_model_s_losses_are_kept(tuned, tiny_lla
     assert "base-model losses  none (a fine-tune's index keeps them" in capsys.readouterr().out
 
 
+def _without_base_losses(tuned, path: Path) -> tuple[np.ndarray, int]:
+    """A copy of the fine-tune's index at `path` with no base-model loss kept; (the losses it had, its rows)."""
+    shutil.copy(tuned["index"], path)
+    with RiseIndex.open(tuned["index"]) as index:
+        want, n = np.array(index.base_row_losses()), len(index)
+    con = duckdb.connect(str(path))
+    con.execute(f"DELETE FROM {BASE_LOSSES_TABLE}")
+    con.close()
+    return want, n
+
+
 def test_a_base_model_held_already_is_used_and_no_second_copy_is_loaded(tuned, tiny_llama, tmp_path, monkeypatch):
     lm, base = tuned["lm"], tuned["base"]
     assert base.model_id == base_model_spec(lm)
@@ -288,12 +299,7 @@ def test_a_base_model_held_already_is_used_and_no_second_copy_is_loaded(tuned, t
     assert fresh is not tiny_llama and loads == [base.model_id]
     # a build given the held base stores the same losses and loads nothing
     path = tmp_path / "held.duckdb"
-    shutil.copy(tuned["index"], path)
-    with RiseIndex.open(tuned["index"]) as index:
-        want, n = np.array(index.base_row_losses()), len(index)
-    con = duckdb.connect(str(path))
-    con.execute(f"DELETE FROM {BASE_LOSSES_TABLE}")
-    con.close()
+    want, n = _without_base_losses(tuned, path)
     monkeypatch.setattr(learned, "load_model", lambda *a, **k: pytest.fail("a second copy of the base was loaded"))
     report = build_index(path, Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl", lm, base_model=base)
     assert report.n_base_losses == n
@@ -314,17 +320,6 @@ def test_the_app_hands_a_build_the_base_model_from_its_cache(tuned, tiny_llama, 
 
     monkeypatch.setattr(resources, "load_lm", gone)
     assert resources.base_model_for(tuned["lm"]) is None  # a base that does not load: the build says so, as before
-
-
-def _without_base_losses(tuned, path: Path) -> tuple[np.ndarray, int]:
-    """A copy of the fine-tune's index at `path` with no base-model loss kept; (the losses it had, its rows)."""
-    shutil.copy(tuned["index"], path)
-    with RiseIndex.open(tuned["index"]) as index:
-        want, n = np.array(index.base_row_losses()), len(index)
-    con = duckdb.connect(str(path))
-    con.execute(f"DELETE FROM {BASE_LOSSES_TABLE}")
-    con.close()
-    return want, n
 
 
 def test_a_build_told_it_may_release_the_fine_tune_frees_it_before_the_base_loads(tuned, tmp_path, monkeypatch):
