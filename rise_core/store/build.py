@@ -121,9 +121,7 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
     the fine-tune's own losses. `base_model`: the base model where the caller holds it already, used instead of a
     second copy (`learned.load_base_model`'s `loaded`); `release_model`: free `lm`'s weights before a base model is
     loaded afresh (its `release`)."""
-    if not learned.RETRO_LEARNED or learned.base_model_spec(lm) is None:
-        return 0, False
-    rows = index.rows_without_base_loss()
+    rows = rows_needing_base_losses(index, lm)
     if not rows:
         return 0, False
     try:
@@ -134,6 +132,15 @@ def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,
     return fill_base_losses(index, rows, lambda windows: [
         learned.base_model_losses(lm, samples, index.config, base, batch_size) for samples in windows],
         batch_size * WINDOW_BATCHES, should_stop, phase_progress)
+
+
+def rows_needing_base_losses(index: RiseIndex, model: Any) -> list[int]:
+    """The stored rows a build gives a base-model loss: those without one, on the index of a fine-tune (`model`, a
+    LoadedModel or a sharded build's ModelIdentity, carries an adapter whose base reloads) with the learned reading on
+    (`learned.RETRO_LEARNED`); none otherwise."""
+    if not learned.RETRO_LEARNED or learned.base_model_spec(model) is None:
+        return []
+    return index.rows_without_base_loss()
 
 
 def base_losses_skipped(index: RiseIndex, exc: Exception) -> None:

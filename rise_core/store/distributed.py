@@ -48,6 +48,7 @@ from .build import (
     load_pool,
     open_for_build,
     prepare_build,
+    rows_needing_base_losses,
 )
 from .files import check_new_location
 from .index import RiseIndex
@@ -412,11 +413,7 @@ class _Coordinator:
                           phase_progress: PhaseProgress | None) -> tuple[int, bool]:
         """`build.store_base_losses` with the workers computing: one window of rows per worker at a time, committed
         in order. Nothing for a plain model; a base no worker can load is logged, as `build_index` does."""
-        from .. import learned
-
-        if not learned.RETRO_LEARNED or learned.base_model_spec(identity) is None:  # type: ignore[arg-type]
-            return 0, False
-        rows = self.index.rows_without_base_loss()
+        rows = rows_needing_base_losses(self.index, identity)
         if not rows:
             return 0, False
         problem = _get(self.ray, self.actors[0].base_ready.remote(), "load the base model")
