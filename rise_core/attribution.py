@@ -617,16 +617,34 @@ def _streamed_feedback_ranker(index: RiseIndex, handle: ann.AnnIndex, query_fm: 
                               turn: ScoreOptions | None = None) -> Callable[[Marks], FeedbackResult]:
     """`feedback_ranker` for the `marked` rows of a pool the process does not hold (`options` under
     sample_norm='channel', as the ANN path requires): the query's and the marked rows' products with every row,
-    in one pass over the ANN file's codes (`ann.pool_channel_products`), the marked rows' features read alone."""
+    in one pass over the ANN file's codes (`ann.pool_channel_products`), the marked rows' features read alone. Other
+    rows asked for (the pseudo rows, `FeedbackConfig.pseudo_rows`) take one more pass."""
     q = query_vectors(query_fm, options)
-    rows = [index.row_features(r) for r in marked]
-    column = {r: i + 1 for i, r in enumerate(marked)}
     channels = _feedback_channels(options, q, start, turn)
-    products = ann.pool_channel_products(index, handle, {
-        c: torch.stack([q[c].float(), *(getattr(row, c)[0].float() for row in rows)], dim=1) for c in channels})
-    raw = {c: products[c][:, 0].double().numpy() for c in channels}
-    rows_fn = {c: (lambda wanted, p=products[c]: p[:, [column[r] for r in wanted]].T.double().numpy())
-               for c in channels}
+    by_row: dict[int, dict[str, torch.Tensor]] = {}
+
+    def read(rows: Sequence[int], query: bool = False) -> dict[str, torch.Tensor]:
+        """One pass over the codes for the query (when asked) and the rows not read yet: the query's products."""
+        missing = list(dict.fromkeys(int(r) for r in rows if int(r) not in by_row))
+        if not missing and not query:
+            return {}
+        feats = [index.row_features(r) for r in missing]
+        got = ann.pool_channel_products(index, handle, {
+            c: torch.stack([*([q[c].float()] if query else []), *(getattr(f, c)[0].float() for f in feats)], dim=1)
+            for c in channels})
+        for i, r in enumerate(missing):
+            by_row[r] = {c: got[c][:, i + int(query)] for c in channels}
+        return {c: got[c][:, 0] for c in channels} if query else {}
+
+    raw = {c: v.double().numpy() for c, v in read(marked, query=True).items()}
+
+    def row_scores(c: str) -> RowScores:
+        def scores(wanted: list[int]) -> np.ndarray:
+            read(wanted)
+            return torch.stack([by_row[int(r)][c] for r in wanted]).double().numpy()
+        return scores
+
+    rows_fn = {c: row_scores(c) for c in channels}
     return _ranker(raw, rows_fn, options, start, q, config, words, span, turn)
 
 
@@ -688,7 +706,8 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
                                    "span": result.span, "span_rejected": result.span_rejected,
                                    "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows,
                                    "refused_words": list(result.refused_words),
-                                   "turned": result.turned, "orthogonal_no": result.orthogonal_no})
+                                   "turned": result.turned, "orthogonal_no": result.orthogonal_no,
+                                   "pseudo_rows": len(result.pseudo_rows)})
     extra = {c: parts[c][rows] for c in EXTRA_PARTS if c in parts}
     if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)
         ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, **extra})

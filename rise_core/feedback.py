@@ -160,15 +160,22 @@ class FeedbackConfig:
     test written down first, 1.5 led the served feedback by +0.0014 over 1, 3 and 5 marks, a paired bootstrap's 95%
     interval -0.0007 to +0.0044 (docs/EVALUATION.md, "Feedback: fresh tweet sets")."""
 
+    pseudo_rows: int = 0
+    """pseudo-relevance feedback: after the marks, the `pseudo_rows` best unmarked rows of the updated ranking count
+    as yes-marks at `pseudo_weight` (`pseudo_relevance`); 0: none. Rows marked since are marks, not pseudo rows."""
+    pseudo_weight: float = 0.5
+    """the pseudo rows' part: their mean similarity (each channel's z units at its weight after the marks,
+    re-standardised) at this many spreads of the total."""
+
     def __post_init__(self) -> None:
-        for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift", "flat_below"):
+        for name in ("beta", "tau", "max_evidence", "gamma", "words", "word_lift", "flat_below", "pseudo_weight"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputDataError(f"feedback {name} must be a finite number >= 0, got {value!r}")
         for name in ("each_mark", "orthogonal_no"):
             if not isinstance(getattr(self, name), bool):
                 raise InputDataError(f"feedback {name} must be true or false, got {getattr(self, name)!r}")
-        for name in ("turn_after", "turn_unless_shown"):
+        for name in ("turn_after", "turn_unless_shown", "pseudo_rows"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputDataError(f"feedback {name} must be a whole number >= 0, got {value!r}")
@@ -356,6 +363,9 @@ class FeedbackResult:
     orthogonal_no: bool = False
     """whether the "not this" marks were taken orthogonal to what the query asks (`FeedbackConfig.orthogonal_no`, or
     its representation view is flat: `flat_below`)."""
+    pseudo_rows: tuple[int, ...] = ()
+    """the unmarked rows taken as yes at `FeedbackConfig.pseudo_weight` (`pseudo_relevance`; parts["pseudo"]), best
+    first."""
 
 
 ALL_MISSES_AFTER = 3
@@ -388,6 +398,22 @@ def other_view_shows(channel_scores: Mapping[str, np.ndarray], weights: Mapping[
         return False
     top = np.argsort(-total, kind="stable")[:depth]
     return bool(np.isin(np.fromiter((int(r) for r in marks), dtype=np.int64), top).any())
+
+
+def pseudo_relevance(total: np.ndarray, row_scores: Mapping[str, RowScores], weights: Mapping[str, float],
+                     marks: Marks, n_rows: int, weight: float) -> tuple[list[int], np.ndarray | None]:
+    """Pseudo-relevance feedback after marks: the `n_rows` best unmarked rows of `total` (ties: the lower row first)
+    and their part, `weight` spreads of the total times the standardised sum over channels of `weights[c]` (z units)
+    times the pool's mean standardised similarity to them in c; None where the total or that sum is flat."""
+    marked = {int(r) for r in marks}
+    rows = [int(r) for r in np.argsort(-np.asarray(total), kind="stable") if int(r) not in marked][:n_rows]
+    spread = float(np.std(total))
+    if not rows or not weight or spread == 0:
+        return rows, None
+    like = sum(float(w) * standardise(row_scores[c](rows)).mean(axis=0) for c, w in weights.items())
+    if np.ndim(like) == 0 or float(np.std(like)) == 0:
+        return rows, None
+    return rows, weight * spread * standardise(like)
 
 
 def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping[str, RowScores], marks: Marks,
@@ -447,18 +473,27 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         total = total + lift
     else:
         marked = None
+    pseudo: list[int] = []
+    if marks and config.pseudo_rows:
+        pseudo, part = pseudo_relevance(total, row_scores, weights, marks, config.pseudo_rows, config.pseudo_weight)
+        if part is None:
+            pseudo = []
+        else:
+            parts["pseudo"] = part
+            total = total + part
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
                           span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
                           lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn,
                           refused_words=tuple(sorted(words.refused)) if words is not None else (),
-                          orthogonal_no=orthogonal and any(not v for v in marks.values()))
+                          orthogonal_no=orthogonal and any(not v for v in marks.values()),
+                          pseudo_rows=tuple(pseudo))
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
     """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
     "not this" marks taken orthogonally where the query's view is flat, the behaviour test's span, kept or rejected
-    by the marks, the marked word whose rows were lifted and the words the analyst refused (pool text: the page shows
-    them with st.text)."""
+    by the marks, the marked word whose rows were lifted, the words the analyst refused (pool text: the page shows
+    them with st.text) and the pseudo rows (`pseudo_rows`: their count, or the rows)."""
     out = []
     if feedback.get("turned"):
         out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
@@ -479,6 +514,11 @@ def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
                    f"{feedback['lifted_word']!r}")
     if feedback.get("refused_words"):
         out.append("Not lifted, as you asked: " + ", ".join(repr(w) for w in feedback["refused_words"]))
+    pseudo = feedback.get("pseudo_rows") or 0
+    n = pseudo if isinstance(pseudo, int) else len(pseudo)
+    if n:
+        out.append(f"The {n} best rows you have not marked count as a weaker yes (pseudo-relevance feedback): rows "
+                   f"like them move up (the pseudo column). Mark any of them to say otherwise")
     return out
 
 

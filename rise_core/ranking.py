@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from .store import RiseIndex
 
 
-EXTRA_PARTS = ("span", "words")
-"""parts of a score beside the channels': the span lift's (`rise_core.span_lift`) and the marked words' (feedback)."""
+EXTRA_PARTS = ("span", "words", "pseudo")
+"""parts of a score beside the channels': the span lift's (`rise_core.span_lift`), the marked words' and the pseudo
+rows' (feedback: `FeedbackConfig.words`, `pseudo_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Ranking:
 
     `parts` holds each channel's weighted part (every channel of CHANNELS; zeros for one not weighed), so
     `scores` = rh + gh + hs (+ span: the span lift's part, `rise_core.span_lift`, where the behaviour test lifts; +
-    words: the marked words' part and lift after relevance feedback); empty for a method's ranking by scores without
+    words: the marked words' part and lift after relevance feedback; + pseudo: the pseudo rows' part after it); empty for a method's ranking by scores without
     channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a
     ranking scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
     scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's

@@ -403,6 +403,15 @@ FLAT_NO = f"served, the no rows orthogonal to the query where its HS view is fla
 """the served feedback with `FeedbackConfig.flat_below` = FLAT_BELOW: the variant the fresh tweet sets test
 (docs/EVALUATION.md, "Feedback: fresh tweet sets")."""
 
+PSEUDO_GRID = ((2, 0.5), (3, 0.25), (3, 0.5), (3, 1.0), (5, 0.5), (5, 1.0), (10, 0.5))
+"""(rows, weight) of pseudo-relevance feedback (`FeedbackConfig.pseudo_rows`, `pseudo_weight`) tried on the served
+feedback."""
+
+
+def pseudo_variant(rows: int, weight: float) -> str:
+    """The name of a PSEUDO_GRID variant."""
+    return f"served, the best {rows} unmarked rows as yes at {weight:g}"
+
 
 def orthogonal_no_ranker(hs_alone: bool, cfg: FeedbackConfig, raw: dict[str, np.ndarray], rows_fn: dict,
                          first: np.ndarray, own: dict[str, float], words: MarkedWords | None,
@@ -825,6 +834,10 @@ def feedback_variants(m: dict[str, np.ndarray], pool: dict[str, np.ndarray], sho
         taking_part = raw if not fire[q] else {c: v for c, v in raw.items() if c != "HS"}
         variants[FLAT_NO] = _turned_ranker("turn", FeedbackConfig(flat_below=FLAT_BELOW), taking_part, rows_fn,
                                            shown[q], own, other, words, span)
+        for n_rows, weight in PSEUDO_GRID:
+            variants[pseudo_variant(n_rows, weight)] = _turned_ranker(
+                "turn", FeedbackConfig(pseudo_rows=n_rows, pseudo_weight=weight), rows_fn=rows_fn, raw=raw,
+                first=shown[q], own=own, other=other, words=words, span=span)
         # the two views' top rows interleaved until the marks decide (tried before the marked words; it did no better)
         first = shown[q] if fire[q] else interleave(GRADIENT["RH"] * m["RH"][q] + GRADIENT["GH"] * m["GH"][q],
                                                     m["HS"][q], shown[q])

@@ -564,7 +564,8 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
     query's and the marked rows' products with every row come from one pass over the ANN file's codes
     (`ann.pool_channel_products`), and the ranking, its scores, parts and feedback weights equal the matrix path's
     (float32 products of the same float16 rows, summed in another order: 1e-5 after standardising), with a filter,
-    rows appended since the ANN build, and three misses with the turn on (the marks turn to the other view)."""
+    rows appended since the ANN build, three misses with the turn on (the marks turn to the other view), and pseudo
+    rows (their products in one more pass)."""
     path = grown_pool(tmp_path / "fb.duckdb", 7, 12)
     q = query(15)
     marks = {"s3": True, "new305": True, "s40": False}
@@ -572,18 +573,21 @@ def test_feedback_on_a_large_pool_streams_the_ann_codes(tmp_path, monkeypatch):
     turn = FeedbackConfig(turn_after=3)
     cases = [(ScoreOptions(lambda_rh=1.4, lambda_gh=1.0, lambda_hs=0.5), None, marks, None),
              (ScoreOptions.preset("default"), "topic = 't2'", marks, None),
-             (ScoreOptions.preset("default"), None, misses, turn)]
+             (ScoreOptions.preset("default"), None, misses, turn),
+             (ScoreOptions.preset("default"), None, marks, FeedbackConfig(pseudo_rows=3))]
     want = []
     with RiseIndex.open(path) as index:
         for options, where, marked, config in cases:
             want.append(attribution.top_with_feedback(index, q, marked, options, k=8, where=where, config=config))
-    assert [w.feedback["turned"] for w in want] == [False, False, True]
+    assert [w.feedback["turned"] for w in want] == [False, False, True, False]
+    assert [w.feedback["pseudo_rows"] for w in want] == [0, 0, 0, 3] and "pseudo" in want[3].parts
     monkeypatch.setattr(ann.rank, "ANN_MIN_ROWS", 0)
     with RiseIndex.open(path) as index:
         forbid_matrix(monkeypatch, index)
         for (options, where, marked, config), expected in zip(cases, want, strict=True):
             got = attribution.top_with_feedback(index, q, marked, options, k=8, where=where, config=config)
             assert got.feedback["turned"] == expected.feedback["turned"]
+            assert got.feedback["pseudo_rows"] == expected.feedback["pseudo_rows"]
             assert got.rows.tolist() == expected.rows.tolist()
             torch.testing.assert_close(got.scores, expected.scores, rtol=1e-5, atol=1e-5)
             assert got.parts.keys() == expected.parts.keys()
