@@ -9,6 +9,9 @@ a text dev-brainrot holds (nor one twice), in dev-brainrot's make-up as its file
 of plain ASCII text within the length range of its positives; negatives: EntrAPI's posts and same-author tweets in
 its proportion), and writes `<out>/tweets<k>_pool.jsonl` (450 negatives, 50 positives) and `tweets<k>_queries.jsonl`
 (20 positives) for k = 1..sets, disjoint. The rows keep dev-brainrot's fields (id, prompt, completion, label, source).
+Three such sets leave too few unused EntrAPI rows for a fourth; `--first 4` draws sets 4, 5, ... whose positives and
+queries are new (none held by sets 1 to 3) and whose negatives are drawn again from every EntrAPI row dev-brainrot
+lacks, so they may be the earlier sets' negatives.
 
 They are data to measure on, never part of the repository: `studies.tasks` reads them as tune-only tasks
 `fresh-tweets<k>` from the folder in $RISE_FRESH_DATA_DIR. The upstream files (Apache-2.0 and none stated, as the dev
@@ -23,7 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -71,14 +74,16 @@ def same_author(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-def build(control: Path, posts_path: Path, same_author_path: Path, n_sets: int, seed: int = 0
-          ) -> list[tuple[list[dict], list[dict]]]:
-    """`n_sets` disjoint (pool rows, query rows) in dev-brainrot's make-up (module doc), none of its texts."""
+def build(control: Path, posts_path: Path, same_author_path: Path, n_sets: int, seed: int = 0, first: int = 1,
+          read: Collection[str] = ()) -> list[tuple[list[dict], list[dict]]]:
+    """`n_sets` disjoint (pool rows, query rows) in dev-brainrot's make-up (module doc), none of its texts, numbered
+    from `first` (their ids' tag). `read`: the texts of sets written before (`earlier_texts`): no positive or query is
+    one of them, while the negatives may be (after three sets too few unused EntrAPI rows remain)."""
     dev = tasks.dev_rows("brainrot_pool.jsonl") + tasks.dev_rows("brainrot_queries.jsonl")
     used = {r["completion"].strip() for r in dev}
     lengths = [len(r["completion"]) for r in dev if r["label"] == 1]
     shortest, longest = min(lengths), max(lengths)
-    positives = [(t, s) for t, s in _unique(control_tweets(control), used)
+    positives = [(t, s) for t, s in _unique(control_tweets(control), used | {t.strip() for t in read})
                  if t.isascii() and shortest <= len(t) <= longest]
     negatives = {"posts": _unique(posts(posts_path), used), "same": _unique(same_author(same_author_path), used)}
     dev_sources = [r["source"] for r in dev if r["label"] == 0]
@@ -104,13 +109,26 @@ def build(control: Path, posts_path: Path, same_author_path: Path, n_sets: int, 
                                                          k * (N_POOL_NEGATIVES - n_posts))
         pool = [(t, s, 1) for t, s in pos[:N_POOL_POSITIVES]] + [(t, s, 0) for t, s in neg]
         rng.shuffle(pool)
-        tag = f"ft{k + 1}"
+        tag = f"ft{first + k}"
         pool_rows = [{"id": f"{tag}p{i}", "prompt": "", "completion": t, "label": lab, "source": s}
                      for i, (t, s, lab) in enumerate(pool)]
         query_rows = [{"id": f"{tag}q{i}", "prompt": "", "completion": t, "label": 1, "source": s}
                       for i, (t, s) in enumerate(pos[N_POOL_POSITIVES:])]
         out.append((pool_rows, query_rows))
     return out
+
+
+def earlier_texts(out: Path, first: int) -> set[str]:
+    """Every text of the sets tweets1 .. tweets<first - 1> in `out` (each must be there)."""
+    texts = set()
+    for k in range(1, first):
+        for part in ("pool", "queries"):
+            path = out / f"tweets{k}_{part}.jsonl"
+            if not path.is_file():
+                raise InputDataError(f"{path}: --first {first} reads the sets before it, and this one is missing")
+            texts |= {json.loads(line)["completion"] for line in path.read_text(encoding="utf-8").splitlines()
+                      if line.strip()}
+    return texts
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -127,15 +145,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True, help="a folder outside the repository")
     ap.add_argument("--sets", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--first", type=int, default=1, help="the first set's number: the sets before it in --out "
+                    "lend no positive or query (their negatives may come again)")
     args = ap.parse_args(argv)
+    if args.first < 1:
+        raise SystemExit(f"--first must be at least 1, got {args.first}")
     if args.out.resolve().is_relative_to(tasks.ROOT):
         raise SystemExit(f"{args.out}: the fresh sets are measured on, never kept in the repository")
     try:
-        sets = build(args.control, args.posts, args.same_author, args.sets, args.seed)
+        sets = build(args.control, args.posts, args.same_author, args.sets, args.seed, args.first,
+                     earlier_texts(args.out, args.first))
     except (RiseError, OSError, ValueError, KeyError) as exc:  # a missing or malformed upstream file, too few rows
         raise SystemExit(f"tweet_sets: {exc}") from exc
     args.out.mkdir(parents=True, exist_ok=True)
-    for k, (pool, queries) in enumerate(sets, 1):
+    for k, (pool, queries) in enumerate(sets, args.first):
         write_jsonl(args.out / f"tweets{k}_pool.jsonl", pool)
         write_jsonl(args.out / f"tweets{k}_queries.jsonl", queries)
         print(f"fresh-tweets{k}: {len(pool)} pool rows ({sum(r['label'] for r in pool)} positive), "

@@ -86,6 +86,33 @@ def test_the_sets_are_written_outside_the_repository_only(upstream, tmp_path):
     assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == ["tweets1_pool.jsonl", "tweets1_queries.jsonl"]
 
 
+def test_later_sets_take_new_positives_and_may_take_the_earlier_negatives(upstream, tmp_path):
+    """--first 2 after one set: its positives and queries are none of set 1's texts, its negatives are drawn again
+    from every row dev-brainrot lacks (set 1's among them), its ids are tagged ft2; set 1 is left as it was, and
+    without set 1 in the folder it is a clear error that writes nothing."""
+    args = ["--control", str(upstream / "control.json"), "--posts", str(upstream / "posts.csv"), "--same-author",
+            str(upstream / "same.json"), "--sets", "1"]
+    out = tmp_path / "fresh"
+    with pytest.raises(SystemExit, match="tweets1_pool.jsonl: --first 2 reads the sets before it"):
+        tweet_sets.main([*args, "--out", str(out), "--first", "2"])
+    assert not out.exists()
+    with pytest.raises(SystemExit, match="--first must be at least 1"):
+        tweet_sets.main([*args, "--out", str(out), "--first", "0"])
+    tweet_sets.main([*args, "--out", str(out)])
+    before = (out / "tweets1_pool.jsonl").read_text()
+    tweet_sets.main([*args, "--out", str(out), "--first", "2"])
+    assert (out / "tweets1_pool.jsonl").read_text() == before
+    one, two = ([json.loads(line) for part in ("pool", "queries")
+                 for line in (out / f"tweets{k}_{part}.jsonl").read_text().splitlines()] for k in (1, 2))
+    assert len(two) == 520 and all(r["id"].startswith("ft2") for r in two)
+    earlier = {r["completion"] for r in one}
+    assert not {r["completion"] for r in two if r["label"] == 1} & earlier  # new positives and queries
+    assert {r["completion"] for r in two if r["label"] == 0} & earlier  # 450 of ~1,600 negatives: some again
+    dev_texts = {r["completion"] for name in ("brainrot_pool.jsonl", "brainrot_queries.jsonl")
+                 for r in tasks.dev_rows(name)}
+    assert not {r["completion"] for r in two} & dev_texts
+
+
 def test_the_loader_reads_a_fresh_set_as_a_tune_only_task(upstream, tmp_path, monkeypatch):
     out = tmp_path / "fresh"
     tweet_sets.main(["--control", str(upstream / "control.json"), "--posts", str(upstream / "posts.csv"),
