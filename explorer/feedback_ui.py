@@ -234,7 +234,6 @@ def feedback_section(index: Any, query: Any, query_fm: Any, options: Any, hits: 
     if all_misses(marks) and not fb.get("turned"):
         st.caption(ALL_MISSES_HINT if index.config.hidden_channel else ALL_MISSES_NO_HS)
     refuse_controls(query, fb)
-    columns = [c for c in ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "pseudo", "completion",
-                                 "text")
-               if c in ranked]
+    shown_columns = ("rank", "mark", "id", "score", "rh", "gh", "hs", "span", "words", "pseudo", "completion", "text")
+    columns = [c for c in shown_columns if c in ranked]
     st.dataframe(ranked[columns], hide_index=True, key="feedback_table")
