@@ -166,6 +166,8 @@ def main() -> int:
                     "(RiseConfig.hs_depth); every rule is rescored with it (not 'auto (today)', the served scores)")
     ap.add_argument("--depths", default=",".join(f"{d:g}" for d in DEPTHS), help="with --stage depths")
     args = ap.parse_args()
+    if args.feedback_csv and not Path(args.feedback_csv).parent.is_dir():  # said now, not after the whole stage
+        raise SystemExit(f"--feedback-csv {args.feedback_csv}: no folder {Path(args.feedback_csv).parent}")
     layers = HsLayer(Path(args.hs_layers), args.hs_depth) if args.hs_layers else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

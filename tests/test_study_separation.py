@@ -42,3 +42,21 @@ def test_only_the_tune_queries_and_the_asked_marks_count():
     frame.loc[(frame["variant"] == "v") & (frame["marks"] == 0), "auPRC"] = 0.0  # 0 marks: not asked
     out = separation(frame, "served", n_boot=100)
     assert out["diff"].tolist() == pytest.approx([0.2]) and np.isclose(out["lo"].iloc[0], 0.2)
+
+
+def test_a_feedback_csv_in_a_missing_folder_is_said_before_any_work(tmp_path, monkeypatch):
+    """The feedback stage runs for tens of minutes and writes its CSV last: a folder that is not there is an error
+    at the start, before any model or cache is read."""
+    from studies import behaviour_rule
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the stage started")
+
+    monkeypatch.setattr(behaviour_rule, "evaluate_feedback", no_work)
+    monkeypatch.setattr(behaviour_rule, "load_model", no_work)
+    monkeypatch.setattr("sys.argv", ["behaviour_rule", "--stage", "feedback", "--feedback-rule", "x", "--tasks",
+                                     "brainrot", "--out", str(tmp_path / "br"),
+                                     "--feedback-csv", str(tmp_path / "nowhere" / "f.csv")])
+    with pytest.raises(SystemExit, match="--feedback-csv .*f.csv: no folder .*nowhere"):
+        behaviour_rule.main()
+    assert not (tmp_path / "br").exists()
