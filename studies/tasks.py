@@ -58,6 +58,9 @@ folder or file is an `InputDataError` that says where it looked.
   for a kind whose dev rows are used up (`studies.tweet_sets` writes fresh-tweets1, fresh-tweets2, ...). The three
   tweet sets were read first by the test of the orthogonal "no" where the HS view is flat (docs/EVALUATION.md,
   "Feedback: fresh tweet sets"); they leave too few unused EntrAPI tweets for a fourth in dev-brainrot's make-up.
+  fresh-tweets4 to 6 (`studies.tweet_sets --first 4`) have new positives and queries, their negatives drawn again
+  (some were the first three's); first read by the test of pseudo-relevance feedback (docs/EVALUATION.md, "Feedback:
+  the best unmarked rows taken as yes").
 
 `splits` gives the choice protocol: defaults are chosen on the bundled pools and the first half of the TUNED tasks'
 queries, and reported on the second halves and on REPORT_ONLY.
