@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from feedback_math import TOL, dense_rows, unit_rows, z
 
 from rise_core.errors import InputDataError
 from rise_core.feedback import (
@@ -21,43 +22,26 @@ from rise_core.feedback import (
 )
 from studies.behaviour_rule import orthogonal_no_ranker
 
-# float64 throughout: the only error is summation order, far below 1e-10 at these sizes
-TOL = 1e-10
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.normal(size=(n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _z(v: np.ndarray) -> np.ndarray:
-    return (v - v.mean()) / v.std()
-
-
-def _dense_rows(pool: np.ndarray):
-    """RowScores in float64 (`unit_row_scores` works in float32, whose rounding would set the tolerance)."""
-    return lambda rows: pool[rows] @ pool.T
-
 
 @pytest.mark.parametrize("marks", [{3: False}, {3: False, 7: False}, {5: True, 3: False}, {5: True, 8: True, 3: False}])
 @pytest.mark.parametrize("beta, gamma", [(1.0, 0.75), (2.0, 1.0)])
 def test_orthogonal_no_matches_dense_math(marks, beta, gamma):
     rng = np.random.default_rng(0)
-    pool = _unit(rng, 40, 6)
+    pool = unit_rows(rng, 40, 6)
     query = pool[3] + 0.3 * rng.normal(size=6)  # row 3, the first "no", is the query's nearest neighbour
-    query_z = _z(pool @ query)
+    query_z = z(pool @ query)
     yes = [r for r, v in marks.items() if v]
     no = [r for r, v in marks.items() if not v]
-    asked = query_z + beta * np.mean([_z(pool @ pool[r]) for r in yes], axis=0) if yes else query_z.copy()
-    no_mean = np.mean([_z(pool @ pool[r]) for r in no], axis=0)
+    asked = query_z + beta * np.mean([z(pool @ pool[r]) for r in yes], axis=0) if yes else query_z.copy()
+    no_mean = np.mean([z(pool @ pool[r]) for r in no], axis=0)
     centred = asked - asked.mean()
-    expected = _z(asked - gamma * beta * (no_mean - (no_mean @ centred) / (centred @ centred) * centred))
+    expected = z(asked - gamma * beta * (no_mean - (no_mean @ centred) / (centred @ centred) * centred))
 
-    got = rocchio(query_z, _dense_rows(pool), marks, beta, gamma, orthogonal_no=True)
+    got = rocchio(query_z, dense_rows(pool), marks, beta, gamma, orthogonal_no=True)
     assert got == pytest.approx(expected, abs=TOL)
     # the "no" part left is orthogonal to what was asked, so where the no rows lean toward it (row 3, the query's
     # nearest neighbour, does) the result keeps closer to it than the served update, which subtracts them whole
-    served = rocchio(query_z, _dense_rows(pool), marks, beta, gamma)
+    served = rocchio(query_z, dense_rows(pool), marks, beta, gamma)
     assert np.corrcoef(got, asked)[0, 1] >= np.corrcoef(served, asked)[0, 1] - TOL
 
 
@@ -65,9 +49,9 @@ def test_orthogonal_no_without_a_no_mark_is_the_served_update():
     with pytest.raises(InputDataError, match="orthogonal_no must be true or false"):
         FeedbackConfig(orthogonal_no="yes")
     rng = np.random.default_rng(1)
-    pool = _unit(rng, 30, 5)
+    pool = unit_rows(rng, 30, 5)
     query_z = standardise(pool @ rng.normal(size=5))
-    rows = _dense_rows(pool)
+    rows = dense_rows(pool)
     for marks in ({}, {2: True}, {2: True, 9: True}):
         assert rocchio(query_z, rows, marks, 1.0, 0.75, orthogonal_no=True) == pytest.approx(
             rocchio(query_z, rows, marks, 1.0, 0.75), abs=TOL)
@@ -75,7 +59,7 @@ def test_orthogonal_no_without_a_no_mark_is_the_served_update():
 
 def test_in_hs_alone_only_the_hs_part_changes():
     rng = np.random.default_rng(2)
-    features = {c: _unit(rng, 30, 4) for c in ("RH", "GH", "HS")}
+    features = {c: unit_rows(rng, 30, 4) for c in ("RH", "GH", "HS")}
     query = {c: rng.normal(size=4) for c in features}
     raw = {c: features[c] @ query[c] for c in features}
     rows_fn = {c: unit_row_scores(torch.from_numpy(features[c])) for c in features}
@@ -102,8 +86,7 @@ def _hs_with_tenth_at(z10: float, n: int = 200, seed: int = 3) -> np.ndarray:
     base = rng.normal(size=n)
     base[:9] = 50.0  # far above: the 10th best is the row set below
     for _ in range(100):  # fixed point: the row's z moves the mean and spread a little
-        z = (base - base.mean()) / base.std()
-        base[9] += (z10 - z[9]) * base.std()
+        base[9] += (z10 - z(base)[9]) * base.std()
     return 3.0 * base + 7.0
 
 
@@ -119,7 +102,7 @@ def test_a_view_is_flat_when_its_tenth_row_stands_under_the_bound(z10, flat):
 
 def test_where_the_view_is_flat_the_no_is_orthogonal_in_every_channel_else_served():
     rng = np.random.default_rng(4)
-    features = {c: _unit(rng, 200, 4) for c in ("RH", "GH")}
+    features = {c: unit_rows(rng, 200, 4) for c in ("RH", "GH")}
     raw = {c: features[c] @ rng.normal(size=4) for c in features}
     rows_fn = {c: unit_row_scores(torch.from_numpy(features[c])) for c in features}
     hs_rows = rng.normal(size=(200, 3))

@@ -7,30 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from feedback_math import TOL, dense_rows, unit_rows, z
 
 from rise_core.errors import InputDataError
 from rise_core.feedback import FeedbackConfig, apply_feedback, lift_lines, pseudo_relevance, standardise
 
-# float64 throughout: the only error is summation order, far below 1e-10 at these sizes
-TOL = 1e-10
-
-
-def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    x = rng.normal(size=(n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _z(v: np.ndarray) -> np.ndarray:
-    return (v - v.mean()) / v.std()
-
-
-def _dense_rows(pool: np.ndarray):
-    return lambda rows: pool[rows] @ pool.T
-
 
 def _channels(seed: int, n: int = 40, d: int = 6):
     rng = np.random.default_rng(seed)
-    pools = {c: _unit(rng, n, d) for c in ("RH", "GH", "HS")}
+    pools = {c: unit_rows(rng, n, d) for c in ("RH", "GH", "HS")}
     raw = {c: pools[c] @ rng.normal(size=d) for c in pools}
     return pools, raw
 
@@ -39,7 +24,7 @@ def _channels(seed: int, n: int = 40, d: int = 6):
 @pytest.mark.parametrize("n_rows, weight", [(1, 0.5), (3, 0.5), (5, 1.0)])
 def test_pseudo_rows_match_dense_math(marks, n_rows, weight):
     pools, raw = _channels(0)
-    rows = {c: _dense_rows(p) for c, p in pools.items()}
+    rows = {c: dense_rows(p) for c, p in pools.items()}
     base = {"RH": 1.4 * raw["RH"].std(), "GH": raw["GH"].std(), "HS": 0.5 * raw["HS"].std()}
     plain = apply_feedback(raw, rows, marks, base, FeedbackConfig())
     got = apply_feedback(raw, rows, marks, base, FeedbackConfig(pseudo_rows=n_rows, pseudo_weight=weight))
@@ -48,9 +33,9 @@ def test_pseudo_rows_match_dense_math(marks, n_rows, weight):
     unmarked = [int(r) for r in np.argsort(-plain.total, kind="stable") if int(r) not in marks]
     assert list(got.pseudo_rows) == unmarked[:n_rows]
     # their part: each channel's weight after the marks times the mean z-similarity to them, re-standardised
-    like = sum(plain.weights[c] * np.mean([_z(pools[c] @ pools[c][r]) for r in unmarked[:n_rows]], axis=0)
+    like = sum(plain.weights[c] * np.mean([z(pools[c] @ pools[c][r]) for r in unmarked[:n_rows]], axis=0)
                for c in pools)
-    expected = weight * plain.total.std() * _z(like)
+    expected = weight * plain.total.std() * z(like)
     assert got.parts["pseudo"] == pytest.approx(expected, abs=TOL)
     assert got.total == pytest.approx(plain.total + expected, abs=TOL)
     assert got.total == pytest.approx(np.sum(list(got.parts.values()), axis=0), abs=TOL)
@@ -60,7 +45,7 @@ def test_pseudo_rows_match_dense_math(marks, n_rows, weight):
 
 def test_off_without_marks_or_rows():
     pools, raw = _channels(1)
-    rows = {c: _dense_rows(p) for c, p in pools.items()}
+    rows = {c: dense_rows(p) for c, p in pools.items()}
     base = {c: float(v.std()) for c, v in raw.items()}
     on = FeedbackConfig(pseudo_rows=3)
     unmarked = apply_feedback(raw, rows, {}, base, on)  # no marks: the shown ranking, nothing taken as yes
@@ -87,7 +72,7 @@ def test_the_pseudo_rows_find_their_neighbours():
     pool /= np.linalg.norm(pool, axis=1, keepdims=True)
     query = np.eye(d)[0] * 0.5 + np.eye(d)[2] * 0.6
     raw = {"HS": pool @ query}
-    rows = {"HS": _dense_rows(pool)}
+    rows = {"HS": dense_rows(pool)}
     marks = {0: True}
     plain = apply_feedback(raw, rows, marks, {"HS": 1.0}, FeedbackConfig())
     got = apply_feedback(raw, rows, marks, {"HS": 1.0}, FeedbackConfig(pseudo_rows=2, pseudo_weight=1.0))
@@ -109,7 +94,7 @@ def test_config_and_lines():
         with pytest.raises(InputDataError, match="pseudo_weight must be a finite number"):
             FeedbackConfig(pseudo_weight=bad)
     pools, raw = _channels(4)
-    rows = {c: _dense_rows(p) for c, p in pools.items()}
+    rows = {c: dense_rows(p) for c, p in pools.items()}
     got = apply_feedback(raw, rows, {7: True}, {c: float(v.std()) for c, v in raw.items()},
                          FeedbackConfig(pseudo_rows=4))
     lines = [line for line in lift_lines(vars(got), 40) if "pseudo" in line]
@@ -123,7 +108,7 @@ def test_the_study_variant_is_the_served_feedback_with_pseudo_rows():
 
     assert len({pseudo_variant(n, w) for n, w in PSEUDO_GRID}) == len(PSEUDO_GRID)
     pools, raw = _channels(5)
-    rows = {c: _dense_rows(p) for c, p in pools.items()}
+    rows = {c: dense_rows(p) for c, p in pools.items()}
     base = {c: float(v.std()) for c, v in raw.items()}
     for n, w in PSEUDO_GRID:
         got = apply_feedback(raw, rows, {3: True, 8: False}, base, FeedbackConfig(pseudo_rows=n, pseudo_weight=w))
