@@ -55,6 +55,10 @@ WIDEN_ROWS = 8192
 MAX_REFUSED_WORDS = 64
 """words one query's feedback may refuse (`MarkedWords.without`): a query holds a few dozen BM25 words."""
 
+MAX_PSEUDO_ROWS = 50
+"""the most pseudo rows one ranking takes (`FeedbackConfig.pseudo_rows`): each is a pass over the pool's products,
+held in memory, as a mark is."""
+
 MAX_WORD_SHARE = 0.1
 """the marked word lifts only a word held by at most this share of the pool (a trigger is rare; a genre's or a
 topic's words are not). In an exploration at word lift 1.5, shares 0.05, 0.1 and 0.2 gave the same tune figures
@@ -183,6 +187,8 @@ class FeedbackConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputDataError(f"feedback {name} must be a whole number >= 0, got {value!r}")
+        if self.pseudo_rows > MAX_PSEUDO_ROWS:
+            raise InputDataError(f"feedback pseudo_rows is at most {MAX_PSEUDO_ROWS}, got {self.pseudo_rows}")
 
 
 def split_marks(marks: Marks, n: int) -> tuple[list[int], list[int]]:

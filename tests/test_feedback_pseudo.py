@@ -10,7 +10,14 @@ import pytest
 from feedback_math import TOL, dense_rows, unit_rows, z
 
 from rise_core.errors import InputDataError
-from rise_core.feedback import FeedbackConfig, apply_feedback, lift_lines, pseudo_relevance, standardise
+from rise_core.feedback import (
+    MAX_PSEUDO_ROWS,
+    FeedbackConfig,
+    apply_feedback,
+    lift_lines,
+    pseudo_relevance,
+    standardise,
+)
 
 
 def _channels(seed: int, n: int = 40, d: int = 6):
@@ -90,6 +97,9 @@ def test_config_and_lines():
     for bad in (-1, 1.5, True, "3"):
         with pytest.raises(InputDataError, match="pseudo_rows must be a whole number"):
             FeedbackConfig(pseudo_rows=bad)
+    with pytest.raises(InputDataError, match=f"pseudo_rows is at most {MAX_PSEUDO_ROWS}, got {MAX_PSEUDO_ROWS + 1}"):
+        FeedbackConfig(pseudo_rows=MAX_PSEUDO_ROWS + 1)
+    assert FeedbackConfig(pseudo_rows=MAX_PSEUDO_ROWS).pseudo_rows == MAX_PSEUDO_ROWS
     for bad in (-0.5, float("nan"), float("inf")):
         with pytest.raises(InputDataError, match="pseudo_weight must be a finite number"):
             FeedbackConfig(pseudo_weight=bad)
