@@ -344,17 +344,23 @@ def fresh_task(name: str) -> Task:
         if not path.is_file():
             raise InputDataError(f"{path} not found (${FRESH_ENV}; `python -m studies.tweet_sets` writes the tweet "
                                  "sets)")
-        samples = []
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    samples.append(to_sample(json.loads(line)))
-                except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                    raise InputDataError(f"{path}, line {n}: not a row with a completion ({exc!r})") from exc
-        rows.append(samples)
+        rows.append(fresh_samples(path))
     return _labelled(name, rows[0], rows[1], (5, 10, 25, 50))
+
+
+def fresh_samples(path: Path) -> list[Sample]:
+    """The rows of one fresh set's file (JSONL, dev-brainrot's fields) as samples; a line that is not such a row is an
+    InputDataError naming it."""
+    samples = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                samples.append(to_sample(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise InputDataError(f"{path}, line {n}: not a row with a completion ({exc!r})") from exc
+    return samples
 
 
 def dev_task(name: str) -> Task:

@@ -126,8 +126,7 @@ def earlier_texts(out: Path, first: int) -> set[str]:
             path = out / f"tweets{k}_{part}.jsonl"
             if not path.is_file():
                 raise InputDataError(f"{path}: --first {first} reads the sets before it, and this one is missing")
-            texts |= {json.loads(line)["completion"] for line in path.read_text(encoding="utf-8").splitlines()
-                      if line.strip()}
+            texts |= {s.completion if s.completion is not None else s.text for s in tasks.fresh_samples(path)}
     return texts
 
 
