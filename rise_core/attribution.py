@@ -707,7 +707,7 @@ def top_with_feedback(index: RiseIndex, query_fm: FeatureMatrix, marks: dict[str
                                    "lifted_word": result.lifted_word, "lifted_rows": result.lifted_rows,
                                    "refused_words": list(result.refused_words),
                                    "turned": result.turned, "orthogonal_no": result.orthogonal_no,
-                                   "pseudo_rows": len(result.pseudo_rows)})
+                                   "pseudo_rows": list(result.pseudo_rows)})
     extra = {c: parts[c][rows] for c in EXTRA_PARTS if c in parts}
     if extra:  # the lifts and the marked words join the channels' parts (the total is their sum)
         ranking = dataclasses.replace(ranking, scores=total[rows], parts={**ranking.parts, **extra})

@@ -411,18 +411,19 @@ def other_view_shows(channel_scores: Mapping[str, np.ndarray], weights: Mapping[
 
 
 def pseudo_relevance(total: np.ndarray, row_scores: Mapping[str, RowScores], weights: Mapping[str, float],
-                     marks: Marks, n_rows: int, weight: float) -> tuple[list[int], np.ndarray | None]:
+                     marks: Marks, n_rows: int, weight: float) -> tuple[list[int], np.ndarray] | None:
     """Pseudo-relevance feedback after marks: the `n_rows` best unmarked rows of `total` (ties: the lower row first)
     and their part, `weight` spreads of the total times the standardised sum over channels of `weights[c]` (z units)
-    times the pool's mean standardised similarity to them in c; None where the total or that sum is flat."""
+    times the pool's mean standardised similarity to them in c; None where there is no such row, or the total or that
+    sum is flat."""
     marked = {int(r) for r in marks}
     rows = [int(r) for r in np.argsort(-np.asarray(total), kind="stable") if int(r) not in marked][:n_rows]
     spread = float(np.std(total))
     if not rows or not weight or spread == 0:
-        return rows, None
+        return None
     like = sum(float(w) * standardise(row_scores[c](rows)).mean(axis=0) for c, w in weights.items())
     if np.ndim(like) == 0 or float(np.std(like)) == 0:
-        return rows, None
+        return None
     return rows, weight * spread * standardise(like)
 
 
@@ -483,27 +484,24 @@ def apply_feedback(channel_scores: Mapping[str, np.ndarray], row_scores: Mapping
         total = total + lift
     else:
         marked = None
-    pseudo: list[int] = []
-    if marks and config.pseudo_rows:
-        pseudo, part = pseudo_relevance(total, row_scores, weights, marks, config.pseudo_rows, config.pseudo_weight)
-        if part is None:
-            pseudo = []
-        else:
-            parts["pseudo"] = part
-            total = total + part
+    pseudo = pseudo_relevance(total, row_scores, weights, marks, config.pseudo_rows, config.pseudo_weight) if (
+        marks and config.pseudo_rows) else None
+    if pseudo is not None:
+        parts["pseudo"] = pseudo[1]
+        total = total + parts["pseudo"]
     return FeedbackResult(total=total, parts=parts, weights=weights, evidence=ev, words=chosen if config.words else {},
                           span=kept, span_rejected=rejected, lifted_word=None if marked is None else marked[0],
                           lifted_rows=0 if marked is None else int(marked[1].sum()), turned=turn,
                           refused_words=tuple(sorted(words.refused)) if words is not None else (),
                           orthogonal_no=orthogonal and any(not v for v in marks.values()),
-                          pseudo_rows=tuple(pseudo))
+                          pseudo_rows=() if pseudo is None else tuple(pseudo[0]))
 
 
 def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
     """What moved after marks (a ranking's `feedback`) as plain lines: the turn to the other view after misses, the
     "not this" marks taken orthogonally where the query's view is flat, the behaviour test's span, kept or rejected
     by the marks, the marked word whose rows were lifted, the words the analyst refused (pool text: the page shows
-    them with st.text) and the pseudo rows (`pseudo_rows`: their count, or the rows)."""
+    them with st.text) and the pseudo rows (`pseudo_rows`)."""
     out = []
     if feedback.get("turned"):
         out.append(f"Your {int(feedback.get('n_irrelevant', 0))} marks are all \"not this\": the ranking turned to "
@@ -524,8 +522,7 @@ def lift_lines(feedback: Mapping, n_pool: int) -> list[str]:
                    f"{feedback['lifted_word']!r}")
     if feedback.get("refused_words"):
         out.append("Not lifted, as you asked: " + ", ".join(repr(w) for w in feedback["refused_words"]))
-    pseudo = feedback.get("pseudo_rows") or 0
-    n = pseudo if isinstance(pseudo, int) else len(pseudo)
+    n = len(feedback.get("pseudo_rows") or ())
     if n:
         out.append(f"The {n} best rows you have not marked count as a weaker yes (pseudo-relevance feedback): rows "
                    f"like them move up (the pseudo column). Mark any of them to say otherwise")
