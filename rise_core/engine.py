@@ -61,6 +61,11 @@ class Readout:
         return self.hs_hidden
 
     @property
+    def position_counts(self) -> torch.Tensor:
+        """(B,) how many counted positions each sample has (0: none counted)."""
+        return torch.bincount(self.sample_index, minlength=self.n_samples)
+
+    @property
     def target_prob(self) -> torch.Tensor:
         """Full-vocabulary p(y_t) at tau."""
         return torch.exp(self.cand_logit.gather(1, self.target_slot[:, None])[:, 0] - self.lse)
@@ -342,19 +347,17 @@ def _tensor_sums(readout: Readout, weight: torch.Tensor, config: RiseConfig, ske
 def mean_hidden(readout: Readout, hidden_mean: torch.Tensor | None, config: RiseConfig) -> torch.Tensor:
     """(B, d): each sample's mean hidden state over its counted positions (the final one, or the layer `config`'s
     `hs_depth` names), minus `hidden_mean` (the HS channel; zero for a sample with no counted position)."""
-    b, h = readout.n_samples, readout.hs_source(config)
-    counts = torch.bincount(readout.sample_index, minlength=b).to(h.dtype).clamp_min(1)
+    b, h, counts = readout.n_samples, readout.hs_source(config), readout.position_counts
     total = torch.zeros((b, h.shape[1]), dtype=h.dtype, device=h.device).index_add_(0, readout.sample_index, h)
-    out = total / counts[:, None]
+    out = total / counts.to(h.dtype).clamp_min(1)[:, None]
     if hidden_mean is not None:
-        present = torch.bincount(readout.sample_index, minlength=b) > 0
-        out = torch.where(present[:, None], out - hidden_mean.to(out), out)
+        out = torch.where((counts > 0)[:, None], out - hidden_mean.to(out), out)
     return out
 
 
 def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
     """Per-sample RH and GH features (sums over counted positions) and stats, without the HS channel."""
-    counts = torch.bincount(readout.sample_index, minlength=readout.n_samples)
+    counts = readout.position_counts
     rh, gh = _sum_outer(readout, sk, counts) if sk.h_g is None else _sum_tensor(readout, sk)
     return _sample_features(readout, rh, gh, sk.support_size)
 
@@ -362,8 +365,7 @@ def aggregate(readout: Readout, sk: PositionSketches) -> SampleFeatures:
 def sample_losses(readout: Readout) -> torch.Tensor:
     """(B,) each sample's mean loss over its counted positions, nats per token, float64 on the readout's device (nan:
     no counted position): the loss an index keeps with the features."""
-    b = readout.n_samples
-    counts = torch.bincount(readout.sample_index, minlength=b)
+    b, counts = readout.n_samples, readout.position_counts
     total = torch.zeros(b, dtype=torch.float64, device=readout.nll.device).index_add_(0, readout.sample_index,
                                                                                       readout.nll.double())
     return torch.where(counts > 0, total / counts.double().clamp_min(1), torch.full_like(total, float("nan")))
@@ -374,7 +376,7 @@ def _sample_features(readout: Readout, rh: torch.Tensor, gh: torch.Tensor,
     """SampleFeatures from the summed channels (B, D_rh), (B, D_gh), with the per-sample stats."""
     b = readout.n_samples
     dev, dt = rh.device, rh.dtype
-    counts = torch.bincount(readout.sample_index, minlength=b)
+    counts = readout.position_counts
     n_counted = counts.cpu()
     support_sum = torch.zeros(b, dtype=torch.float64, device=dev).index_add_(
         0, readout.sample_index, support_size.double())

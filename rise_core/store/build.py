@@ -272,6 +272,29 @@ class BuildWriter:
             self.phase_progress(FEATURE_PHASE, self.done, self.total)
         return fitted
 
+    def fit_mean_and_store(self, lm: LoadedModel, extractor: RiseExtractor, fit_part: list[tuple[int, Sample]],
+                           batch_size: int) -> RiseExtractor | None:
+        """Fit the index's hidden-state mean on `fit_part` (rows, samples), set it, then store those samples with it
+        (from the fit's own forward passes): the extractor that subtracts the mean, or None if stopped in the fit."""
+        fit_usable, skipped = encode_usable(extractor, fit_part)
+        self.skip(skipped)
+        fitted = self.fit_mean(lm, self.index.config, fit_usable, batch_size)
+        if fitted is None:
+            return None
+        mean, batches = fitted
+        del fit_usable
+        self.index.set_hidden_mean(mean)
+        extractor = self.index.extractor(lm)
+        for batch, readout in batches:
+            if self.stop_requested():
+                break
+            self.store(extractor, batch, readout)
+        return extractor
+
+    def store(self, extractor: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
+        """Commit one batch's features (computed from `readout`, the batch's forward pass, where one was kept)."""
+        self.commit([s for s, _ in batch], batch_features(extractor, batch, readout))
+
     def skip(self, skipped: list[tuple[int, str]]) -> None:
         """Rows without a counted token: reported, and counted as done (shown with the next commit)."""
         self.report.skipped.extend(skipped)
@@ -321,25 +344,12 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
     new, report = prepare_build(index, data, lm, config)
     extractor = index.extractor(lm)
     writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress)
-
-    def store(ex: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
-        writer.commit([s for s, _ in batch], batch_features(ex, batch, readout))
-
     if needs_mean_fit(index, new):
         fit_part, new = split_mean_fit(new, index.config.seed)
-        fit_usable, skipped = encode_usable(extractor, fit_part)
-        writer.skip(skipped)
-        fitted = writer.fit_mean(lm, index.config, fit_usable, batch_size)
-        if fitted is None:
+        fitted_extractor = writer.fit_mean_and_store(lm, extractor, fit_part, batch_size)
+        if fitted_extractor is None:
             return writer.finish(start_time)
-        mean, batches = fitted
-        index.set_hidden_mean(mean)
-        extractor = index.extractor(lm)
-        for batch, readout in batches:
-            if writer.stop_requested():
-                break
-            store(extractor, batch, readout)
-        del batches
+        extractor = fitted_extractor
 
     window = batch_size * WINDOW_BATCHES
     for w_start in range(0, len(new), window):
@@ -350,7 +360,7 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
         for b_start in range(0, len(usable), batch_size):
             if writer.stop_requested():
                 break
-            store(extractor, usable[b_start:b_start + batch_size])
+            writer.store(extractor, usable[b_start:b_start + batch_size])
     return writer.finish(start_time)
 
 
@@ -409,9 +419,6 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
         if index.status != "building":
             index.set_status("building")
 
-    def store(ex: RiseExtractor, batch: list[Usable], readout: Readout | None = None) -> None:
-        writer.commit([s for s, _ in batch], batch_features(ex, batch, readout))
-
     fit_positions: set[int] = set()
     if index.config.needs_hidden_mean and index.hidden_mean is None:
         n_new = counted[0] if counted is not None and len(index) == 0 else sum(
@@ -422,20 +429,11 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
                 itertools.islice(_NewRows(stream, existing, window, index), max(fit_positions) + 1))
                 if pos in fit_positions]
             building()
-            fit_usable, skipped = encode_usable(extractor, fit_part)
-            writer.skip(skipped)
-            fitted = writer.fit_mean(lm, index.config, fit_usable, batch_size)
-            if fitted is None:
+            fitted_extractor = writer.fit_mean_and_store(lm, extractor, fit_part, batch_size)
+            del fit_part
+            if fitted_extractor is None:
                 return writer.finish(start_time)
-            mean, batches = fitted
-            index.set_hidden_mean(mean)
-            extractor = index.extractor(lm)
-            del fit_part, fit_usable
-            for batch, readout in batches:
-                if writer.stop_requested():
-                    break
-                store(extractor, batch, readout)
-            del batches
+            extractor = fitted_extractor
 
     def commit_window(part: list[tuple[int, Sample]]) -> None:
         building()
@@ -444,7 +442,7 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
         for b_start in range(0, len(usable), batch_size):
             if writer.stop_requested():
                 break
-            store(extractor, usable[b_start:b_start + batch_size])
+            writer.store(extractor, usable[b_start:b_start + batch_size])
 
     rows = _NewRows(stream, existing, window, index, writer)
     part: list[tuple[int, Sample]] = []
