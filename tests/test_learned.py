@@ -168,9 +168,11 @@ def test_an_index_without_them_gets_them_from_a_build_that_adds_nothing(tuned, t
     con.close()
     with RiseIndex.open(planted) as index:
         assert index.base_row_losses() is None and index.rows_without_base_loss() == [2]
+        assert index.info()["base_model_losses"] is False  # counted: row -1 does not stand in for row 2
     with RiseIndex.open(path) as index:
         assert index.rows_without_base_loss() == list(range(3, n))
         assert index.base_row_losses() is None and index.learned_losses() is None  # some row has none: served
+        assert index.info()["base_model_losses"] is False
     pool = Path(tuned["RISE_DATA_DIR"]) / "howdy_pool.jsonl"
     stopped = build_index(path, pool, tuned["lm"], should_stop=lambda: True)
     assert stopped.stopped and stopped.n_base_losses == 0 and stopped.n_added == 0
@@ -181,6 +183,7 @@ def test_an_index_without_them_gets_them_from_a_build_that_adds_nothing(tuned, t
     assert "losses under the base model" in report.summary()
     with RiseIndex.open(path) as index:
         np.testing.assert_allclose(index.base_row_losses(), want, rtol=0, atol=F32_ATOL)
+        assert index.info()["base_model_losses"] is True
     # the learned reading is a choice: off, nothing is stored
     path2 = tmp_path / "off.duckdb"
     try:

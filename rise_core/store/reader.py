@@ -311,6 +311,17 @@ class IndexReader(IndexConnection):
         learned = self.learned_losses()
         return None if learned is None else learned.base
 
+    def keeps_base_losses(self) -> bool:
+        """Whether a base-model loss is kept for every stored row (what `learned_losses` needs), counted in the table
+        rather than read: `rise info` on a large index."""
+        m = self._state()
+        with self._cursor("read the base-model losses of") as cur:
+            if not self._has_table(cur, BASE_LOSSES_TABLE):
+                return False
+            n_kept = cur.execute(f"SELECT count(*) FROM {BASE_LOSSES_TABLE} WHERE row >= 0 AND row < $1",
+                                 [m.n_samples]).fetchone()[0]
+        return int(n_kept) == m.n_samples
+
     def learned_losses(self) -> LearnedLosses | None:
         """What the index model's fine-tune learned (`learned.LearnedLosses`: each row's loss under the adapter's
         base model and under the fine-tune), None where the index keeps no base-model losses for some row; read once
@@ -406,5 +417,5 @@ class IndexReader(IndexConnection):
             "library_version": m.library_version, "format_version": m.format_version, "index_uuid": m.index_uuid,
             "created_at": m.created_at, "updated_at": m.updated_at, "size_bytes": self.size_bytes(),
             "build_preset": m.build_preset, "owner": m.owner, "sources": m.sources,
-            "base_model_losses": self.base_row_losses() is not None,
+            "base_model_losses": self.keeps_base_losses(),
         }
