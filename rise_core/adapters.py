@@ -42,14 +42,30 @@ def require_peft() -> Any:
     return peft
 
 
+PEFT_WARNING = "`is_gradient_checkpointing` is deprecated"  # the start of the FutureWarning `peft_wrapping` drops
+
+
+def drop_peft_warning() -> None:
+    """Put the filter that drops peft's FutureWarning (`peft_wrapping`) first in the process's warning filters, where
+    it is not already first. It stays: a `catch_warnings` block would save and restore the one global filter list, so
+    another thread leaving its own block (transformers' loaders have some) could take the filter away mid-wrap."""
+    first = warnings.filters[0] if warnings.filters else None
+    if not (first and first[0] == "ignore" and first[2] is FutureWarning and first[1] is not None
+            and first[1].pattern == PEFT_WARNING):
+        warnings.filterwarnings("ignore", message=PEFT_WARNING, category=FutureWarning)
+
+
+drop_peft_warning()  # at import, before any thread: every later `catch_warnings` saves and restores it
+
+
 @contextlib.contextmanager
 def peft_wrapping() -> Iterator[None]:
     """Around building a peft `PeftModel` (get_peft_model, PeftModel.from_pretrained): its constructor reads
     transformers' deprecated `is_gradient_checkpointing` whichever public entry point is used, so nothing on our side
-    avoids that FutureWarning; it alone is dropped, here, instead of shown on every fine-tune and adapter load."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-        yield
+    avoids that FutureWarning; it alone is dropped (`drop_peft_warning`, again here in case a caller's filters put
+    another first, e.g. FutureWarning as an error) instead of shown on every fine-tune and adapter load."""
+    drop_peft_warning()
+    yield
 
 
 def is_adapter_dir(path: str | Path | None) -> bool:

@@ -111,6 +111,15 @@ def build_tiny_model(arch: str, vocab_size: int, dtype: torch.dtype = torch.floa
     return model.to(dtype).eval()
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The filter `rise_core.adapters` sets on import, set again: pytest's warning capture around loading this file
+    restored the filter list without it. Each test's capture then starts from a list that holds it, as a program's
+    threads do."""
+    from rise_core.adapters import drop_peft_warning
+
+    drop_peft_warning()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` are skipped where torch sees no CUDA device."""
     if torch.cuda.is_available():

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
+import textwrap
 import threading
 import warnings
 
@@ -12,7 +15,7 @@ import torch
 from conftest import build_tiny_model, build_tokenizer
 from safetensors.torch import load_file
 
-from rise_core.adapters import split_model_spec
+from rise_core.adapters import PEFT_WARNING, split_model_spec
 from rise_core.cli import main as cli_main
 from rise_core.config import RiseConfig
 from rise_core.errors import IndexMismatchError, ModelLoadError
@@ -78,6 +81,40 @@ def test_finetune_and_adapter_load_warn_nothing(base_dir, adapter_dir, tmp_path)
         warnings.simplefilter("error", FutureWarning)
         finetune(load_model(base_dir), POOL[:2], tmp_path / "quiet", dataclasses.replace(RECIPE, epochs=1))
         load_model(str(adapter_dir))
+
+
+# Another thread enters its own catch_warnings before the wrap and leaves it during the wrap, restoring the filter list
+# it saved: a filter the wrap had set only inside a catch_warnings block of its own would be gone when peft warns.
+RACE = textwrap.dedent("""
+    import threading, warnings
+    from rise_core.adapters import PEFT_WARNING, peft_wrapping
+    entered, wrapping, restored = threading.Event(), threading.Event(), threading.Event()
+
+    def other():
+        with warnings.catch_warnings():
+            entered.set()
+            wrapping.wait()
+        restored.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    entered.wait()
+    with peft_wrapping():
+        wrapping.set()
+        restored.wait()
+        warnings.warn(PEFT_WARNING + " and will be removed in v6.", FutureWarning)
+    thread.join()
+    warnings.warn("a FutureWarning of another kind", FutureWarning)
+""")
+
+
+def test_peft_warning_stays_dropped_when_another_thread_restores_the_filters():
+    """Run in a process of its own, where the library's import alone sets the filter (under pytest, conftest sets it
+    again after pytest's warning capture)."""
+    run = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert PEFT_WARNING not in run.stderr
+    assert "a FutureWarning of another kind" in run.stderr  # only that warning is dropped
 
 
 def test_adapter_merges_as_w_plus_scaled_b_a(base_dir, adapter_dir):
