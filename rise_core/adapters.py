@@ -48,7 +48,8 @@ PEFT_WARNING = "`is_gradient_checkpointing` is deprecated"  # the start of the F
 def drop_peft_warning() -> None:
     """Put the filter that drops peft's FutureWarning (`peft_wrapping`) first in the process's warning filters, where
     it is not already first. It stays: a `catch_warnings` block would save and restore the one global filter list, so
-    another thread leaving its own block (transformers' loaders have some) could take the filter away mid-wrap."""
+    another thread leaving a block of its own (a library's, e.g. torch's, or a second wrap) could take the filter
+    away mid-wrap."""
     first = warnings.filters[0] if warnings.filters else None
     if not (first and first[0] == "ignore" and first[2] is FutureWarning and first[1] is not None
             and first[1].pattern == PEFT_WARNING):
