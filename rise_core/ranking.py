@@ -38,12 +38,13 @@ class Ranking:
     `parts` holds each channel's weighted part (every channel of CHANNELS; zeros for one not weighed), so
     `scores` = rh + gh + hs (+ span: the span lift's part, `rise_core.span_lift`, where the behaviour test lifts; +
     words: the marked words' part and lift after relevance feedback; + pseudo: the pseudo rows' part, where feedback
-    takes them); empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...). `weighting` is how the weights were resolved (`adaptive.resolve`; None for a
-    ranking scored with options already fixed), `search` which path ran (`ann.search_summary`; None where the pool is always
-    scanned), `query` the 0-based query number when each query of a set is ranked alone, `marks` the analyst's
-    relevance marks {row: relevant?} and `feedback` the weights and evidence after them (relevance feedback only),
-    `contrast` the line saying the query was contrasted with another answer (`scoring.ContrastFeatures.note`; None for
-    a plain query): then every score is the query's minus the other answer's."""
+    takes them); empty for a method's ranking by scores without channels (`best`: hidden cosine, BM25...).
+    `weighting` is how the weights were resolved (`adaptive.resolve`; None for a ranking scored with options already
+    fixed), `search` which path ran (`ann.search_summary`; None where the pool is always scanned), `query` the 0-based
+    query number when each query of a set is ranked alone, `marks` the analyst's relevance marks {row: relevant?} and
+    `feedback` the weights and evidence after them (relevance feedback only), `contrast` the line saying the query was
+    contrasted with another answer (`scoring.ContrastFeatures.note`; None for a plain query): then every score is the
+    query's minus the other answer's."""
 
     rows: torch.Tensor  # (k,) int64 index rows
     scores: torch.Tensor  # (k,) float32 totals (float64 from `best`)
