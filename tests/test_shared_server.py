@@ -97,9 +97,18 @@ def test_builds_record_their_owner_and_sources_and_set_aside_keeps_every_file(ti
         n = len(index)
     companion = path.with_name(path.name + ".ann.json")
     companion.write_text("{}")
+    (tmp_path / "i.duckdb.diagnostics").mkdir()
+    # another user's indexes whose names start with this one's (the Build page saves "i.duckdb.x" as i.duckdb.duckdb),
+    # and their own files: none of them is this index's
+    others = [tmp_path / n for n in ("i.duckdb.duckdb", "i.duckdb.duckdb.wal", "i.duckdb.b.duckdb",
+                                     "i.duckdb.b.duckdb.ann.json", "i.duckdb.wal.duckdb")]
+    for other in others:
+        other.write_text("bob's")
     kept = set_aside(path)
     assert not path.exists() and kept.exists() and kept.name.startswith("i.") and kept.suffix == ".duckdb"
     assert kept.with_name(kept.name + ".ann.json").read_text() == "{}"
+    assert kept.with_name(kept.name + ".diagnostics").is_dir() and not (tmp_path / "i.duckdb.diagnostics").exists()
+    assert all(other.read_text() == "bob's" for other in others)
     with RiseIndex.open(kept) as index:
         assert len(index) == n and index.manifest.owner == "alice"
 

@@ -82,10 +82,23 @@ def check_new_location(path: Path, overwrite: bool) -> None:
                               f"({exc.strerror or exc})") from None
 
 
+def companion_files(path: Path) -> list[Path]:
+    """The files and folders beside the index at `path` that belong to it: `<name>.<suffix>` (its `.wal`, the ANN
+    files `.ann.*`, span counts, diagnostics, a peer's Hessian). Not another index whose name merely starts with
+    `<name>.` (`a.duckdb.b.duckdb`, a name the Build page allows) nor that index's own files: a suffix that names a
+    `.duckdb` file is never a companion."""
+    path = Path(path)
+    prefix = path.name + "."
+    kind = path.suffix.lstrip(".")
+    return sorted(p for p in path.parent.iterdir()
+                  if p.name.startswith(prefix) and not (kind and kind in p.name[len(prefix):].split(".")))
+
+
 def set_aside(path: Path) -> Path:
-    """Move the index at `path`, with its files beside it (`<name>.wal`, the ANN files `<name>.ann.*`), to
-    `<stem>.<UTC time>.duckdb` in the same folder, so a rebuild never destroys it; returns the new index path.
-    The caller has closed this process's handles on it (readers reconnect to the new file at `path` later)."""
+    """Move the index at `path`, with its own files beside it (`companion_files`: `<name>.wal`, the ANN files
+    `<name>.ann.*`, ...), to `<stem>.<UTC time>.duckdb` in the same folder, so a rebuild never destroys it; returns
+    the new index path. The caller has closed this process's handles on it (readers reconnect to the new file at
+    `path` later)."""
     from datetime import datetime, timezone
 
     path = Path(path)
@@ -94,7 +107,7 @@ def set_aside(path: Path) -> Path:
     target = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
     with path_lock(path):
         release_readers(path)
-        companions = sorted(p for p in path.parent.iterdir() if p.name.startswith(path.name + "."))
+        companions = companion_files(path)
         path.rename(target)
         for companion in companions:
             companion.rename(target.with_name(target.name + companion.name[len(path.name):]))
