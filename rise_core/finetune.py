@@ -44,6 +44,7 @@ from .samples import EncodedSample, Rendering, Sample, collate, encode_sample, r
 from .saved_config import SavedConfig, dict_differences
 
 CHECKPOINT_DIR = "checkpoint"
+FINAL_STAGING = ".final"  # in the adapter folder: the finished adapter, written there before it is moved in
 
 
 @dataclass(frozen=True)
@@ -333,11 +334,13 @@ def finetune(lm: Any, samples: Sequence[Sample | str | dict], out_dir: str | Pat
             cfg["base_model_name_or_path"] = lm.model_id
             cfg_path.write_text(json.dumps(cfg, indent=2))
             write_manifest(d, manifest)  # and a README in place of peft's card, which names this machine's paths
-        final = out.with_name(out.name + ".final")
+        # written aside inside `out` (never beside it, where another adapter's folder may have that name), then
+        # moved in, the manifest last: an adapter folder with a manifest holds the whole adapter
+        final = out / FINAL_STAGING
         shutil.rmtree(final, ignore_errors=True)
         final.mkdir()
         write_final(final)
-        for f in final.iterdir():
+        for f in sorted(final.iterdir(), key=lambda f: f.name == MANIFEST_NAME):
             os.replace(f, out / f.name)
         final.rmdir()
         shutil.rmtree(ckpt, ignore_errors=True)

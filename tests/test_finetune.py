@@ -219,6 +219,21 @@ def test_finetune_refuses_to_clobber(base_dir, adapter_dir, tmp_path):
     assert keep.read_text() == "user file"
 
 
+def test_finetune_leaves_the_adapters_beside_it_alone(base_dir, adapter_dir, tmp_path):
+    """The finished adapter is written inside its own folder before it is moved in: another adapter named
+    `<name>.final` (a name the app allows) is not removed, and nothing of the staging is left."""
+    import shutil
+
+    neighbour = tmp_path / "x.final"
+    shutil.copytree(adapter_dir, neighbour)
+    before = sorted((p.name, p.read_bytes()) for p in neighbour.rglob("*") if p.is_file())
+    result = finetune(load_model(base_dir), POOL, tmp_path / "x", RECIPE)
+    assert sorted((p.name, p.read_bytes()) for p in neighbour.rglob("*") if p.is_file()) == before
+    assert read_manifest(result.out_dir)["steps"] > 0
+    assert sorted(p.name for p in result.out_dir.iterdir()) == [
+        "README.md", "adapter_config.json", "adapter_model.safetensors", "rise_adapter.json"]
+
+
 def test_cli_finetune_then_build_with_the_adapter(base_dir, tmp_path, capsys):
     pool = tmp_path / "pool.jsonl"
     pool.write_text("\n".join(json.dumps(r) for r in POOL) + "\n")
