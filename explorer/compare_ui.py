@@ -11,11 +11,11 @@ import streamlit as st
 
 from rise_core.metrics import binary_labels, label_table
 
-from . import auth
 from .plain import code, md
 from .resources import FORWARD_PASS, PoolFit, fitted_ready, forward_for, open_index, pool_pass, start_fit, start_forward
 from .ui import friendly
 from .views import top_list
+from .widgets import stop_button
 
 GRAD_SKETCH_NEEDS = ("**Grad-Sketch** (the exact LM-head gradient of each sample, sketched to this index's bytes per "
                      "sample)")
@@ -88,10 +88,8 @@ def _live_pass(what: str, path: str, page: str) -> None:
     if job is None or not job.running:
         st.rerun()
     st.progress(job.fraction, text=job.message())
-    user = auth.current_user()
-    st.button(f"Stop the {what}", key=f"{page}_stop_{what}", on_click=job.stop,
-              disabled=not (user.can_edit or user.name == job.owner),
-              help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
+    stop_button(job, f"Stop the {what}", key=f"{page}_stop_{what}",
+                help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
 
 
 def show_comparison(results: dict[str, MethodScores], index: RiseIndex, k: int) -> None:

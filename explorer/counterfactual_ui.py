@@ -42,6 +42,7 @@ from .jobs import BackgroundJob
 from .plain import code
 from .request_limits import CheckLimits, request_limits
 from .ui import friendly, settings
+from .widgets import stop_button
 
 CHECK_DIR_ENV = "RISE_COUNTERFACTUAL_DIR"
 SHIPPED = ("counterfactual", "howdy")  # under the data folder: the demo's results, when they ship
@@ -337,8 +338,8 @@ def _live(key: str, out: str) -> None:
     if not job.running:
         st.rerun()
     st.progress(job.fraction, text=job.message())
-    st.button("Stop the check", key=f"{key}_cf_stop", on_click=job.stop,
-              help="Stops after the training step or answer in progress; Resume continues from there.")
+    stop_button(job, "Stop the check", key=f"{key}_cf_stop",
+                help="Stops after the training step or answer in progress; Resume continues from there.")
 
 
 def _rate(value: Any) -> str:

@@ -17,7 +17,7 @@ from .paths import adapter_dir, adapter_root
 from .plain import code
 from .resources import finetune_jobs, submit
 from .ui import friendly
-from .widgets import use_build_preset
+from .widgets import stop_button, use_build_preset
 
 
 def default_adapter_name(model_id: str, pool_name: str) -> str:
@@ -96,5 +96,5 @@ def _live(key: str) -> None:
     st.progress(job.fraction, text=job.message())
     if job.steps:
         st.plotly_chart(loss_chart(job), key="ft_loss_live")
-    st.button("Stop the fine-tune", key="ft_stop", on_click=job.stop,
-              help="Stops after the step in progress and keeps a checkpoint; starting it again resumes.")
+    stop_button(job, "Stop the fine-tune", key="ft_stop",
+                help="Stops after the step in progress and keeps a checkpoint; starting it again resumes.")

@@ -40,6 +40,7 @@ class BackgroundJob:
     error: BaseException | None = None
     started_at: float = 0.0
     finished_at: float = 0.0
+    owner: str = ""  # who started it (the queue's place says, when submitted): they may stop it (`may_stop`)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _queue: JobQueue | None = field(default=None, repr=False)
@@ -47,6 +48,7 @@ class BackgroundJob:
 
     first_status = "running"  # the status while the thread starts its work
     active_statuses = ("pending", "queued", "running")
+    editors_may_stop = False  # whether an editor may stop another user's job of this kind (`may_stop`)
 
     def _work(self) -> str:
         raise NotImplementedError
@@ -61,6 +63,13 @@ class BackgroundJob:
     def queued(self, queue: JobQueue, place: Place) -> None:
         """Called by `JobQueue.submit`: the job waits for its turn; the queue calls `launch` then."""
         self._queue, self._place, self.status = queue, place, "queued"
+        self.owner = self.owner or place.owner
+
+    def may_stop(self, user: str, can_edit: bool) -> bool:
+        """Whether `user` may stop (or cancel) this job: whoever started it, and an editor where the kind allows
+        (`editors_may_stop`: work over a shared pool, not what one user builds). A job started outside the queue
+        (scripts, tests) names no owner, and anyone may stop it."""
+        return not self.owner or user == self.owner or (self.editors_may_stop and can_edit)
 
     def launch(self):  # noqa: ANN201 - returns the subclass
         self.status, self.started_at = self.first_status, time.monotonic()
@@ -413,8 +422,9 @@ class PoolPassJob(BackgroundJob):
     n_rows: int
     run: Callable[[Callable[[int, int], None]], Any]  # progress(done, total) -> the result
     keep: Callable[[Any], None]
-    owner: str = ""  # who started it: they (or an editor) may stop it
     done_rows: int = 0
+
+    editors_may_stop = True  # a pass over a shared pool: whoever started it, or an editor
 
     def _thread_name(self) -> str:
         return f"rise-pass-{self.what.replace(' ', '-')}"

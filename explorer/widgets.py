@@ -34,7 +34,8 @@ from rise_core.samples import Sample
 from rise_core.store import RiseIndex
 from rise_core.units import format_bytes
 
-from .jobs import BuildJob
+from . import auth
+from .jobs import BackgroundJob, BuildJob
 from .plain import code, md, stream_text
 from .request_limits import request_limits
 from .resources import list_indexes, model_for, open_index, registry
@@ -445,5 +446,20 @@ def _live_progress(path: str) -> None:
     if job is None or not job.running:
         st.rerun()  # the whole page: show the outcome
     st.progress(job.fraction, text=job.message())
-    st.button("Stop the build", key=f"stop_{path}", on_click=job.stop, disabled=job.stopping,
-              help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
+    stop_button(job, "Stop the build", key=f"stop_{path}", disabled=job.stopping,
+                help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
+
+
+def stop_button(job: BackgroundJob, label: str, key: str, help: str, disabled: bool = False) -> None:
+    """A job's Stop button: enabled for whoever may stop it (`BackgroundJob.may_stop`: who started it), and the click
+    is checked again on the server, so another session's Stop does nothing to it."""
+    user = auth.current_user()
+    allowed = job.may_stop(user.name, user.can_edit)
+    st.button(label, key=key, on_click=_stop_if_allowed, args=(job,), disabled=disabled or not allowed,
+              help=help if allowed else f"Only {md(job.owner)}, who started it, may stop it.")
+
+
+def _stop_if_allowed(job: BackgroundJob) -> None:
+    user = auth.current_user()
+    if job.may_stop(user.name, user.can_edit):
+        job.stop()

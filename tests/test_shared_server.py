@@ -340,6 +340,44 @@ def test_the_home_page_lists_the_servers_queue(token_env):
         running.wait(10)
 
 
+def test_only_whoever_started_a_job_stops_it(token_env, monkeypatch):
+    """A fine-tune Alice queued: Viv (a viewer) and Bob (another editor), typing the same adapter name, see its Stop
+    disabled, and a Stop sent anyway (the button's callback, as a crafted client would call it) leaves it queued;
+    Alice's own Stop takes it out of the queue. A pass over a shared pool may be stopped by an editor as well; a job
+    started outside the queue names no owner."""
+    from explorer import resources, widgets
+    from explorer.jobs import PoolPassJob
+
+    Held = _held_job_class()
+    held = Held()
+    resources.job_queue().submit(held, owner="carol", kind="build", label="other", key="stop-test-held")
+    try:
+        alice = login(ALICE_TOKEN)
+        alice.text_input(key="ft_out").input("team-lora").run()
+        alice.button(key="ft_start").click().run()
+        job = resources.finetune_jobs()[str(next(k for k in resources.finetune_jobs() if k.endswith("team-lora")))]
+        assert job.status == "queued" and job.owner == "alice"
+        for token in (VIV_TOKEN, BOB_TOKEN):
+            other = login(token)
+            other.text_input(key="ft_out").input("team-lora").run()
+            stop = other.button(key="ft_stop")
+            assert stop.disabled and "Only alice" in stop.help
+        for user in (User("viv", VIEWER, "token"), User("bob", EDITOR, "token")):
+            monkeypatch.setattr(widgets.auth, "current_user", lambda user=user: user)
+            widgets._stop_if_allowed(job)
+            assert job.status == "queued"
+        monkeypatch.undo()
+        assert not alice.button(key="ft_stop").disabled
+        alice.button(key="ft_stop").click().run()
+        assert job.status == "cancelled"
+    finally:
+        held.gate.set()
+        held.wait(10)
+    shared = PoolPassJob(what="forward pass", n_rows=1, run=lambda progress: None, keep=lambda r: None, owner="alice")
+    assert shared.may_stop("bob", can_edit=True) and not shared.may_stop("viv", can_edit=False)
+    assert Held().may_stop("viv", can_edit=False)  # started outside the queue (scripts, tests): no owner
+
+
 def test_a_replace_refused_by_the_queue_moves_nothing(tmp_path):
     """The old index is set aside when the replacing build runs, not when it is asked for: a refused one leaves it."""
     from explorer.job_queue import JobQueue, QueueLimits, ServerBusyError
