@@ -88,6 +88,10 @@ def head_pool(pool: PoolData, n_rows: int) -> PoolData:
                     fields=pool.fields)
 
 
+DEMO_PREFIX = "demo-"
+"""Index names the Home page's demo writes (`demo.demo_index_path`); the Build page leaves them to it."""
+
+
 @dataclass(frozen=True)
 class IndexWrite:
     """What pressing Build would do to the index at the target name, decided before the button: `action` ('create',
@@ -102,12 +106,16 @@ def plan_index_write(name: str, *, exists: bool, owner: str, sources: Sequence[s
                      user: str, can_edit: bool, replace: bool, source: str) -> IndexWrite:
     """Who may write an index, and what must be confirmed (docs/SECURITY.md, "Indexes are owned"):
     viewers build nothing; an index is written only by the user who first built it (an index that records no owner,
-    built before owners were kept or by the command line, by any editor); replacing always asks and keeps the old
-    index under a timestamped name; appending rows from a pool other than the ones it was built from asks first."""
+    built before owners were kept or by the command line, by any editor); names starting with DEMO_PREFIX are the
+    demo's; replacing always asks and keeps the old index under a timestamped name; appending rows from a pool other
+    than the ones it was built from asks first."""
     action = "replace" if exists and replace else "append" if exists else "create"
     if not can_edit:
         return IndexWrite(action, refusal="you are a viewer here: viewers query, compare, mark and export; building "
                                           "needs an editor")
+    if name.startswith(DEMO_PREFIX):
+        return IndexWrite(action, refusal=f"names starting with {DEMO_PREFIX!r} are kept for the Home page's demo, "
+                                          "which builds its own index. Give your index another name")
     if exists and owner and owner != user:
         return IndexWrite(action, refusal=f"{name} was built by {owner}: only they may add to or replace it. Give "
                                           "your index another name")

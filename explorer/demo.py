@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rise_core.models import LoadedModel
     from rise_core.store import RiseIndex
 
-from .build_plan import head_pool, index_file_name
+from .build_plan import DEMO_PREFIX, head_pool, index_file_name
 
 DEMO_POOL = "howdy"
 DEMO_ROWS = 120
@@ -89,7 +89,7 @@ def demo_index_path(index_dir: Path, pool_name: str, model_id: str, n_rows: int 
                     preset: str | None = None) -> Path:
     """Where the demo index of a pool slice (n_rows 0: all), a model and the preset it is built for (None: the
     default index) lives (reused by later runs of the demo)."""
-    name = f"demo-{pool_name}-{n_rows or 'all'}" + (f"-{preset}" if preset else "")
+    name = f"{DEMO_PREFIX}{pool_name}-{n_rows or 'all'}" + (f"-{preset}" if preset else "")
     return index_dir / index_file_name(model_id, name)
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import streamlit as st
 
 from rise_core import attribution
-from rise_core.errors import RiseError
+from rise_core.errors import InputDataError, RiseError
 from rise_core.generation import GenerationSettings
 from rise_core.models import LoadedModel
 from rise_core.samples import Sample
 
+from . import auth
 from .contrast_ui import prefill
 from .demo import (
     DEMO_OWNER,
@@ -79,14 +80,21 @@ def _demo_index_ready(s: Settings, setup: DemoSetup, lm: LoadedModel) -> bool:
 
     path, shipped = setup.index_path, shipped_index(s.data_dir, setup)
     if path.exists():
+        owner = ""
         try:
             index = open_index(path)
+            owner = index.manifest.owner
             problems = index_problems(index, setup, lm, whole=False)
             complete = index.status == "complete" and len(index) >= len(setup.pool.samples)
         except RiseError as exc:
             problems, complete = [str(exc)], False
+        if owner not in ("", DEMO_OWNER):  # someone's own index under the demo's name: never moved by the demo
+            raise InputDataError(f"{path.name} is an index {owner} built, not the demo's, and the demo needs that "
+                                 "name; ask them to rename it, or run the demo with another index folder "
+                                 "(RISE_INDEX_DIR)")
         if not problems and (complete or shipped is None):
             return complete  # complete: used; a partial build with nothing shipped: resumed
+        auth.require_editor(auth.current_user(), "rebuild the demo's index")  # before anything is moved
         registry().release(path)
         kept = set_aside(path)
         why = f"did not fit ({'; '.join(problems)})" if problems else "was not finished"

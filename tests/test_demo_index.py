@@ -169,6 +169,55 @@ def test_the_home_demo_uses_the_shipped_index_and_names_the_adapter_not_its_path
         assert not [m for m in shown if str(tuned_env["RISE_DATA_DIR"]) in m or str(index_dir) in m]
 
 
+@pytest.mark.parametrize("found", ["a viewer's click", "someone's own index"])
+def test_the_home_demo_moves_nothing_it_may_not(tuned_env, tmp_path, found):
+    """A viewer's click finds the demo's index stale: it may not rebuild it, so nothing is moved. An index someone
+    built under the demo's name (not the demo's own) is never moved by the demo, whoever clicks; the Build page
+    refuses such names to begin with."""
+    from streamlit.testing.v1 import AppTest
+
+    from explorer.build_plan import plan_index_write
+    from rise_core.config import RiseConfig
+    from rise_core.store import build_index
+
+    index_dir = tmp_path / "indexes"
+    setup = demo_setup(tuned_env["RISE_DATA_DIR"], tuned_env["RISE_BASE_MODEL"], index_dir)
+    index_dir.mkdir()
+    found_path = index_dir / setup.index_path.name
+    if found == "a viewer's click":  # the demo's own index, out of date (as in the test above)
+        shutil.copyfile(Path(tuned_env["RISE_DATA_DIR"]) / SHIPPED_INDEX, found_path)
+        with RiseIndex.open(found_path, read_only=False) as index:
+            index.relocate_model(load_model(tuned_env["RISE_MODEL"]))
+            index.set_status("building")
+    else:
+        build_index(found_path, [{"id": "a", "text": "alice's row"}], load_model(tuned_env["RISE_BASE_MODEL"]),
+                    RiseConfig(k_r=8, k_h=4, k_g=8), built_by="alice", source="hers")
+    before = sha256(found_path)
+    users = {"users": {"viv": {"token": "viv-token-0123456789abc", "role": "viewer"}}}
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.setenv("RISE_MODEL", tuned_env["RISE_BASE_MODEL"])
+        mp.setenv("RISE_INDEX_DIR", str(index_dir))
+        mp.syspath_prepend(str(ROOT))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+        if found == "a viewer's click":
+            at.secrets["rise"] = users
+            at.run()
+            at.text_input(key="_auth_token").input("viv-token-0123456789abc").run()
+        else:
+            at.run()
+        at.button(key="demo").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        said = " ".join(e.value for e in at.error)
+        assert ("viewer" in said and "rebuild the demo's index" in said if found == "a viewer's click"
+                else "an index alice built, not the demo's" in said), said
+    assert [p.name for p in index_dir.glob("*.duckdb")] == [found_path.name] and sha256(found_path) == before
+    refused = plan_index_write(found_path.name, exists=False, owner="", sources=[], n_samples=None, user="alice",
+                               can_edit=True, replace=False, source="hers")
+    assert "kept for the Home page's demo" in refused.refusal
+
+
 # --- the real shipped file ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
