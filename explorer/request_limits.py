@@ -11,11 +11,13 @@ counterfactual check's, the marked words') are fitted once per pool and kept; a 
 (`max_inline_embed_rows`) rows is fitted in the request that first asks for it, a larger one only on a click that
 says what it costs, as a background job in the server's queue (`explorer.resources.start_fit`).
 
-What the marks may cost (`FeedbackLimits`) and what one counterfactual check started from a form may ask for
-(`CheckLimits`) live here too: every limit of a page's request in one module, free of Streamlit.
+What the marks may cost (`FeedbackLimits`), what one counterfactual check started from a form may ask for
+(`CheckLimits`) and how large the RISE hyperparameters of a form may be (`ConfigLimits`) live here too: every limit
+of a page's request in one module, free of Streamlit.
 
 Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
-RISE_MAX_INLINE_EMBED_ROWS, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*. The CLI and the Python API have no such
+RISE_MAX_INLINE_EMBED_ROWS, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*, RISE_MAX_SIGNATURE_VALUES,
+RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES. The CLI and the Python API have no such
 limits.
 """
 
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import InputDataError
+
+if TYPE_CHECKING:
+    from rise_core.config import RiseConfig
 
 T = TypeVar("T")
 
@@ -91,6 +96,40 @@ class CheckLimits(EnvLimits):
     max_prompts: int = env_field(100, "RISE_CHECK_MAX_PROMPTS", "held-out prompts")
     max_new_tokens: int = env_field(128, "RISE_CHECK_MAX_TOKENS", "answer tokens")
     max_retrains: int = env_field(8, "RISE_CHECK_MAX_RETRAINS", "retrains")
+
+
+@dataclass(frozen=True)
+class ConfigLimits(EnvLimits):
+    """What the RISE hyperparameters typed into the Build and Evaluate pages may ask of the server (a viewer runs
+    evaluations too). Each stored RH and GH value costs 2 bytes a sample on disk and 4 in the sketch's batch and FFT
+    temporaries; `k_r` = `k_h` = `k_g` = 20,000 asked for 12.8 GB in one allocation. Defaults:
+    - 65,536 stored RH + GH values a sample, `k_h` (`k_r` + `k_g`): 18 times the default's 3,072; 128 KB a sample, or
+      13 GB for the upload limit's 100,000 rows;
+    - 4,096 tokens a sample (`seq_len`; the default reads 512): the forward pass's memory grows with it, past linearly
+      where the model's attention does;
+    - 1,024 candidate tokens a position (`k_max`; default 256): the readout keeps that many values per position.
+    Settings: RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES. The CLI and the Python API have no
+    such limits."""
+
+    max_signature_values: int = env_field(65_536, "RISE_MAX_SIGNATURE_VALUES", "stored RH + GH values a sample")
+    max_seq_len: int = env_field(4_096, "RISE_MAX_SEQ_LEN", "tokens a sample")
+    max_candidates: int = env_field(1_024, "RISE_MAX_CANDIDATES", "candidate tokens a position")
+
+    def check(self, config: RiseConfig) -> RiseConfig:
+        """`config` when it is within the limits, else an InputDataError that names the field, the limit and its
+        variable."""
+        values = sum(config.feature_dims)
+        if values > self.max_signature_values:
+            raise InputDataError(f"k_h·(k_r+k_g) = {config.k_h}·({config.k_r}+{config.k_g}) = {values:,} stored "
+                                 f"values a sample; the limit here is {self.max_signature_values:,} "
+                                 "(RISE_MAX_SIGNATURE_VALUES). Use smaller sketches, or the command line")
+        if config.seq_len > self.max_seq_len:
+            raise InputDataError(f"seq_len {config.seq_len:,} tokens; the limit here is {self.max_seq_len:,} "
+                                 "(RISE_MAX_SEQ_LEN)")
+        if config.k_max > self.max_candidates:
+            raise InputDataError(f"k_max {config.k_max:,} candidate tokens a position; the limit here is "
+                                 f"{self.max_candidates:,} (RISE_MAX_CANDIDATES)")
+        return config
 
 
 def request_limits() -> RequestLimits:

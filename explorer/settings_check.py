@@ -14,10 +14,10 @@ from rise_core.ingest_limits import PoolLimits
 from rise_core.store.filters import FilterLimits
 
 from .job_queue import QueueLimits
-from .request_limits import CheckLimits, FeedbackLimits, RequestLimits
+from .request_limits import CheckLimits, ConfigLimits, FeedbackLimits, RequestLimits
 
 APP_LIMITS: tuple[type[EnvLimits], ...] = (RequestLimits, PoolLimits, FilterLimits, QueueLimits, FeedbackLimits,
-                                           CheckLimits)
+                                           CheckLimits, ConfigLimits)
 
 
 def settings_errors(environ: Mapping[str, str] | None = None) -> list[str]:

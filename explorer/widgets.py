@@ -37,7 +37,7 @@ from rise_core.units import format_bytes
 from . import auth
 from .jobs import BackgroundJob, BuildJob
 from .plain import code, md, stream_text
-from .request_limits import request_limits
+from .request_limits import ConfigLimits, request_limits
 from .resources import list_indexes, model_for, open_index, registry
 from .ui import PAGES, friendly, settings
 from .uploads import UPLOAD_TYPES, PoolFile, parse_typed_queries
@@ -400,7 +400,8 @@ def config_preset() -> str:
 
 def config_form(prefix: str = "") -> RiseConfig:
     """The RISE hyperparameters, prefilled with the defaults (or a preset), each with its help as a tooltip; the
-    values are kept across pages (`CONFIG_STATE`). `prefix`: the page's widget keys' prefix (`CONFIG_FORMS`)."""
+    values are kept across pages (`CONFIG_STATE`). `prefix`: the page's widget keys' prefix (`CONFIG_FORMS`).
+    Sizes past `request_limits.ConfigLimits` raise InputDataError."""
     helps, choices = field_help(RiseConfig), field_choices(RiseConfig)
     state = _config_state()
     values = state["values"]
@@ -420,7 +421,7 @@ def config_form(prefix: str = "") -> RiseConfig:
                 col.number_input(name, value=float(value), format="%.3f", **kw)
             else:
                 col.number_input(name, value=int(value), step=1, **kw)
-    return RiseConfig(**values)
+    return ConfigLimits.from_env().check(RiseConfig(**values))  # a shared server bounds what a form may ask
 
 
 def show_build(path: str | Path | None) -> BuildJob | None:

@@ -268,6 +268,36 @@ def test_one_click_runs_a_bounded_number_of_queries(token_env, monkeypatch):
     assert any("4 samples in one request; the limit is 3" in e.value for e in at.error)
 
 
+def test_the_hyperparameters_a_form_may_ask_for_are_bounded(token_env, monkeypatch):
+    """A viewer's evaluation with sketches of 20,000 (12.8 GB in one allocation before the bound) is refused on the
+    page before anything runs, naming the limit; the sequence length and candidates too; within them it runs."""
+    from explorer.request_limits import ConfigLimits
+    from rise_core.config import RiseConfig
+    from rise_core.errors import InputDataError
+
+    limits = ConfigLimits()
+    assert limits.check(RiseConfig()) == RiseConfig()
+    assert limits.check(RiseConfig(k_r=256, k_h=128, k_g=256)).k_h == 128  # 65,536: at the limit
+    for config, said in ((RiseConfig(k_r=257, k_h=128, k_g=256), "RISE_MAX_SIGNATURE_VALUES"),
+                         (RiseConfig(seq_len=4097), "RISE_MAX_SEQ_LEN"),
+                         (RiseConfig(k_max=1025), "RISE_MAX_CANDIDATES")):
+        with pytest.raises(InputDataError, match=said):
+            limits.check(config)
+    at = login(VIV_TOKEN, "app_pages/5_Evaluate.py")
+    for name in ("k_r", "k_h", "k_g"):
+        at.number_input(key=f"eval_cfg_{name}").set_value(20_000).run()
+    assert not at.exception
+    said = [e.value.replace("\\", "") for e in at.error]  # shown as text: Markdown's characters escaped
+    assert any("the limit here is 65,536 (RISE_MAX_SIGNATURE_VALUES)" in e for e in said), said
+    assert "evaluate" not in [b.key for b in at.button]  # the page stopped before its Run button
+    monkeypatch.setenv("RISE_MAX_SEQ_LEN", "64")
+    for name, value in (("k_r", 8), ("k_h", 4), ("k_g", 8)):
+        at.number_input(key=f"eval_cfg_{name}").set_value(value).run()
+    assert any("RISE_MAX_SEQ_LEN" in e.value for e in at.error)
+    at.number_input(key="eval_cfg_seq_len").set_value(64).run()
+    assert not at.error and "evaluate" in [b.key for b in at.button]
+
+
 def test_typed_texts_are_bounded_on_the_server(token_env, monkeypatch):
     """A query text longer than RISE_MAX_TEXT_CHARS, sent past the browser's own bound, is cut to it by the server;
     the contrast's other answer and Select data's query set too."""
