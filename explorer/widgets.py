@@ -297,10 +297,12 @@ def query_sample() -> Sample | None:
         try:
             return Sample(messages=json.loads(messages), id="query")
         except json.JSONDecodeError as exc:
-            st.warning(f"The conversation is not valid JSON ({exc.msg}, line {exc.lineno}): give a list of "
+            st.warning(f"The conversation is not valid JSON ({md(exc.msg)}, line {exc.lineno}): give a list of "
                        "{role, content} turns.")
-        except InputDataError as exc:
-            st.warning(f"The conversation cannot be used: {exc}")
+        except RecursionError:
+            st.warning("The conversation is nested too deeply to read: give a list of {role, content} turns.")
+        except InputDataError as exc:  # it quotes the typed roles and keys: shown as text
+            st.warning(f"The conversation cannot be used: {md(str(exc))}")
         return None
     prompt = (st.session_state.get("query_prompt") or "").strip()
     completion = (st.session_state.get("query_completion") or "").strip()

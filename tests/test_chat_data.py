@@ -461,6 +461,16 @@ def test_attribute_page_shows_conversation_turns_as_plain_text(tmp_path, monkeyp
     turns = [(m.name, [t.value for t in m.text]) for m in at.chat_message]
     assert ("user", ["**bold** <b>x</b>"]) in turns  # pool text as plain text, never Markdown
     assert not [m for m in at.markdown if "**bold**" in m.value]
+    # a typed conversation that cannot be used: the warning quotes it as text; nesting too deep is said, not raised
+    image = "![b](http://attacker.example/beacon.png)"
+    at.text_area(key="query_messages").input(json.dumps([{"role": image, "content": "hi"}])).run()
+    at.button(key="attribute").click().run()
+    assert not at.exception and image not in " ".join(w.value for w in at.warning)
+    assert any("cannot be used" in w.value and "attacker" in w.value for w in at.warning)
+    at.text_area(key="query_messages").input("[" * 50_000).run()
+    at.button(key="attribute").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("nested too deeply" in w.value for w in at.warning)
 
 
 def test_results_table_shows_a_conversation_as_role_lines():

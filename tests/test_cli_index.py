@@ -572,6 +572,7 @@ def test_query_with_marks_keeps_the_span_lift_and_says_so(env, capsys, tmp_path,
 
 @pytest.mark.parametrize(("content", "message"), [
     ("{not json", "not JSON"),
+    ("[" * 50_000, "nested too deeply to be a marks file"),
     ("[1, 2]", "expected a JSON object of sample id -> true/false"),
     ("{}", "expected a JSON object"),
     ('{"a": "yes"}', "marks are true or false"),

@@ -489,6 +489,8 @@ def _marks(path: str) -> tuple[dict[str, bool], list[str]]:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputDataError(f"--marks {path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise InputDataError(f"--marks {path}: nested too deeply to be a marks file") from None
     words: Any = []
     if isinstance(data, dict) and isinstance(data.get("marks"), dict):  # an id's mark is a bool, never an object
         unknown = sorted(set(data) - {"marks", "not_words"})
