@@ -16,10 +16,12 @@ ui.page("diagnostics")
 path = widgets.index_picker()
 if path is None:
     st.stop()
-out_dir = default_output_dir(path)
+out_dir, shared = diag.output_dirs(path, default_output_dir(path))
+where = (plain.code(shared.name + "/") if out_dir == shared else
+         f"{plain.code(str(out_dir.relative_to(shared.parent)) + '/')} (yours: only whoever built the index writes "
+         f"{plain.code(shared.name + '/')}, whose results show where you have none)")
 st.caption(f"The paper's observations, measured on this index's model with its RISE config and sketches. Results are "
-           f"cached in {plain.code(out_dir.name + '/')} beside the index: a run with the same inputs loads them "
-           "instead of computing.")
+           f"cached in {where} beside the index: a run with the same inputs loads them instead of computing.")
 
 choice = diag.run_form()
 if st.button("Run diagnostics", type="primary", key="diag_run", icon=":material/play_arrow:"):
@@ -27,7 +29,7 @@ if st.button("Run diagnostics", type="primary", key="diag_run", icon=":material/
         diag.run(path, out_dir, choice)
 diag.show_last_outcome(path)
 
-cached = diag.load(path, out_dir)
+cached = diag.load(path, out_dir, shared)
 diag.observation_sections(cached)
 diag.rhgh_section(path, cached, choice.options)
 diag.fidelity_section(cached)

@@ -25,12 +25,14 @@ from rise_core.errors import InputDataError
 from rise_core.samples import Sample
 from rise_core.store import RiseIndex
 
+from . import auth, resources, ui, widgets
 from . import diagnostics_charts as charts
-from . import resources, ui, widgets
+from .build_plan import slug
 from .request_limits import request_limits
 from .uploads import UPLOAD_TYPES, PoolFile, parse_lines, parse_typed_queries
 
 POOL = "The index's pool"
+USERS_DIR = "users"  # in an index's diagnostics folder: the runs of users who may not write the index, one folder each
 LABELS = charts.DIAGNOSTIC_LABELS
 
 
@@ -118,11 +120,28 @@ def show_last_outcome(path: str) -> None:
         st.success(charts.outcome_message(last[1]))
 
 
-def load(path: str, out_dir: Path) -> Cached:
-    """The cached results (empty when unreadable: the error is shown)."""
+def output_dirs(path: str, shared: Path) -> tuple[Path, Path]:
+    """(where this user's runs are written, where the index's own results are read): the index's diagnostics folder
+    `shared` for whoever may write the index (its owner; any editor when it records none), else a folder of the
+    user's own inside it (`users/<name>`), so nobody's run replaces the results another user computed."""
+    user = auth.current_user()
+    owner = resources.open_index(path).manifest.owner
+    if user.can_edit and owner in ("", user.name):
+        return shared, shared
+    return shared / USERS_DIR / slug(user.name), shared
+
+
+def load(path: str, out_dir: Path, shared: Path | None = None) -> Cached:
+    """The cached results of `out_dir`, over those of `shared` where it holds none of a diagnostic (empty when
+    unreadable: the error is shown)."""
     cached = Cached({}, {}, None)
     with ui.friendly("read the cached diagnostics"):
-        cached = Cached(load_results(out_dir), load_provenance(out_dir), resources.open_index(path).identity())
+        results: dict[str, DiagnosticResult] = {}
+        provenance: dict[str, dict[str, Any]] = {}
+        for d in dict.fromkeys(d for d in (shared, out_dir) if d is not None):  # the user's own last: theirs win
+            results.update(load_results(d))
+            provenance.update(load_provenance(d))
+        cached = Cached(results, provenance, resources.open_index(path).identity())
     if not cached.results:
         st.info("No diagnostics for this index yet: pick the samples and the diagnostics above, then Run.")
     return cached

@@ -298,6 +298,34 @@ def test_the_hyperparameters_a_form_may_ask_for_are_bounded(token_env, monkeypat
     assert not at.error and "evaluate" in [b.key for b in at.button]
 
 
+def test_a_diagnostics_run_replaces_nobody_elses_results(token_env):
+    """The index's diagnostics folder is written by whoever may write the index (here, an index with no owner: an
+    editor); a viewer's run, forced, goes to a folder of their own, shown to them over the shared results."""
+    import json
+
+    from rise_core.diagnostics import default_output_dir
+
+    shared = default_output_dir(Path(token_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+
+    def run(at, text):
+        at.radio(key="diag_source").set_value("Type or upload texts").run()
+        at.text_area(key="diag_text").input(text).run()
+        at.multiselect(key="diag_which").set_value(["sparsity"]).run()
+        at.checkbox(key="diag_force").check().run()
+        at.button(key="diag_run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+
+    alice = login(ALICE_TOKEN, "app_pages/6_Diagnostics.py")
+    run(alice, "the cat sat on the mat .\n\nthe dog sat .")
+    stored = (shared / "sparsity" / "result.json").read_text()
+    viv = login(VIV_TOKEN, "app_pages/6_Diagnostics.py")
+    assert any("users/viv/" in c.value for c in viv.caption)
+    run(viv, "the bank lost money .")
+    assert (shared / "sparsity" / "result.json").read_text() == stored  # alice's result stands
+    own = json.loads((shared / "users" / "viv" / "sparsity" / "result.json").read_text())
+    assert own["key"] != json.loads(stored)["key"] and own["context"]["n_samples"] == 1
+
+
 def test_typed_texts_are_bounded_on_the_server(token_env, monkeypatch):
     """A query text longer than RISE_MAX_TEXT_CHARS, sent past the browser's own bound, is cut to it by the server;
     the contrast's other answer and Select data's query set too."""
