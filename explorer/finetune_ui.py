@@ -15,6 +15,7 @@ from .build_plan import slug
 from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
 from .plain import code
+from .request_limits import FinetuneLimits
 from .resources import finetune_jobs, submit
 from .ui import friendly
 from .widgets import stop_button, use_build_preset
@@ -51,7 +52,9 @@ def finetune_section(model_id: str, load_samples: Callable[[], list], pool_name:
         job = finetune_jobs().get(str(out.resolve()))
         if st.button("Start the fine-tune", key="ft_start", disabled=bool(job and job.running)):
             with friendly("start the fine-tune"):
-                job = FinetuneJob(model_id, list(load_samples()), out, recipe, label=pool_name)
+                samples = list(load_samples())
+                FinetuneLimits.from_env().check(len(samples), recipe.epochs)  # a shared server's bound
+                job = FinetuneJob(model_id, samples, out, recipe, label=pool_name)
                 submit(job, "fine-tune", out.name, str(out.resolve()))
                 finetune_jobs()[str(out.resolve())] = job
         if job is not None:

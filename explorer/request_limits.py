@@ -12,12 +12,13 @@ counterfactual check's, the marked words') are fitted once per pool and kept; a 
 says what it costs, as a background job in the server's queue (`explorer.resources.start_fit`).
 
 What the marks may cost (`FeedbackLimits`), what one counterfactual check started from a form may ask for
-(`CheckLimits`) and how large the RISE hyperparameters of a form may be (`ConfigLimits`) live here too: every limit
-of a page's request in one module, free of Streamlit.
+(`CheckLimits`), how large the RISE hyperparameters of a form may be (`ConfigLimits`) and how long a fine-tune
+started from the Build page may train (`FinetuneLimits`) live here too: every limit of a page's request in one
+module, free of Streamlit.
 
 Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
 RISE_MAX_INLINE_EMBED_ROWS, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*, RISE_MAX_SIGNATURE_VALUES,
-RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES. The CLI and the Python API have no such
+RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES, RISE_FINETUNE_MAX_PASSES. The CLI and the Python API have no such
 limits.
 """
 
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rise_core.env_limits import EnvLimits, env_field
 from rise_core.errors import InputDataError
+from rise_core.units import format_seconds
 
 if TYPE_CHECKING:
     from rise_core.config import RiseConfig
@@ -98,6 +100,33 @@ class CheckLimits(EnvLimits):
     max_retrains: int = env_field(8, "RISE_CHECK_MAX_RETRAINS", "retrains")
 
 
+FINETUNE_SAMPLES_PER_S = 1.37
+"""LoRA fine-tuning speed on this 2-core machine: the shipped Howdy! adapter trained 555 samples for 4 epochs (2,220
+sample passes) in 1,624 s (`data/adapters/howdy_backdoor/rise_adapter.json`): the estimate the app gives."""
+
+
+@dataclass(frozen=True)
+class FinetuneLimits(EnvLimits):
+    """What one fine-tune started from the Build page may ask for: at most 10,000 sample passes (the pool's samples
+    times the epochs; about two hours here at FINETUNE_SAMPLES_PER_S: the shipped Howdy! adapter took 2,220). The form
+    allowed 50 epochs over an upload of 100,000 rows, a job of months on this machine. Setting:
+    RISE_FINETUNE_MAX_PASSES; `rise finetune` has no such limit."""
+
+    max_sample_passes: int = env_field(10_000, "RISE_FINETUNE_MAX_PASSES", "sample passes (samples x epochs)")
+
+    def check(self, n_samples: int, epochs: int) -> int:
+        """The sample passes of a fine-tune of `epochs` over `n_samples`, or an InputDataError naming the limit, its
+        variable and the estimate here."""
+        passes = n_samples * epochs
+        if passes > self.max_sample_passes:
+            raise InputDataError(f"{n_samples:,} samples x {epochs} epochs = {passes:,} sample passes (about "
+                                 f"{format_seconds(passes / FINETUNE_SAMPLES_PER_S)} on a 2-core machine); the "
+                                 "limit here is "
+                                 f"{self.max_sample_passes:,} (RISE_FINETUNE_MAX_PASSES). Use fewer epochs or "
+                                 "rows, or `rise finetune`")
+        return passes
+
+
 @dataclass(frozen=True)
 class ConfigLimits(EnvLimits):
     """What the RISE hyperparameters typed into the Build and Evaluate pages may ask of the server (a viewer runs
@@ -108,7 +137,7 @@ class ConfigLimits(EnvLimits):
     - 4,096 tokens a sample (`seq_len`; the default reads 512): the forward pass's memory grows with it, past linearly
       where the model's attention does;
     - 1,024 candidate tokens a position (`k_max`; default 256): the readout keeps that many values per position.
-    Settings: RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES. The CLI and the Python API have no
+    Settings: RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES, RISE_FINETUNE_MAX_PASSES. The CLI and the Python API have no
     such limits."""
 
     max_signature_values: int = env_field(65_536, "RISE_MAX_SIGNATURE_VALUES", "stored RH + GH values a sample")

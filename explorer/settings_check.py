@@ -14,10 +14,10 @@ from rise_core.ingest_limits import PoolLimits
 from rise_core.store.filters import FilterLimits
 
 from .job_queue import QueueLimits
-from .request_limits import CheckLimits, ConfigLimits, FeedbackLimits, RequestLimits
+from .request_limits import CheckLimits, ConfigLimits, FeedbackLimits, FinetuneLimits, RequestLimits
 
 APP_LIMITS: tuple[type[EnvLimits], ...] = (RequestLimits, PoolLimits, FilterLimits, QueueLimits, FeedbackLimits,
-                                           CheckLimits, ConfigLimits)
+                                           CheckLimits, ConfigLimits, FinetuneLimits)
 
 
 def settings_errors(environ: Mapping[str, str] | None = None) -> list[str]:

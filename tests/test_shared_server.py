@@ -3,6 +3,7 @@ the old index; appending another pool asks), bounded counterfactual checks, and 
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -296,6 +297,28 @@ def test_the_hyperparameters_a_form_may_ask_for_are_bounded(token_env, monkeypat
     assert any("RISE_MAX_SEQ_LEN" in e.value for e in at.error)
     at.number_input(key="eval_cfg_seq_len").set_value(64).run()
     assert not at.error and "evaluate" in [b.key for b in at.button]
+
+
+def test_a_fine_tune_from_the_app_is_bounded(token_env, monkeypatch):
+    """Samples x epochs past RISE_FINETUNE_MAX_PASSES: Start says which limit and what it would cost, and queues
+    nothing."""
+    from explorer import resources
+    from explorer.request_limits import FinetuneLimits
+    from rise_core.errors import InputDataError
+
+    assert FinetuneLimits().check(555, 4) == 2_220  # the shipped Howdy! adapter's fine-tune
+    with pytest.raises(InputDataError, match=r"100,000 samples x 50 epochs = 5,000,000 sample passes \(about 1013 h"):
+        FinetuneLimits().check(100_000, 50)
+    monkeypatch.setenv("RISE_FINETUNE_MAX_PASSES", str(N_POOL))
+    alice = login(ALICE_TOKEN)
+    alice.text_input(key="ft_out").input("bounded-lora").run()
+    alice.number_input(key="ft_epochs").set_value(2).run()
+    alice.button(key="ft_start").click().run()
+    assert not alice.exception
+    said = " ".join(e.value.replace("\\", "") for e in alice.error)
+    assert re.search(r"\d+ samples x 2 epochs = \d+ sample passes \(about \d+", said), said
+    assert f"the limit here is {N_POOL} (RISE_FINETUNE_MAX_PASSES)" in said
+    assert not [k for k in resources.finetune_jobs() if k.endswith("bounded-lora")]
 
 
 def test_a_diagnostics_run_replaces_nobody_elses_results(token_env):
