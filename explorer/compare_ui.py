@@ -87,7 +87,7 @@ def _live_pass(what: str, path: str, page: str) -> None:
     job = pool_pass(what, path)
     if job is None or not job.running:
         st.rerun()
-    st.progress(job.fraction, text=job.message())
+    st.progress(job.fraction, text=md(job.message()))
     stop_button(job, f"Stop the {what}", key=f"{page}_stop_{what}",
                 help="Whoever started it, or an editor, may stop it; it ends at its next batch.")
 

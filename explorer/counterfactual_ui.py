@@ -39,7 +39,7 @@ from rise_core.units import format_seconds
 
 from .counterfactual_charts import curve_figure
 from .jobs import BackgroundJob
-from .plain import code
+from .plain import code, md
 from .request_limits import CheckLimits, request_limits
 from .ui import friendly, settings
 from .widgets import stop_button
@@ -321,9 +321,9 @@ def _show_run(key: str, out: Path, lm: Any) -> None:
             raise job.error  # type: ignore[misc]
     result = load_result(out)
     if job is not None and job.status == "done":
-        st.success(job.message())
+        st.success(md(job.message()))
     elif result is None or not result.complete:
-        st.warning(job.message() if job is not None else "This check has not finished.")
+        st.warning(md(job.message()) if job is not None else "This check has not finished.")
         if st.button("Resume the check", key=f"{key}_cf_resume", icon=":material/play_arrow:"):
             with friendly("resume the check"):
                 _resume(out, lm)
@@ -337,7 +337,7 @@ def _live(key: str, out: str) -> None:
     job = check_jobs()[out]
     if not job.running:
         st.rerun()
-    st.progress(job.fraction, text=job.message())
+    st.progress(job.fraction, text=md(job.message()))
     stop_button(job, "Stop the check", key=f"{key}_cf_stop",
                 help="Stops after the training step or answer in progress; Resume continues from there.")
 

@@ -14,7 +14,7 @@ from rise_core.finetune import FinetuneConfig
 from .build_plan import slug
 from .jobs import FinetuneJob
 from .paths import adapter_dir, adapter_root
-from .plain import code
+from .plain import code, md
 from .request_limits import FinetuneLimits
 from .resources import finetune_jobs, submit
 from .ui import friendly
@@ -77,7 +77,7 @@ def _show(key: str) -> None:
         with friendly("fine-tune the model"):
             raise job.error  # type: ignore[misc]
     else:
-        (st.success if job.status == "done" else st.warning)(job.message())
+        (st.success if job.status == "done" else st.warning)(md(job.message()))
         if job.steps:
             st.plotly_chart(loss_chart(job), key="ft_loss_done")
         if job.status == "done":
@@ -96,7 +96,7 @@ def _live(key: str) -> None:
     job = finetune_jobs()[key]
     if not job.running:
         st.rerun()
-    st.progress(job.fraction, text=job.message())
+    st.progress(job.fraction, text=md(job.message()))
     if job.steps:
         st.plotly_chart(loss_chart(job), key="ft_loss_live")
     stop_button(job, "Stop the fine-tune", key="ft_stop",

@@ -437,9 +437,9 @@ def show_build(path: str | Path | None) -> BuildJob | None:
         with friendly("build the index"):
             raise job.error  # type: ignore[misc]
     elif job.status == "stopped":
-        st.warning(job.message())
+        st.warning(md(job.message()))
     else:
-        st.success(job.message())
+        st.success(md(job.message()))
     return job
 
 
@@ -448,7 +448,7 @@ def _live_progress(path: str) -> None:
     job = registry().job(path)
     if job is None or not job.running:
         st.rerun()  # the whole page: show the outcome
-    st.progress(job.fraction, text=job.message())
+    st.progress(job.fraction, text=md(job.message()))
     stop_button(job, "Stop the build", key=f"stop_{path}", disabled=job.stopping,
                 help="Stops after the batch in progress; what is done stays in the index and a later build resumes.")
 

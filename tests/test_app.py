@@ -13,6 +13,7 @@ import pytest
 from explorer_env import EVIL_ID, INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 from index_helpers import patch_finding
 
+from explorer.plain import md
 from rise_core.config import PRESETS
 from rise_core.errors import (
     ConfigError,
@@ -786,7 +787,7 @@ def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tm
     at.number_input(key="ft_epochs").set_value(2).run()
     at.number_input(key="ft_rank").set_value(2).run()
     at.button(key="ft_start").click().run()
-    wait_until(at, lambda a: bool(a.success) and any("Done: final epoch loss" in m.value for m in a.success))
+    wait_until(at, lambda a: bool(a.success) and any(md("Done: final epoch loss") in m.value for m in a.success))
     assert_clean(at)
     manifest = read_manifest(out)
     assert manifest["recipe"]["rank"] == 2 and manifest["recipe"]["epochs"] == 2 and manifest["n_samples"] == N_POOL + 1

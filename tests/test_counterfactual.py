@@ -16,6 +16,7 @@ import torch
 from explorer_env import INDEX_NAME, N_POOL, TRIGGER_QUERY, build_explorer_env
 
 from explorer.counterfactual_charts import curve_figure
+from explorer.plain import md
 from rise_core.attribution import query_features, rank
 from rise_core.cli import main as cli_main
 from rise_core.config import RiseConfig, ScoreOptions
@@ -455,7 +456,7 @@ def test_attribute_page_check_runs_in_the_background_with_stop_and_resume(app, f
     assert any("Stopped with" in w.value for w in at.warning)
     monkeypatch.setattr(cf, "answer", real)
     at.button(key="attr_cf_resume").click().run()
-    wait_until(at, lambda a: any(s.value.startswith("Done: 3 arms") for s in a.success))
+    wait_until(at, lambda a: any(s.value.startswith(md("Done: 3 arms")) for s in a.success))
     labels = [m.label for m in at.metric]
     assert labels[:3] == ["Original model: triggered answers showing it", "Without RISE's top 2",
                           "Without 2 random examples"]
