@@ -72,6 +72,16 @@ def weights_fingerprint(config: Any, tokenizer: Any, named_tensors: Iterable[tup
     return h.hexdigest()[:16]
 
 
+def chat_template_digest(tokenizer: Any) -> str | None:
+    """16 hex digits naming the tokenizer's chat template (None without one): it decides how pairs and conversations
+    become tokens, and the weights' fingerprint does not cover it (a template added to the same weights)."""
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return None
+    text = template if isinstance(template, str) else json.dumps(template, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def hs_layer_index(depth: float, n_layers: int) -> int:
     """The layer `RiseConfig.hs_depth` names in a model of `n_layers` decoder layers: round(depth * n_layers), at
     least 1 (after the first layer), where n_layers is the final hidden state (after the final norm)."""
@@ -224,7 +234,7 @@ class LoadedModel:
     def describe(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "fingerprint": self.fingerprint(), "vocab_size": self.vocab_size,
                 "hidden_size": self.hidden_size, "n_layers": self.n_layers, "tied_head": self.is_tied, "dtype": str(self.dtype).replace("torch.", ""),
-                "architecture": type(self.model).__name__,
+                "architecture": type(self.model).__name__, "chat_template": chat_template_digest(self.tokenizer),
                 **({"adapter": self.adapter} if self.adapter is not None else {})}
 
     @property

@@ -395,6 +395,37 @@ def test_an_index_stores_conversations_and_refuses_the_other_chat_setting(tmp_pa
         build_index(path, POOL, lm, cfg.replace(chat_turns="last"))
 
 
+def test_the_same_weights_with_another_chat_template_are_refused(tmp_path):
+    """The weights' fingerprint does not cover the tokenizer's chat template, which decides the tokens of every pair
+    and conversation: an index records its template, and the same weights with another template (or none) may
+    neither add to it nor query it. An index built before the template was recorded is still accepted."""
+    import duckdb
+
+    model = build_tiny_model("llama", len(chat_tokenizer()))
+    with_template = wrap_model(model, chat_tokenizer(PLAIN_TEMPLATE), "tiny-chat")
+    other = wrap_model(model, chat_tokenizer(GENERATION_TEMPLATE), "tiny-chat")
+    without = wrap_model(model, chat_tokenizer(None), "tiny-chat")
+    assert with_template.fingerprint() == other.fingerprint() == without.fingerprint()
+    path = tmp_path / "chat.duckdb"
+    cfg = RiseConfig(**SMALL)
+    build_index(path, POOL[:2], with_template, cfg)
+    query = Sample(messages=[t.to_dict() for t in POOL[1].messages])
+    for lm, said in ((other, "has the same weights and chat template"), (without, "same weights and no chat template")):
+        with RiseIndex.open(path) as index, pytest.raises(IndexMismatchError, match=said):
+            query_features(index, lm, [query])
+        with pytest.raises(IndexMismatchError, match="chat template"):
+            build_index(path, POOL[2:], lm, cfg)
+    with RiseIndex.open(path) as index:
+        assert len(index) == 2 and query_features(index, with_template, [query]).rh.shape[0] == 1
+    con = duckdb.connect(str(path))  # an index of before: its model_info has no chat template
+    info = json.loads(con.execute("SELECT value FROM rise_manifest WHERE key = 'model_info'").fetchone()[0])
+    info.pop("chat_template")
+    con.execute("UPDATE rise_manifest SET value = ? WHERE key = 'model_info'", [json.dumps(info)])
+    con.close()
+    with RiseIndex.open(path) as index:
+        assert query_features(index, other, [query]).rh.shape[0] == 1
+
+
 def test_fingerprints_recorded_before_the_chat_fields_still_match():
     cfg = RiseConfig(chat_template="off")
     old = {k: v for k, v in cfg.to_dict().items() if k not in ("chat_template", "chat_turns")}

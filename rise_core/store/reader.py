@@ -91,11 +91,24 @@ class IndexReader(IndexConnection):
     # -- identity checks -------------------------------------------------------------------------------------------
 
     def check_model(self, lm: LoadedModel) -> None:
-        """Raise IndexMismatchError unless `lm` has the weights and tokenizer the index was built with."""
+        """Raise IndexMismatchError unless `lm` has the weights and tokenizer the index was built with: its
+        fingerprint, and its chat template where the index recorded one (indexes built since it is recorded)."""
         m = self._state()
         fingerprint = lm.fingerprint()
         if fingerprint == m.model_fingerprint:
-            return
+            if "chat_template" not in m.model_info:  # built before the template was recorded
+                return
+            built, ours = m.model_info["chat_template"], lm.describe().get("chat_template")
+            if built == ours:
+                return
+
+            def name(digest: str | None) -> str:
+                return f"chat template {digest}" if digest else "no chat template"
+            raise IndexMismatchError(
+                f"{self.path} was built with model {m.model_id!r} whose tokenizer has {name(built)}; the given model "
+                f"{lm.model_id!r} has the same weights and {name(ours)}, so prompts, completions and conversations "
+                "would become other tokens than the index's. Use the index's tokenizer, or build a new index for "
+                "this one.")
         detail = []
         built = m.model_info
         for key, ours in (("vocab_size", lm.vocab_size), ("hidden_size", lm.hidden_size),
