@@ -248,7 +248,9 @@ class BuildJob(BackgroundJob):
                     "Start the build again to resume where it stopped.")
         kept = f" The old index is kept as {self.kept.name}." if self.kept else ""
         threads = f" ({self.threads_note})" if self.threads else ""
-        return f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}"
+        left = (f" The index is not complete: the build of {', '.join(r.unfinished)} was not finished; build it again "
+                "to finish it." if r.unfinished else "")
+        return f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}{left}"
 
     @property
     def threads_note(self) -> str:

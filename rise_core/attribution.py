@@ -30,7 +30,7 @@ from .adaptive import Weighting
 from .behaviour import BehaviourMemo, ViewRows, behaviour_test_for, features_digest, learned_reading
 from .config import PRESET_SCORING, RiseConfig, ScoreOptions
 from .engine import EXPLAIN_BATCH_TOKENS, RiseExtractor, SampleFeatures, TokenSketches
-from .errors import InputDataError
+from .errors import IndexStoreError, InputDataError
 from .explain import TokenAttribution, explain_hit, versus_attribution
 from .feedback import (
     FeedbackConfig,
@@ -126,6 +126,9 @@ def check_versus_count(n_queries: int, n_others: int) -> None:
 def _features(index: RiseIndex, lm: LoadedModel, samples: list[Sample], batch_size: int, truncate: bool,
               what: str) -> FeatureMatrix:
     """Features of `samples` (`what` names them in errors: 'the query' or 'the other answer')."""
+    if len(index) == 0:  # a build stopped before its first sample (the hidden-state mean is fitted first)
+        raise IndexStoreError(f"{index.path} holds no samples yet: its build was stopped or interrupted before the "
+                              "first was stored; run the build again to resume it")
     extractor = index.extractor(lm)
     cfg = extractor.config
     encoded = extractor.encode(samples)

@@ -348,6 +348,38 @@ def test_stop_and_resume_with_progress(tmp_path, tiny_llama):
         assert index.status == "complete" and len(index) == 20
 
 
+def test_an_unfinished_build_keeps_the_index_unfinished_until_it_is_finished(tmp_path, tiny_llama):
+    """A build of pool A stopped, then pool B built to the end: the index is still not complete (A's rows are
+    missing), the report and `info` name A; building A again finishes it. A stop before the first sample is stored
+    leaves an index that queries refuse with what to do."""
+    from rise_core.attribution import query_features
+    from rise_core.errors import IndexStoreError
+
+    path, calls = tmp_path / "two.duckdb", []
+    a = [{**row, "id": f"a{i}"} for i, row in enumerate(pool_rows(12))]
+    b = [{"id": "b0", "text": "the dog ran to the bank ."}, {"id": "b1", "text": "a cat sat on a hat ."}]
+    report = build_index(path, a, tiny_llama, CFG, batch_size=4, progress=lambda d, t: calls.append(d),
+                         should_stop=lambda: len(calls) >= 2)
+    assert report.stopped and report.n_added == 4
+    report = build_index(path, b, tiny_llama, batch_size=4)
+    assert not report.stopped and report.n_added == 2 and len(report.unfinished) == 1
+    assert "not complete: the build of" in report.summary()
+    with RiseIndex.open(path) as index:
+        assert index.status == "building" and len(index) == 6 and len(index.info()["unfinished"]) == 1
+    report = build_index(path, b, tiny_llama, batch_size=4)  # B again: nothing to add, A still unfinished
+    assert report.n_added == 0 and len(report.unfinished) == 1
+    report = build_index(path, a, tiny_llama, batch_size=4)
+    assert (report.n_added, report.unfinished) == (8, [])
+    with RiseIndex.open(path) as index:
+        assert index.status == "complete" and len(index) == 14 and index.info()["unfinished"] == []
+
+    empty, phases = tmp_path / "empty.duckdb", []
+    build_index(empty, pool_rows(8), tiny_llama, RiseConfig(k_r=16, k_h=8, k_g=16), batch_size=4,
+                phase_progress=lambda *p: phases.append(p), should_stop=lambda: len(phases) >= 2)
+    with RiseIndex.open(empty) as index, pytest.raises(IndexStoreError, match="holds no samples yet.*run the build"):
+        query_features(index, tiny_llama, "the cat sat")
+
+
 def test_every_phase_is_counted_and_the_mean_fit_can_be_stopped(tmp_path, tiny_llama):
     """A new index whose config needs the hidden-state mean reports the fit (all 20 rows: under HIDDEN_MEAN_SAMPLES)
     batch by batch, then the stored features; a stop during the fit stores nothing and the next build starts over."""

@@ -328,9 +328,11 @@ def test_a_diagnostics_run_replaces_nobody_elses_results(token_env):
 
     from rise_core.diagnostics import default_output_dir
 
-    shared = default_output_dir(Path(token_env["RISE_INDEX_DIR"]) / INDEX_NAME)
+    index = Path(token_env["RISE_INDEX_DIR"]) / INDEX_NAME
+    shared = default_output_dir(index)
 
     def run(at, text):
+        at.selectbox(key="index_path").set_value(str(index)).run()  # not another test's index, listed first
         at.radio(key="diag_source").set_value("Type or upload texts").run()
         at.text_area(key="diag_text").input(text).run()
         at.multiselect(key="diag_which").set_value(["sparsity"]).run()
@@ -342,8 +344,8 @@ def test_a_diagnostics_run_replaces_nobody_elses_results(token_env):
     run(alice, "the cat sat on the mat .\n\nthe dog sat .")
     stored = (shared / "sparsity" / "result.json").read_text()
     viv = login(VIV_TOKEN, "app_pages/6_Diagnostics.py")
-    assert any("users/viv/" in c.value for c in viv.caption)
     run(viv, "the bank lost money .")
+    assert any("users/viv/" in c.value for c in viv.caption)
     assert (shared / "sparsity" / "result.json").read_text() == stored  # alice's result stands
     own = json.loads((shared / "users" / "viv" / "sparsity" / "result.json").read_text())
     assert own["key"] != json.loads(stored)["key"] and own["context"]["n_samples"] == 1

@@ -203,6 +203,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=1))
         return 0
     status = info["status"] + ("" if info["status"] == "complete" else
+                               f" (the build of {', '.join(info['unfinished'])} was interrupted or stopped: run it "
+                               "again to finish)" if info["unfinished"] else
                                " (interrupted or stopped: rerun `rise build` with the same pool to finish)")
     mi = info["model_info"]
     lines = [

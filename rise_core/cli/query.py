@@ -268,11 +268,24 @@ def _check_query_args(args: argparse.Namespace, parser_error: Any) -> None:
         parser_error("--prompt needs --completion (the generation whose influences are ranked)")
 
 
+def note_unfinished(index: Any) -> None:
+    """A line on stderr when the index's build is not complete (stopped or interrupted): a ranking covers the samples
+    stored so far."""
+    m = index.manifest
+    if m.status == "complete" or len(index) == 0:  # an empty index is refused with its own message
+        return
+    which = ("the build of " + ", ".join(str(b.get("source") or b.get("pool")) for b in m.unfinished)
+             if m.unfinished else "its build")
+    print(f"note: {index.path} is not complete ({which} was stopped or interrupted): rankings cover the "
+          f"{len(index):,} samples stored so far; run the build again to finish it", file=sys.stderr)
+
+
 def _open_for_query(args: argparse.Namespace) -> tuple[Any, Any]:
     from ..store import RiseIndex
 
     index = RiseIndex.open(args.index, read_only=True)
     try:
+        note_unfinished(index)
         if args.where:  # a filter that is refused, or keeps nothing, is said before the model loads
             kept = int(index.row_mask(args.where).sum())
             if kept == 0:

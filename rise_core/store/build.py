@@ -12,6 +12,7 @@ windows of its rows, and the mean's subset, are in memory at once, with the same
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import time
@@ -239,9 +240,19 @@ def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: Ris
             n_present += 1
     report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=list(data.skipped),
                          seconds=0.0, stopped=False, n_rows=data.n_rows, index_path=str(index.path))
-    if new and index.status != "building":
-        index.set_status("building")
+    if new:
+        index.start_build(pool_key(data), data.source)
     return new, report
+
+
+def pool_key(data: PoolData | PoolStream) -> str:
+    """Names a pool for the index's unfinished builds (`RiseIndex.start_build`): a pool read whole by the digest of its
+    sample ids (content ids where it gives none), so it is the same pool however its file is named; a stream by its
+    source."""
+    if isinstance(data, PoolStream):
+        return f"stream:{data.source}"
+    ids = hashlib.sha256("\n".join(sorted(str(s.id) for s in data.samples)).encode()).hexdigest()[:16]
+    return f"ids:{ids}"
 
 
 class BuildWriter:
@@ -250,8 +261,8 @@ class BuildWriter:
 
     def __init__(self, index: RiseIndex, report: BuildReport, total: int,
                  progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
-                 phase_progress: PhaseProgress | None = None) -> None:
-        self.index, self.report, self.total = index, report, total
+                 phase_progress: PhaseProgress | None = None, pool: str = "") -> None:
+        self.index, self.report, self.total, self.pool = index, report, total, pool
         self.progress, self.should_stop, self.phase_progress = progress, should_stop, phase_progress
         self.done = self._shown = 0
         if progress is not None:
@@ -327,9 +338,10 @@ class BuildWriter:
         return self.report.stopped
 
     def finish(self, start_time: float) -> BuildReport:
-        """Mark the index complete unless stopped; bring the span counts up to date; fill in the report's totals."""
-        if not self.report.stopped and self.index.status != "complete":
-            self.index.set_status("complete")
+        """Mark this pool's build finished unless stopped (the index is complete unless another pool's build is
+        not: `report.unfinished` names those); bring the span counts up to date; fill in the report's totals."""
+        if not self.report.stopped:
+            self.report.unfinished = self.index.finish_build(self.pool)
         update_span_counts(self.index)  # from the appended rows alone when the sidecar covers the rows before them
         self.report.n_skipped = len(self.report.skipped)
         self.report.n_total = len(self.index)
@@ -343,7 +355,7 @@ def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig
            start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
     new, report = prepare_build(index, data, lm, config)
     extractor = index.extractor(lm)
-    writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress)
+    writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress, pool_key(data))
     if needs_mean_fit(index, new):
         fit_part, new = split_mean_fit(new, index.config.seed)
         fitted_extractor = writer.fit_mean_and_store(lm, extractor, fit_part, batch_size)
@@ -412,12 +424,11 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
     report = BuildReport(n_added=0, n_already_present=0, n_skipped=0, skipped=[], seconds=0.0, stopped=False,
                          n_rows=stream.n_rows or 0, index_path=str(index.path))
     writer = BuildWriter(index, report, stream.n_rows or (counted[1] if counted else 0), progress, should_stop,
-                         phase_progress)
+                         phase_progress, pool_key(stream))
     extractor = index.extractor(lm)
 
     def building() -> None:
-        if index.status != "building":
-            index.set_status("building")
+        index.start_build(pool_key(stream), stream.source)
 
     fit_positions: set[int] = set()
     if index.config.needs_hidden_mean and index.hidden_mean is None:

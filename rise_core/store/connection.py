@@ -258,7 +258,7 @@ class IndexConnection:
                 n_samples=int(n_samples), has_hidden_mean=bool(raw["has_hidden_mean"]),
                 model_info=raw.get("model_info", {}), seeds=raw.get("seeds", {}), index_uuid=raw["index_uuid"],
                 format_version=version, build_preset=raw.get("build_preset"),
-                provenance=dict(raw.get("provenance") or {}))
+                provenance=dict(raw.get("provenance") or {}), unfinished=list(raw.get("unfinished") or []))
             state = {name[len("sketch."):]: self._tensor(*arrays[name]) for name in arrays
                      if name.startswith("sketch.")}
             sketches = SketchSet.from_state_dict(state)

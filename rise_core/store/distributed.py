@@ -47,6 +47,7 @@ from .build import (
     fill_base_losses,
     load_pool,
     open_for_build,
+    pool_key,
     prepare_build,
     rows_needing_base_losses,
 )
@@ -387,7 +388,7 @@ class _Coordinator:
               progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
               start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
         new, report = prepare_build(self.index, data, identity, config)  # type: ignore[arg-type]
-        writer = BuildWriter(self.index, report, len(new), progress, should_stop, phase_progress)
+        writer = BuildWriter(self.index, report, len(new), progress, should_stop, phase_progress, pool_key(data))
         cfg = self.index.config
         sketches = self.index.sketches.state_dict()
         self.fingerprint = self.index.manifest.model_fingerprint

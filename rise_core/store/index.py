@@ -217,6 +217,29 @@ class RiseIndex(IndexReader):
         assert self._manifest is not None
         self._manifest.model_id, self._manifest.model_info = new_id, info
 
+    def start_build(self, pool: str, source: str) -> None:
+        """Mark the index as building `pool` (a key naming the pool, `build.pool_key`; `source` names it to people)
+        until `finish_build(pool)`: a build of another pool that finishes meanwhile leaves the index unfinished."""
+        m = self.manifest
+        if m.status == "building" and any(b.get("pool") == pool for b in m.unfinished):
+            return
+        unfinished = [b for b in m.unfinished if b.get("pool") != pool] + [{"pool": pool, "source": source}]
+        with self._transaction("write to"):
+            self._set_manifest(status="building", unfinished=unfinished, updated_at=utc_now())
+        self._manifest.status, self._manifest.unfinished = "building", unfinished  # type: ignore[union-attr]
+
+    def finish_build(self, pool: str) -> list[str]:
+        """The build of `pool` finished: the index is complete unless another pool's build is still unfinished;
+        returns the names of those."""
+        m = self.manifest
+        unfinished = [b for b in m.unfinished if b.get("pool") != pool]
+        status = "building" if unfinished else "complete"
+        if status != m.status or unfinished != m.unfinished:
+            with self._transaction("write to"):
+                self._set_manifest(status=status, unfinished=unfinished, updated_at=utc_now())
+            self._manifest.status, self._manifest.unfinished = status, unfinished  # type: ignore[union-attr]
+        return [str(b.get("source") or b.get("pool")) for b in unfinished]
+
     def set_status(self, status: str) -> None:
         if status not in BUILD_STATUSES:
             raise IndexStoreError(f"unknown index status {status!r}; valid statuses: {', '.join(BUILD_STATUSES)}")

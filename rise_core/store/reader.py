@@ -420,7 +420,9 @@ class IndexReader(IndexConnection):
             tokens = cur.execute("SELECT coalesce(sum(n_tokens), 0), coalesce(sum(n_counted), 0) FROM samples"
                                  ).fetchone()
         return {
-            "path": str(self.path), "status": m.status, "n_samples": m.n_samples, "n_labelled": int(n_labelled),
+            "path": str(self.path), "status": m.status,
+            "unfinished": [str(b.get("source") or b.get("pool")) for b in m.unfinished], "n_samples": m.n_samples,
+            "n_labelled": int(n_labelled),
             "n_truncated": int(n_truncated), "n_tokens": int(tokens[0]), "n_counted_tokens": int(tokens[1]),
             "model_id": m.model_id, "model_fingerprint": m.model_fingerprint, "model_info": m.model_info,
             "config": m.config.to_dict(), "dims": list(m.dims), "feature_dims": list(m.config.feature_dims),

@@ -83,6 +83,8 @@ class IndexManifest:
     # single preset has (scored as before: the caller's default)
     build_preset: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)  # {"owner": who built it first, "builds": [...]}
+    # the builds started and not finished, [{"pool": key, "source": name}]: the index is complete only without them
+    unfinished: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def owner(self) -> str:
@@ -120,6 +122,7 @@ class BuildReport:
     n_total: int = 0  # samples in the index afterwards
     index_path: str = ""
     n_base_losses: int = 0  # rows whose loss under the adapter's base model was stored (`store_base_losses`)
+    unfinished: list[str] = field(default_factory=list)  # the other pools whose builds of the index are not finished
 
     def summary(self) -> str:
         parts = [f"{self.n_added} added", f"{self.n_already_present} already present", f"{self.n_skipped} skipped"]
@@ -127,7 +130,9 @@ class BuildReport:
             parts.append(f"{self.n_truncated} truncated to seq_len")
         if self.n_base_losses:
             parts.append(f"{self.n_base_losses} losses under the base model")
-        state = "stopped early (rerun to resume)" if self.stopped else "complete"
+        state = ("stopped early (rerun to resume)" if self.stopped else
+                 f"not complete: the build of {', '.join(self.unfinished)} was not finished (run it again to finish "
+                 "it)" if self.unfinished else "complete")
         return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
                 f"in {self.seconds:.1f} s")
 
