@@ -23,6 +23,11 @@ from typing import Any
 from .env_limits import EnvLimits, env_field
 from .errors import InputDataError
 
+CSV_FIELD_LIMIT = 2**31 - 1
+"""The csv module's cell limit (131,072 characters by default), lifted for the process wherever CSV is read (here and
+`ingest.tables`) and never put back: another thread's read could put it back in the middle of one; cells are bounded
+by `PoolLimits.max_cell_chars` instead."""
+
 MB = 1024 * 1024  # Streamlit's megabyte for server.maxUploadSize
 _BATCH_ROWS = 4096  # rows a Parquet batch: its indices and lengths are a few arrays of this many integers
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace (json.decoder's own pattern)
@@ -80,8 +85,8 @@ def check_pool(data: bytes, fmt: str, name: str, limits: PoolLimits) -> None:
 
     A file the check cannot parse is left to `rise_core.ingest.read_table`, which refuses it with its own message,
     where the reader is sure to fail at the same place: a Parquet file without a readable footer, JSON that the
-    reader's own parser and line splitting refuse, text that is not UTF-8. A CSV the csv module cannot parse (the
-    reader uses pandas) and Parquet values the stream cannot read are refused here."""
+    reader's own parser and line splitting refuse, text that is not UTF-8, a CSV row wider than its header. A CSV the
+    csv module cannot parse and Parquet values the stream cannot read are refused here."""
     fmt = _FORMAT_ALIASES.get(fmt, fmt)
     if fmt not in ("jsonl", "json", "csv", "parquet"):
         raise InputDataError(f"{name}: unknown format {fmt!r}")
@@ -211,8 +216,7 @@ def _csv_lines(stream: Iterable[str], name: str, limits: PoolLimits) -> Iterator
 
 def _check_csv(data: bytes, name: str, limits: PoolLimits) -> None:
     stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
-    if csv.field_size_limit() <= limits.max_cell_chars:  # the csv module refuses longer fields (default 131,072)
-        csv.field_size_limit(limits.max_cell_chars + 1)
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # as the reader does: every cell measured
     reader = csv.reader(_csv_lines(stream, name, limits))
     rows = -1  # data rows read; the header is row 0
 
@@ -233,9 +237,6 @@ def _check_csv(data: bytes, name: str, limits: PoolLimits) -> None:
                 raise limits.refuse("max_cell_chars", name, f"{where()} has a cell of {longest:,} characters")
     except csv.Error as exc:
         rows += 1  # the row being read
-        if "field larger than field limit" in str(exc):
-            raise limits.refuse("max_cell_chars", name, f"{where()} has a cell of more than "
-                                f"{limits.max_cell_chars:,} characters") from None
         raise InputDataError(f"{name}: not a readable CSV file: {exc} (line {reader.line_num})") from None
 
 

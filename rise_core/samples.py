@@ -100,6 +100,10 @@ class Sample:
         has_text = self.text is not None
         has_pair = self.prompt is not None or self.completion is not None
         who = f"sample {self.id!r}" if self.id is not None else "a sample without an id"
+        wrong = next((k for k in ("text", "prompt", "completion") if not isinstance(getattr(self, k), (str, type(None)))),
+                     None)
+        if wrong is not None:
+            raise InputDataError(f"{who}: {wrong} is of type {type(getattr(self, wrong)).__name__}, not a string")
         if self.messages is not None:
             if has_text or has_pair:
                 raise InputDataError(f"{who} has `messages` and also `text` or `prompt` + `completion`; give one")

@@ -277,3 +277,37 @@ def test_text_of_spaces_is_called_empty_text(tmp_path):
         Sample(text="")
     with pytest.raises(InputDataError, match=r"^a sample without an id has an empty completion \(only whitespace\)$"):
         Sample(prompt="p", completion=" \n")
+
+
+def test_a_conversation_files_row_with_a_text_is_reported_as_a_mixed_file(tmp_path):
+    """A file of `messages` rows is read as conversations; its plain-text and pair rows are skipped (as before), with a
+    reason that says the file mixes forms, not only 'empty conversation'."""
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "the cat"}]
+    path = _jsonl(tmp_path, [{"text": "the dog"}, {"messages": turns}, {"prompt": "p", "completion": "c"},
+                             {"text": " ", "messages": None}])
+    pool = read_pool(path)
+    assert [s.messages[1].content for s in pool.samples] == ["the cat"] and pool.rows == [2]
+    (r1, why1), (r3, why3), last = pool.skipped
+    assert (r1, r3) == (1, 3) and last == (4, "empty conversation ('messages')")
+    assert why1 == ("empty conversation ('messages'), but the row has 'text': this file mixes plain-text rows with "
+                    "conversations; give them as separate files, or choose the fields to read (--text-field)")
+    assert why3.startswith("empty conversation ('messages'), but the row has 'prompt' and 'completion': this file "
+                           "mixes prompt + completion rows with conversations")
+
+
+def test_python_values_in_text_fields_are_read_as_a_files_cells_are(tmp_path):
+    """`coerce_pool([{"text": 42}])` raised AttributeError ('int' object has no attribute 'strip'): a number is now
+    its text and a list or object a skipped row with the reason a JSONL file's row gets."""
+    rows = [{"id": "a", "text": 42}, {"id": "b", "text": [1, 2]}, {"id": "c", "text": {"k": 1}}, {"id": "d", "text": 2.5}]
+    from_file = read_pool(_jsonl(tmp_path, rows))
+    given = coerce_pool(rows)
+    assert [(s.id, s.text) for s in given.samples] == [(s.id, s.text) for s in from_file.samples] == [
+        ("a", "42"), ("d", "2.5")]
+    assert from_file.skipped == [(2, "text is a list, not a string"), (3, "text is a dict, not a string")]
+    assert given.skipped == [(2, "sample 'b': text is a list, not a string"),
+                             (3, "sample 'c': text is a dict, not a string")]
+    pairs = coerce_pool([{"prompt": 1, "completion": b"the cat"}, {"prompt": "p", "completion": ["x"]}])
+    assert [(s.prompt, s.completion) for s in pairs.samples] == [("1", "the cat")]
+    assert pairs.skipped == [(2, "a sample without an id: completion is a list, not a string")]
+    with pytest.raises(InputDataError, match=r"^a sample without an id: text is of type int, not a string$"):
+        Sample(text=42)

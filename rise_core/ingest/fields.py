@@ -13,6 +13,7 @@ TEXT_NAMES = ("text", "content", "document", "passage", "sentence", "body")
 _PROMPT_NAMES = ("prompt", "instruction", "question", "query", "input")
 _COMPLETION_NAMES = ("completion", "response", "output", "answer", "generation", "target")
 _MESSAGES_NAMES = ("messages",)
+PLAIN_NAMES = (*TEXT_NAMES, *_PROMPT_NAMES, *_COMPLETION_NAMES)  # the columns of the forms that are not conversations
 # the context column of instruction datasets (Alpaca's `input`, Dolly's `context`), appended to an `instruction`
 _INPUT_NAMES = ("input", "context")
 INPUT_SEPARATOR = "\n\n"

@@ -8,13 +8,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pandas as pd
 
 from ..errors import InputDataError
 from ..samples import Sample, conversation_turns
-from .fields import INPUT_SEPARATOR, TEXT_NAMES, FieldMap
+from .fields import INPUT_SEPARATOR, PLAIN_NAMES, TEXT_NAMES, FieldMap
 from .tables import (
     COMPRESSIONS,
     EXTENSIONS,
@@ -60,6 +60,25 @@ def _whitespace(text: str | None) -> str:
     return ", only whitespace" if text else ""
 
 
+def _mixed(rec: dict, columns: list[str]) -> str:
+    """For a conversation file's row without a conversation: what it holds instead (a text, a prompt or completion,
+    in `columns`), or ''."""
+    held = []
+    for col in columns:
+        try:
+            value = as_text(rec[col])
+        except ValueError:  # a list or object: something, if not text
+            value = "?"
+        if value is not None and value.strip():
+            held.append(col)
+    if not held:
+        return ""
+    plain = any(c.lower() in TEXT_NAMES for c in held)
+    kind, flags = ("plain-text", "--text-field") if plain else ("prompt + completion", "--prompt-field/--completion-field")
+    return (f", but the row has {' and '.join(map(repr, held))}: this file mixes {kind} rows with conversations; give "
+            f"them as separate files, or choose the fields to read ({flags})")
+
+
 def _pair_prompt(prompt: str | None, context: str | None) -> str | None:
     """The prompt of an instruction row: the instruction, then its input after a blank line (either may be empty)."""
     parts = [p for p in (prompt, context) if p is not None and p.strip()]
@@ -93,6 +112,8 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
     meta_cols = [c for c in columns if c not in used]
     # a pair file's row that has a text column instead of a completion is reported by its text
     stray_text = None if not fields.is_pair else next((c for c in meta_cols if c.lower() in TEXT_NAMES), None)
+    # a conversation file's row without one but with a text or a prompt + completion is reported by those
+    stray_forms = [] if fields.messages is None else [c for c in meta_cols if c.lower() in PLAIN_NAMES]
     if is_csv:
         for col in [*meta_cols, *([fields.label] if fields.label else [])]:
             df[col] = infer_csv_column(df[col])
@@ -112,7 +133,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
             elif fields.messages is not None:
                 messages = as_messages(rec[fields.messages])
                 if messages is None:
-                    skipped.append((row, f"empty conversation ({fields.messages!r})"))
+                    skipped.append((row, f"empty conversation ({fields.messages!r}){_mixed(rec, stray_forms)}"))
                     continue
                 try:
                     kwargs = {"messages": conversation_turns(messages, f"the conversation ({fields.messages!r})")}
@@ -177,6 +198,16 @@ def check_unique(explicit: dict[str, list[int]], derived: dict[str, int], name: 
         raise InputDataError(f"{name}: duplicate ids {shown}{more}; ids must be unique")
 
 
+def _read_cells(item: dict[str, Any]) -> dict[str, Any]:
+    """A sample given as a dict, its text fields read as a file's cells are (`as_text`: a number as its text, bytes
+    as UTF-8); InputDataError naming the sample for a list or an object."""
+    try:
+        return {**item, **{k: as_text(item[k], k) for k in ("text", "prompt", "completion") if k in item}}
+    except ValueError as exc:
+        who = f"sample {item['id']!r}" if item.get("id") is not None else "a sample without an id"
+        raise InputDataError(f"{who}: {exc}") from None
+
+
 def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
     """A PoolData from samples given directly (ids derived where missing; duplicate ids refused)."""
     if isinstance(pool, PoolData):
@@ -186,7 +217,7 @@ def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
         items, rows, skipped = [], [], []
         for row, item in enumerate(pool, 1):
             try:
-                items.append(Sample.coerce(item))
+                items.append(Sample.coerce(_read_cells(item) if isinstance(item, dict) else item))
                 rows.append(row)
             except InputDataError as exc:  # empty text: reported like a file's row
                 skipped.append((row, str(exc)))

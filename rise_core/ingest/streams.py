@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import lzma
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ import pandas as pd
 from ..errors import InputDataError
 from .fields import FieldMap
 from .pool import PoolData, check_unique, read_pool
-from .tables import COMPRESSIONS, check_columns, records_frame
+from .tables import COMPRESSIONS, check_columns, csv_rows, records_frame
 from .values import stable_id
 
 STREAM_CHUNK_ROWS = 1024  # rows per chunk when the reader does not say
@@ -229,9 +230,24 @@ def _folder_stream(path: Path, fields: FieldMap | dict[str, str | None] | None) 
     if kinds["Arrow"]:
         return _arrow_stream(kinds["Arrow"], str(path), fields)
     if held:  # text shards: `datasets` reads them (its json or csv builder) into its cache, memory-mapped
+        for file in kinds["CSV"]:
+            _check_csv_shard(file)
         return dataset_pool(str(path), fields)
     raise InputDataError(f"{path} is a folder without .parquet, .arrow, .jsonl, .json or .csv files (nor a `datasets` "
                          "save_to_disk folder); give a pool file (.jsonl, .json, .csv, .parquet) or such a folder")
+
+
+def _check_csv_shard(file: Path) -> None:
+    """Refuse a CSV shard with a row of more cells than its header (`csv_rows`), before `datasets` reads it: its csv
+    builder (pandas) would shift every column of such a file, even for a trailing comma, taking the first column as
+    the index. Read as a stream: it never sits in memory."""
+    codec = COMPRESSIONS.get(file.suffix.lower())
+    try:
+        with (codec.open if codec else open)(file, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for _ in csv_rows(fh, str(file), strict=False, empty_extra=False):
+                pass
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise InputDataError(f"cannot read {str(file)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
 def _shard_suffix(file: Path, kind: str) -> str:

@@ -11,13 +11,14 @@ import io
 import json
 import lzma
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
 from ..errors import InputDataError
+from ..ingest_limits import CSV_FIELD_LIMIT
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
@@ -138,22 +139,77 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
         return _read_parquet(data, name)
     text = decode_utf8(data, name)
     if fmt == "csv":
-        try:
-            header = next(csv.reader(io.StringIO(text)), [])
-        except csv.Error as exc:  # e.g. a lone carriage return inside an unquoted header cell
-            raise InputDataError(f"{name}: not a readable CSV file: {exc}") from exc
-        check_columns(header, name)
-        try:
-            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
-        except (pd.errors.ParserError, csv.Error, ValueError) as exc:
-            raise InputDataError(f"{name}: not a readable CSV file: {exc}") from exc
-        df.columns = [str(c) for c in df.columns]
+        table = list(csv_rows(io.StringIO(text), name))
+        df = pd.DataFrame(table[1:], columns=table[0] if table else [], dtype=object)
     else:
         records = _parse_json(text, name, lines=(fmt == "jsonl"))
         df = records_frame(records)
     if len(df) == 0:
         raise InputDataError(f"{name}: the file has no rows")
     return df
+
+
+csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # for the process, never put back (its docstring)
+
+
+def csv_rows(lines: Iterable[str], name: str, *, strict: bool = True, empty_extra: bool = True) -> Iterator[list[str]]:
+    """The header (an empty name made 'Unnamed: i', as pandas names it), then each data row of CSV text, every row
+    as wide as the header (a short one padded with empty cells); blank lines are skipped.
+
+    A row with more cells than the header is an InputDataError naming the file, the row and its line: an unquoted
+    comma must not shift or drop a cell. `empty_extra`: extra cells that are all empty (a trailing comma) are dropped
+    instead. `strict`: text the csv module can split only by guessing (a quote never closed) is an error too."""
+    last = ""  # the line the reader took last: tells an unquoted blank line from a quoted blank cell
+
+    def tracked() -> Iterator[str]:
+        nonlocal last
+        for raw in lines:
+            last = raw
+            yield raw
+
+    reader = csv.reader(tracked(), strict=strict)
+    width, row = 0, 0
+    while True:
+        line = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _csv_error(name, exc, row + 1 if width else 0, line) from None
+        if len(cells) <= 1 and not "".join(cells).strip() and '"' not in last:
+            continue  # a blank line (pandas skips one of spaces too)
+        if not width:
+            check_columns(cells, name)
+            width = len(cells)
+            yield [cell or f"Unnamed: {i}" for i, cell in enumerate(cells)]
+            continue
+        row += 1
+        if len(cells) > width:
+            if any(cells[width:]) or not empty_extra:
+                raise _wide_row(name, row, line, cells, width)
+            del cells[width:]
+        yield cells + [""] * (width - len(cells))
+
+
+def _wide_row(name: str, row: int, line: int, cells: list[str], width: int) -> InputDataError:
+    fix = ("remove the trailing commas" if not any(cells[width:]) else
+           'quote every cell that holds a comma ("the cat, the dog"), or name every column in the header')
+    return InputDataError(f"{name}: row {row} (line {line}) has {len(cells)} cells where the header has {width}; "
+                          f"{fix}")
+
+
+def _csv_error(name: str, exc: csv.Error, row: int, line: int) -> InputDataError:
+    """The error for CSV text the csv module cannot split, at data row `row` (0: the header) starting at `line`."""
+    why = str(exc)
+    if "unexpected end of data" in why:
+        why = "a quoted cell is never closed (a quote inside a quoted cell is written twice: \"\")"
+    elif "new-line character" in why:
+        why = "a carriage return inside an unquoted cell; quote the cell"
+    elif "expected after" in why:
+        why = f"{why} (a quote inside a quoted cell is written twice: \"\")"
+    where = "its header" if not row else f"row {row}"
+    return InputDataError(f"{name}: not a readable CSV file: {where} (line {line}): {why}")
 
 
 def _loads(text: str, name: str, where: str) -> Any:

@@ -92,17 +92,18 @@ def normalise_id(value: Any) -> str | None:
     return text or None
 
 
-def as_text(value: Any) -> str | None:
-    """A text cell as a string (bytes decoded as UTF-8), or None when missing; ValueError for a nested value."""
+def as_text(value: Any, what: str = "text") -> str | None:
+    """A text cell as a string (a number as written, bytes decoded as UTF-8), or None when missing; ValueError for a
+    nested value (its message names the field as `what`)."""
     if _is_missing(value):
         return None
     if isinstance(value, (bytes, bytearray)):
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
-            raise ValueError("text is not valid UTF-8") from None
-    if isinstance(value, (dict, list, tuple)):
-        raise ValueError(f"text is a {type(value).__name__}, not a string")
+            raise ValueError(f"{what} is not valid UTF-8") from None
+    if isinstance(value, (dict, list, tuple, set)):
+        raise ValueError(f"{what} is a {type(value).__name__}, not a string")
     return str(value)
 
 
