@@ -8,10 +8,12 @@ shared forward time is charged to each LM method's build and query times.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,9 +23,12 @@ from .bundled import task_files
 from .config import RiseConfig, ScoreOptions
 from .errors import ConfigError, InputDataError
 from .methods import EVALUATE_METHODS, RISE, TaskSource, resolve, rise_variant
-from .metrics import METRICS, EvalResult, evaluate_rankings
+from .metrics import METRICS, EvalResult, binary_labels, evaluate_rankings
 from .readout_cache import ReadoutCache, grad_sketch_dim
 from .samples import Sample
+
+if TYPE_CHECKING:
+    from .ingest import PoolData
 
 TASK_KS = {"howdy": (5, 10, 50, 100), "finmed": (5, 10, 50, 100), "brainrot": (5, 10, 25, 50)}
 DEFAULT_KS = (5, 10, 50, 100)
@@ -38,6 +43,8 @@ class Task:
     labels: np.ndarray
     queries: list[Sample]
     ks: tuple[int, ...] = DEFAULT_KS
+    # query rows of the file that could not be used and were left out: (row, reason), for the caller to report
+    skipped_queries: list[tuple[int, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.pool or not self.queries:
@@ -48,9 +55,44 @@ class Task:
             raise InputDataError(f"task {self.name!r} has no positive (label 1) pool sample")
 
 
+LABEL_WORDS = "0/1 (or 0.0/1.0), true/false, yes/no, positive/negative, pos/neg"
+"""The labels a pool row may carry: those `metrics.binary_labels` reads (the Compare page), case-insensitive."""
+
+
+def _reasons(skipped: Sequence[tuple[int, str]], n: int = 3) -> str:
+    more = f"; and {len(skipped) - n} more" if len(skipped) > n else ""
+    return "; ".join(f"row {r}: {why}" for r, why in skipped[:n]) + more
+
+
+def _read_labels(pool: list[Sample], rows: list[int], source: str) -> np.ndarray:
+    """The pool's labels as 0/1 (`LABEL_WORDS`); InputDataError naming the file, the first bad row and its value
+    when a row has none or another value (0.9 is not rounded, "maybe" not guessed)."""
+    labels = binary_labels([s.label for s in pool]) if pool else np.zeros(0, dtype=np.int8)
+    if labels is not None:
+        return labels.astype(np.int64)
+    bad = [(r, s) for r, s in zip(rows, pool, strict=True) if s.label is None or binary_labels([s.label]) is None]
+    row, sample = bad[0]
+    what = "has no label" if sample.label is None else f"has label {sample.label!r}"
+    more = f" (and {len(bad) - 1} more row{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
+    raise InputDataError(f"{source}: row {row} (id {sample.id!r}) {what}{more}; evaluation needs a binary label on "
+                         f"every pool row: {LABEL_WORDS}")
+
+
+def _used_skips(data: PoolData, limit: int | None) -> list[tuple[int, str]]:
+    """The skipped rows of `data` among the rows the first `limit` samples span (all when there is no limit)."""
+    if limit is None or limit >= len(data.samples):
+        return list(data.skipped)
+    last = data.rows[limit - 1] if limit > 0 else 0
+    return [(r, why) for r, why in data.skipped if r < last]
+
+
 def load_task(name: str | None = None, pool_path: str | Path | None = None, queries_path: str | Path | None = None,
               max_pool: int | None = None, max_queries: int | None = None) -> Task:
-    """A bundled task by name (<data dir>/<name>_pool.jsonl + _queries.jsonl, see `bundled.data_dir`) or a user's labelled pool + queries."""
+    """A bundled task by name (<data dir>/<name>_pool.jsonl + _queries.jsonl, see `bundled.data_dir`) or a user's labelled pool + queries.
+
+    Every pool row (of the first `max_pool`) must be usable and labelled (`LABEL_WORDS`): a row left out would change
+    the metrics, so an empty, duplicate or unlabelled row is an InputDataError. Unusable query rows are left out and
+    listed in `Task.skipped_queries`."""
     from .ingest import read_pool
 
     if pool_path is None:
@@ -59,14 +101,20 @@ def load_task(name: str | None = None, pool_path: str | Path | None = None, quer
         pool_path, queries_path = task_files(name)
     if queries_path is None:
         raise ConfigError("a labelled pool needs a query file too (--queries)")
-    pool = read_pool(pool_path).samples[:max_pool]
-    queries = read_pool(queries_path).samples[:max_queries]
-    missing = [s.id for s in pool if s.label is None]
-    if missing:
-        raise InputDataError(f"{len(missing)} pool rows have no label (first: {missing[0]!r}); evaluation needs 0/1")
-    labels = np.array([int(s.label) for s in pool])
-    return Task(name=name or Path(pool_path).stem, pool=pool, labels=labels, queries=queries,
-                ks=TASK_KS.get(name or "", DEFAULT_KS))
+    pool_data = read_pool(pool_path)
+    lost = _used_skips(pool_data, max_pool)
+    if lost:
+        raise InputDataError(f"{pool_path}: {len(lost)} pool row{'s' if len(lost) > 1 else ''} cannot be used "
+                             f"({_reasons(lost)}); evaluation "
+                             "ranks every labelled row, so fix or remove them")
+    pool_data.require_samples()
+    query_data = read_pool(queries_path).require_samples()
+    pool, rows = pool_data.samples[:max_pool], pool_data.rows[:max_pool]
+    labels = _read_labels(pool, rows, str(pool_path))
+    pool = [s if type(s.label) is int else dataclasses.replace(s, label=int(y))  # "yes" -> 1, as the labels say
+            for s, y in zip(pool, labels, strict=True)]
+    return Task(name=name or Path(pool_path).stem, pool=pool, labels=labels, queries=query_data.samples[:max_queries],
+                ks=TASK_KS.get(name or "", DEFAULT_KS), skipped_queries=_used_skips(query_data, max_queries))
 
 
 AGREEMENT_REFERENCE, AGREEMENT_K = RISE, 10  # every method's ranking is compared with RISE's top 10

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..bundled import data_dir
+from ..bundled import data_dir, task_files
 from ..csv_out import write_csv
 from ..errors import ConfigError
 from ..evaluation import TASK_KS, Task, evaluate, load_task, sweep
@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "<out>/<task>_per_query.csv (every query's values, by method).")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--task", choices=[*TASK_KS, "all"], help="a bundled task (the demo pools, see rise_core.bundled)")
-    src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet with label 0/1); needs --queries")
+    src.add_argument("--pool", help="your labelled pool (JSONL/CSV/Parquet), every row usable and labelled 0/1 "
+                     "(true/false, yes/no too); needs --queries")
     p.add_argument("--queries", help="query file for --pool")
     p.add_argument("--methods", default=",".join(EVALUATE_METHODS),
                    help=f"comma-separated subset of {','.join(REGISTRY)} (quote names with spaces; the old spellings "
@@ -158,6 +159,15 @@ def _per_query_frame(report: Any, attack: Any) -> pd.DataFrame:
     return frame
 
 
+def _print_skipped(source: Any, skipped: list[tuple[int, str]], shown: int = 20) -> None:
+    """The query rows left out, on stderr, as `rise build` lists its skipped rows."""
+    print(f"  {source}: skipped {len(skipped)} query row{'s' if len(skipped) > 1 else ''}:", file=sys.stderr)
+    for row, why in skipped[:shown]:
+        print(f"    row {row}: {why}", file=sys.stderr)
+    if len(skipped) > shown:
+        print(f"    ... and {len(skipped) - shown} more", file=sys.stderr)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
@@ -182,6 +192,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 load_task(None, args.pool, args.queries, max_pool=args.max_pool, max_queries=args.max_queries))
         print(f"[{task.name}] pool {len(task.pool)} ({int(task.labels.sum())} positive), {len(task.queries)} queries",
               file=sys.stderr, flush=True)
+        if task.skipped_queries:
+            _print_skipped(args.queries if args.pool else task_files(name)[1], task.skipped_queries)
         setting, attack = "prospective (the given completions)", None
         if args.retrospective:
             task, attack = _retrospective(task, lm, args, out)
