@@ -595,11 +595,12 @@ def test_query_bad_marks_exit_1(env, capsys, tmp_path, content, message):
 def test_query_and_info_say_when_the_index_is_not_complete(env, capsys, tmp_path):
     """A build stopped halfway: `rise info` names the unfinished pool, `rise query` and `rise select` still rank the
     stored samples and say on stderr that the index is not complete; once finished, nothing is said."""
+    from rise_core.ingest import read_pool  # the pool as `rise build` reads it (named by its file)
     from rise_core.models import load_model
     from rise_core.store import build_index
 
     index, calls = tmp_path / "half.duckdb", []
-    build_index(index, read_rows(env.pool), load_model(str(env.model)), batch_size=4,
+    build_index(index, read_pool(env.pool), load_model(str(env.model)), batch_size=4,
                 progress=lambda d, t: calls.append(d), should_stop=lambda: len(calls) >= 2)
     code, out, _ = _run(capsys, "info", "--index", index)
     assert code == 0 and f"the build of {env.pool} was interrupted or stopped: run it again to finish" in out
@@ -608,15 +609,9 @@ def test_query_and_info_say_when_the_index_is_not_complete(env, capsys, tmp_path
         code, _, err = _run(capsys, *argv)
         assert code == 0 and f"is not complete (the build of {env.pool} was stopped or interrupted)" in err
         assert "rankings cover the 4 samples stored so far" in err
-    build_index(index, read_rows(env.pool), load_model(str(env.model)), batch_size=4)
+    build_index(index, read_pool(env.pool), load_model(str(env.model)), batch_size=4)
     code, _, err = _run(capsys, "query", "--index", index, "--text", "the cat sat")
     assert code == 0 and "not complete" not in err
-
-
-def read_rows(path: Path) -> "PoolData":  # noqa: F821 - the pool as `rise build` reads it (named by its file)
-    from rise_core.ingest import read_pool
-
-    return read_pool(path)
 
 
 def test_query_marks_do_not_go_with_each(env, capsys, tmp_path):
