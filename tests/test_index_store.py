@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -346,6 +347,57 @@ def test_stop_and_resume_with_progress(tmp_path, tiny_llama):
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
     with RiseIndex.open(path) as index:
         assert index.status == "complete" and len(index) == 20
+
+
+def test_a_statement_interrupted_by_ctrl_c_is_a_keyboard_interrupt(tmp_path):
+    """DuckDB turns Ctrl-C into its InterruptException, or into RuntimeError('Query interrupted') when it lands between
+    statements (a build's BEGIN): both are the KeyboardInterrupt the command line reports as "interrupted" (exit 130),
+    not a traceback or a "database error"; other errors are as before."""
+    from rise_core.errors import IndexStoreError
+    from rise_core.store.schema import db_errors
+
+    for raised in (duckdb.InterruptException("INTERRUPT Error: Interrupted!"), RuntimeError("Query interrupted")):
+        with pytest.raises(KeyboardInterrupt), db_errors(tmp_path / "i.duckdb", "write to"):
+            raise raised
+    with pytest.raises(IndexStoreError, match="database error while trying to write to"), \
+            db_errors(tmp_path / "i.duckdb", "write to"):
+        raise duckdb.CatalogException("no such table")
+    with pytest.raises(RuntimeError, match="something else"), db_errors(tmp_path / "i.duckdb", "write to"):
+        raise RuntimeError("something else")
+
+
+def test_a_batch_interrupted_mid_insert_is_rolled_back_and_reported_as_interrupted(tmp_path, tiny_llama):
+    """Ctrl-C inside a batch's INSERT aborts DuckDB's transaction, and the cleanup after it (unregistering the batch)
+    failed with 'Current transaction is aborted', which replaced the interrupt: the build said "database error". Now
+    the interrupt stands, the batch is rolled back, and building again resumes."""
+    path = tmp_path / "int.duckdb"
+    build_index(path, pool_rows(8), tiny_llama, CFG, batch_size=4, should_stop=lambda: True)  # created, empty
+
+    class Interrupting:  # the writer connection, its features INSERT interrupted after aborting the transaction
+        def __init__(self, con):
+            self.con = con
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT INTO rise_features"):
+                with contextlib.suppress(duckdb.Error):
+                    self.con.execute("SELECT error('aborts the transaction')")
+                raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+            return self.con.execute(sql, *args)
+
+    index = RiseIndex.open(path, read_only=False)
+    real = index._connect()
+    index._con = Interrupting(real)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(index, pool_rows(8), tiny_llama, batch_size=4)
+    index._con = real
+    index.close()
+    with RiseIndex.open(path) as reopened:
+        assert len(reopened) == 0 and reopened.status == "building"
+    report = build_index(path, pool_rows(8), tiny_llama, batch_size=4)
+    assert report.n_added == 8 and not report.stopped
 
 
 def test_an_unfinished_build_keeps_the_index_unfinished_until_it_is_finished(tmp_path, tiny_llama):

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 import torch
@@ -173,8 +174,11 @@ class RiseIndex(IndexReader):
             names = ", ".join(("row", *self._feature_columns(), "n_counted", "mean_support", "loss"))
             con.execute(f"INSERT INTO rise_features ({names}) SELECT {names} FROM rise_batch_features")
         finally:
-            con.unregister("rise_batch_samples")
-            con.unregister("rise_batch_features")
+            # after an error (Ctrl-C interrupting an INSERT) the transaction is aborted and unregistering fails too:
+            # the error that aborted it is the one to raise (the caller's transaction rolls back)
+            with contextlib.suppress(duckdb.Error):
+                con.unregister("rise_batch_samples")
+                con.unregister("rise_batch_features")
         if batch["columns"] is not None:
             con.execute("DELETE FROM rise_columns")
             con.executemany("INSERT INTO rise_columns VALUES (?, ?, ?, ?, ?)",

@@ -170,12 +170,21 @@ def map_duckdb_error(exc: Exception, path: Path, action: str) -> RiseError:
 
 @contextlib.contextmanager
 def db_errors(path: Path, action: str) -> Iterator[None]:
+    """DuckDB's errors as the library's (`map_duckdb_error`); a statement that Ctrl-C interrupted as the
+    KeyboardInterrupt it was (DuckDB turns the signal into its InterruptException, or a RuntimeError 'Query
+    interrupted' when it lands between statements), so the command line says "interrupted" and exits 130."""
     try:
         yield
     except RiseError:
         raise
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
     except duckdb.Error as exc:
         raise map_duckdb_error(exc, path, action) from exc
+    except RuntimeError as exc:
+        if str(exc).strip().lower() == "query interrupted":
+            raise KeyboardInterrupt from None
+        raise
 
 
 def quote_ident(name: str) -> str:
