@@ -426,6 +426,30 @@ def test_the_same_weights_with_another_chat_template_are_refused(tmp_path):
         assert query_features(index, other, [query]).rh.shape[0] == 1
 
 
+NO_SYSTEM_TEMPLATE = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system turn here') }}{% endif %}"
+                      + PLAIN_TEMPLATE)
+
+
+def test_a_conversation_the_template_refuses_is_a_skipped_row_and_no_stub_index_is_left(tmp_path):
+    """A model whose chat template refuses some conversations (here, a system turn): those rows are skipped with the
+    template's reason, like an empty text, and the others are indexed. When it refuses every row, the build fails
+    with that reason and leaves no half-made index, so building again with other settings is not refused."""
+    lm = wrap_model(build_tiny_model("llama", len(chat_tokenizer())), chat_tokenizer(NO_SYSTEM_TEMPLATE), "strict")
+    with_system = Sample(messages=CONV, id="s0")
+    plain = Sample(messages=CONV[1:3], id="p0")
+    path = tmp_path / "strict.duckdb"
+    report = build_index(path, [with_system, plain], lm, RiseConfig(**SMALL))
+    assert report.n_added == 1 and report.skipped == [(1, "the model's chat template cannot render this "
+                                                          "conversation: no system turn here")]
+    empty = tmp_path / "empty.duckdb"
+    with pytest.raises(InputDataError, match=r"no sample of the pool could be indexed \(1 row skipped: row 1: "
+                                             "the model's chat template cannot render this conversation"):
+        build_index(empty, [with_system], lm, RiseConfig(**SMALL))
+    assert list(tmp_path.glob("empty.*")) == []
+    report = build_index(empty, [with_system], lm, RiseConfig(**SMALL, chat_template="off"))
+    assert report.n_added == 1
+
+
 def test_fingerprints_recorded_before_the_chat_fields_still_match():
     cfg = RiseConfig(chat_template="off")
     old = {k: v for k, v in cfg.to_dict().items() if k not in ("chat_template", "chat_turns")}

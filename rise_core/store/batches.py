@@ -49,9 +49,15 @@ def no_counted_token(seq_len: int) -> str:
 def encode_usable(extractor: RiseExtractor, part: Sequence[tuple[int, Sample]]
                   ) -> tuple[list[Usable], list[tuple[int, str]]]:
     """The samples of `part` with a counted token, sorted by length (similar lengths share a batch), and the
-    (row, reason) of the others."""
+    (row, reason) of the others: no counted token, or a conversation the model's chat template cannot render (one
+    turn's role or order it refuses), a row's own fault like an empty text."""
     usable, skipped = [], []
-    for (row, sample), enc in zip(part, extractor.encode([s for _, s in part]), strict=True):
+    for row, sample in part:
+        try:
+            enc = extractor.encode([sample])[0]
+        except InputDataError as exc:
+            skipped.append((row, str(exc)))
+            continue
         if enc.n_counted == 0:
             skipped.append((row, no_counted_token(extractor.config.seq_len)))
         else:

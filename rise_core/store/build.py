@@ -41,6 +41,7 @@ from .batches import (
     needs_mean_fit,
     split_mean_fit,
 )
+from .files import remove_index
 from .index import RiseIndex
 from .rows import sample_from_row
 from .schema import WINDOW_BATCHES, BuildReport
@@ -92,6 +93,7 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
     if isinstance(data, PoolStream) and not isinstance(index_path, RiseIndex) and (
             overwrite or not Path(index_path).exists()):
         counted = data.count(batch_size * WINDOW_BATCHES)  # a new index: bad input fails before it is created
+    created = not isinstance(index_path, RiseIndex) and (overwrite or not Path(index_path).exists())
     index, own = open_for_build(index_path, lm, config, overwrite, preset)
     try:
         if built_by is not None or source is not None:
@@ -101,11 +103,21 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
                                    phase_progress)
         else:
             report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
+        if created and not report.stopped and len(index) == 0:
+            shown = "; ".join(f"row {r}: {why}" for r, why in report.skipped[:3])
+            n = len(report.skipped)
+            raise InputDataError(f"no sample of the pool could be indexed ({n} row{'s' if n != 1 else ''} skipped"
+                                 + (f": {shown}" if shown else "") + ")")
         if not report.stopped:
             report.n_base_losses, report.stopped = store_base_losses(index, lm, batch_size, should_stop,
                                                                      phase_progress, base_model, release_model)
             report.seconds = time.perf_counter() - start_time
         return report
+    except BaseException:
+        if created and own and len(index) == 0:  # failed before its first sample: no half-made index is left behind
+            index.close()
+            remove_index(index.path)
+        raise
     finally:
         if own:
             index.close()

@@ -7,6 +7,7 @@ read-only. `path_lock` serialises those switches."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import weakref
@@ -92,6 +93,19 @@ def companion_files(path: Path) -> list[Path]:
     kind = path.suffix.lstrip(".")
     return sorted(p for p in path.parent.iterdir()
                   if p.name.startswith(prefix) and not (kind and kind in p.name[len(prefix):].split(".")))
+
+
+def remove_index(path: Path) -> None:
+    """Delete the index file at `path` and its own files (`companion_files`): for an index this process has just
+    created and stored nothing in (`build_index` failing before its first sample); the caller has closed it."""
+    path = Path(path)
+    with path_lock(path):
+        release_readers(path)
+        for p in [*companion_files(path), path]:
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
 
 
 def set_aside(path: Path) -> Path:
