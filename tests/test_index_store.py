@@ -568,6 +568,9 @@ def test_bad_index_files(tmp_path, built, tiny_llama):
     text_file.write_text("hello " * 1000)
     with pytest.raises(IndexStoreError, match="not a DuckDB database file"):
         RiseIndex.open(text_file)
+    for read_only in (True, False):  # a pool file given as the index: DuckDB spoke of an in-memory database
+        with pytest.raises(IndexStoreError, match="not a RISE index: it is not a DuckDB database file"):
+            RiseIndex.open(write_jsonl(tmp_path / "pool.jsonl", pool_rows(3)), read_only=read_only)
     foreign = tmp_path / "foreign.duckdb"
     con = duckdb.connect(str(foreign))
     con.execute("CREATE TABLE people (name VARCHAR)")

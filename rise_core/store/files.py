@@ -54,6 +54,9 @@ def release_readers(path: Path) -> None:
         reader.release()
 
 
+DUCKDB_MAGIC = b"DUCK"  # bytes 8 to 12 of every DuckDB database file
+
+
 def check_index_file(path: Path) -> None:
     """Raise IndexStoreError, with what to do, unless `path` is an existing file."""
     if not path.exists():
@@ -61,6 +64,14 @@ def check_index_file(path: Path) -> None:
         raise IndexStoreError(f"no index at {path}{hint}; build one with `rise build POOL --index {path}`")
     if path.is_dir():
         raise IndexStoreError(f"{path} is a directory; give the index file (e.g. {path / 'pool.duckdb'})")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(12)
+    except OSError as exc:
+        raise IndexStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(head) == 12 and head[8:12] != DUCKDB_MAGIC:  # DuckDB's own error would speak of an in-memory database
+        raise IndexStoreError(f"{path} is not a RISE index: it is not a DuckDB database file (or its header is "
+                              "corrupted); give the .duckdb file `rise build` wrote")
 
 
 def check_new_location(path: Path, overwrite: bool) -> None:
