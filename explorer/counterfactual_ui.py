@@ -29,7 +29,7 @@ from rise_core.counterfactual import (
     side_by_side,
     training_pool,
 )
-from rise_core.errors import ConfigError
+from rise_core.errors import ConfigError, InputDataError
 from rise_core.generation import GenerationSettings
 from rise_core.methods import BM25, EMBEDDING, HIDDEN_COSINE, RISE, needs_forward_pass
 from rise_core.ranking import Ranking
@@ -169,17 +169,27 @@ def check_jobs() -> dict[str, CounterfactualJob]:
     return {}
 
 
+def app_pool_file(original: dict[str, Any], data_dir: Path) -> Path:
+    """The pool file the adapter was fine-tuned on, as the app reads it: by its name in the app's data folder. The
+    manifest names its pool as it was given (a path on the machine that fine-tuned it, or an upload's name, which the
+    client chose); the app reads no file outside its folders."""
+    name = Path(str(original.get("pool_source") or "")).name
+    path = data_dir / name
+    if not name or name in (".", "..") or not path.is_file():
+        raise InputDataError(f"the pool this adapter was fine-tuned on ({name or 'not named'}) is not in the app's "
+                             f"data folder ({data_dir.name}); the check retrains on exactly that pool: put it there, "
+                             "or run `rise counterfactual --pool FILE`")
+    return path
+
+
 def default_heldout(original: dict[str, Any], data_dir: Path) -> list[str]:
-    """The held-out prompts that go with the adapter's pool: `<name>_heldout_prompts.jsonl` beside the pool file
-    (or in the data folder) for a pool `<name>_pool.jsonl`; none otherwise."""
+    """The held-out prompts that go with the adapter's pool: `<name>_heldout_prompts.jsonl` in the app's data folder
+    for a pool `<name>_pool.jsonl` (`app_pool_file`: nothing outside it is read); none otherwise."""
     source = Path(str(original.get("pool_source") or ""))
     if not source.name.endswith("_pool.jsonl"):
         return []
-    name = source.name.removesuffix("_pool.jsonl") + "_heldout_prompts.jsonl"
-    for path in (source.with_name(name), data_dir / name):
-        if path.is_file():
-            return read_prompts(path)
-    return []
+    path = data_dir / (source.name.removesuffix("_pool.jsonl") + "_heldout_prompts.jsonl")
+    return read_prompts(path) if path.is_file() else []
 
 
 def _parse_ks(text: str) -> tuple[int, ...]:
@@ -262,7 +272,8 @@ def _form(key: str, path: str, index: Any, lm: Any, queries: Sequence[Any], opti
                                       generation=GenerationSettings(max_new_tokens=tokens), options=options,
                                       where=where)
         with st.spinner("Checking the pool and ranking it with the baselines…"):
-            pool, plan = prepare_check(index, lm, list(queries), config, rankings={RISE: ranking(max(ks))},
+            pool, plan = prepare_check(index, lm, list(queries), config, pool=app_pool_file(original, data_dir),
+                                       rankings={RISE: ranking(max(ks))},
                                        bm25=lambda: resources.bm25_for(path),
                                        embeddings=lambda: resources.embeddings_for(path),
                                        forward=resources.forward_for(path))
@@ -307,7 +318,7 @@ def _resume(out: Path, lm: Any) -> None:
     plan = load_plan(out)
     if plan is None:
         raise ConfigError(f"{out} holds no check to resume")
-    pool, _ = training_pool(plan.original, plan.original.get("pool_source"))
+    pool, _ = training_pool(plan.original, app_pool_file(plan.original, settings().data_dir))
     _start(CounterfactualJob(lm=lm, pool=pool, plan=plan, out_dir=out))
 
 

@@ -121,6 +121,30 @@ def ranking_of(rows) -> Ranking:
                    parts={})
 
 
+def test_the_app_reads_an_adapters_pool_and_prompts_only_from_its_data_folder(tmp_path):
+    """A manifest names its pool as it was given (an upload's name is the client's choice): the app looks for it, and
+    for its held-out prompts, by name in its own data folder only, never at the path the manifest spells."""
+    from explorer.counterfactual_ui import app_pool_file, default_heldout
+    from rise_core.errors import InputDataError
+
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    data.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "secret_pool.jsonl").write_text('{"text": "not the app\'s"}\n')
+    (elsewhere / "secret_heldout_prompts.jsonl").write_text('{"prompt": "a private prompt"}\n')
+    original = {"pool_source": str(elsewhere / "secret_pool.jsonl")}
+    with pytest.raises(InputDataError, match=r"\(secret_pool.jsonl\) is not in the app's data folder \(data\)"):
+        app_pool_file(original, data)
+    assert default_heldout(original, data) == []
+    for name in ("..", ".", ""):
+        with pytest.raises(InputDataError, match="is not in the app's data folder"):
+            app_pool_file({"pool_source": name}, data)
+    (data / "secret_pool.jsonl").write_text('{"text": "the app\'s own"}\n')
+    (data / "secret_heldout_prompts.jsonl").write_text('{"prompt": "a held-out prompt"}\n')
+    assert app_pool_file(original, data) == data / "secret_pool.jsonl"
+    assert default_heldout(original, data) == ["a held-out prompt"]
+
+
 def test_aggregate_ranking_by_best_rank_then_mean_rank_or_by_mean_score():
     scores = np.array([[0.9, 0.1, 0.5, 0.3],    # ranks r0 0, r1 3, r2 1, r3 2
                        [0.2, 0.8, 0.1, 0.7]])   # ranks r0 2, r1 0, r2 3, r3 1
