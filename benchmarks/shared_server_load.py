@@ -43,6 +43,7 @@ from typing import Any
 from streamlit.proto.Alert_pb2 import Alert
 
 from benchmarks.st_client import PageRun, StreamlitSession, arrow_table, editor_edits, row_count
+from explorer.plain import WORD_JOINER
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX_NAME, BUILD_NAME = "tiny.duckdb", "loadtest"
@@ -196,11 +197,16 @@ class Record:
         self.add("rows", session=who, what=what, expected=expected, got=got)
 
 
+def shown(markdown: str) -> str:
+    """The characters a line the page shows as text (`explorer.plain.md`) reads as: its escapes dropped."""
+    return markdown.replace("\\", "").replace(WORD_JOINER, "")
+
+
 def job_state(page: PageRun, done_prefix: str) -> tuple[str, str]:
     """(state, text) of the build or check a page shows: queued, running, done, failed or absent."""
-    for text in [e.progress.text for e in page.of_type("progress")]:
+    for text in [shown(e.progress.text) for e in page.of_type("progress")]:
         return ("queued" if text.startswith("Queued") else "running"), text
-    done = [t for t in page.alerts(Alert.SUCCESS) if t.startswith(done_prefix)]
+    done = [t for t in map(shown, page.alerts(Alert.SUCCESS)) if t.startswith(done_prefix)]
     if done:
         return "done", done[0]
     return ("failed", page.errors()[0]) if page.errors() else ("absent", "")

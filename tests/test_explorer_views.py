@@ -192,7 +192,7 @@ def test_generate_continuation(tiny_llama_fp32):
 
 
 class _FakeReport:
-    n_added, n_already_present, n_skipped, stopped = 3, 0, 0, False
+    n_added, n_already_present, n_skipped, stopped, unfinished = 3, 0, 0, False, ()
 
 
 def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
