@@ -21,7 +21,7 @@ from rise_core.diagnostics import (
     run_diagnostics,
 )
 from rise_core.diagnostics.runner import load_provenance
-from rise_core.errors import InputDataError
+from rise_core.errors import InputDataError, RiseError
 from rise_core.samples import Sample
 from rise_core.store import RiseIndex
 
@@ -125,7 +125,10 @@ def output_dirs(path: str, shared: Path) -> tuple[Path, Path]:
     `shared` for whoever may write the index (its owner; any editor when it records none), else a folder of the
     user's own inside it (`users/<name>`), so nobody's run replaces the results another user computed."""
     user = auth.current_user()
-    owner = resources.open_index(path).manifest.owner
+    try:
+        owner = resources.open_index(path).manifest.owner
+    except RiseError:  # an index that does not open: `load` says why (and a run stops before it writes)
+        owner = None
     if user.can_edit and owner in ("", user.name):
         return shared, shared
     return shared / USERS_DIR / slug(user.name), shared
