@@ -901,6 +901,21 @@ def test_home_demo_builds_and_opens_attribute(build_dir):
     assert Path(at.session_state["index_path"]).parent == build_dir
 
 
+def test_diagnostics_results_folder_of_an_index_that_does_not_open(monkeypatch, tmp_path):
+    """Choosing where a run writes opens the index; one that does not open (deleted or being replaced since the
+    sidebar listed it) leaves `load` to say why, and gets no shared folder."""
+    from explorer import auth, diagnostics_ui, resources
+    from rise_core.errors import IndexStoreError
+
+    def broken(path):
+        raise IndexStoreError(f"{path} is not a RISE index")
+
+    monkeypatch.setattr(resources, "open_index", broken)
+    monkeypatch.setattr(auth, "current_user", lambda: auth.User("local", auth.EDITOR, "local"))
+    shared = tmp_path / "i.duckdb.diagnostics"
+    assert diagnostics_ui.output_dirs(str(tmp_path / "i.duckdb"), shared) == (shared / "users" / "local", shared)
+
+
 def test_evaluate_runs_the_paper_metrics(app_env):
     at = new_app("app_pages/5_Evaluate.py")
     assert_clean(at)
