@@ -3,9 +3,11 @@ place), refused when stale (other model, config, pool or index format), and the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -127,6 +129,19 @@ def test_a_stale_shipped_index_is_refused_and_nothing_is_left(tuned_env, setup, 
     assert sha256(shipped) == before
 
 
+@contextlib.contextmanager
+def app_on(tuned_env: dict[str, str], index_dir: Path) -> Iterator[None]:
+    """The app's environment for a demo click: the base model with the demo's adapter in the data folder, and the
+    test's own index folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in tuned_env.items():
+            mp.setenv(key, value)
+        mp.setenv("RISE_MODEL", tuned_env["RISE_BASE_MODEL"])
+        mp.setenv("RISE_INDEX_DIR", str(index_dir))
+        mp.syspath_prepend(str(ROOT))
+        yield
+
+
 @pytest.mark.parametrize(("found", "note"), [("stale", "did not fit (1 samples not in the pool"),
                                             ("partial", "was not finished")])
 def test_the_home_demo_uses_the_shipped_index_and_names_the_adapter_not_its_path(tuned_env, tmp_path, found, note):
@@ -147,12 +162,7 @@ def test_the_home_demo_uses_the_shipped_index_and_names_the_adapter_not_its_path
         con = duckdb.connect(str(stale))  # one stored sample's text differs from the pool's
         con.execute("UPDATE rise_samples SET content_sha1 = 'other' WHERE row = 0")
         con.close()
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in tuned_env.items():
-            mp.setenv(key, value)
-        mp.setenv("RISE_MODEL", tuned_env["RISE_BASE_MODEL"])
-        mp.setenv("RISE_INDEX_DIR", str(index_dir))
-        mp.syspath_prepend(str(ROOT))
+    with app_on(tuned_env, index_dir):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).run()
         at.button(key="demo").click().run()
         assert not at.exception, [e.value for e in at.exception]
@@ -194,12 +204,7 @@ def test_the_home_demo_moves_nothing_it_may_not(tuned_env, tmp_path, found):
                     RiseConfig(k_r=8, k_h=4, k_g=8), built_by="alice", source="hers")
     before = sha256(found_path)
     users = {"users": {"viv": {"token": "viv-token-0123456789abc", "role": "viewer"}}}
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in tuned_env.items():
-            mp.setenv(key, value)
-        mp.setenv("RISE_MODEL", tuned_env["RISE_BASE_MODEL"])
-        mp.setenv("RISE_INDEX_DIR", str(index_dir))
-        mp.syspath_prepend(str(ROOT))
+    with app_on(tuned_env, index_dir):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
         if found == "a viewer's click":
             at.secrets["rise"] = users
