@@ -311,3 +311,13 @@ def test_python_values_in_text_fields_are_read_as_a_files_cells_are(tmp_path):
     assert pairs.skipped == [(2, "a sample without an id: completion is a list, not a string")]
     with pytest.raises(InputDataError, match=r"^a sample without an id: text is of type int, not a string$"):
         Sample(text=42)
+
+
+def test_an_id_that_is_a_list_or_an_object_is_a_skipped_row(tmp_path):
+    """Its Python spelling ("{'a': 1}") was stored as the id; it is now a skipped row with the reason, from a file and
+    from samples given directly alike."""
+    rows = [{"id": {"a": 1}, "text": "x"}, {"id": [1], "text": "y"}, {"id": 3, "text": "z"}]
+    from_file, given = read_pool(_jsonl(tmp_path, rows)), coerce_pool(rows)
+    for pool in (from_file, given):
+        assert [(s.id, s.text) for s in pool.samples] == [("3", "z")]
+        assert pool.skipped == [(1, "id is a dict, not a text or a number"), (2, "id is a list, not a text or a number")]

@@ -154,10 +154,10 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
                     continue
                 context = as_text(rec[fields.input]) if fields.input else None
                 kwargs = {"prompt": _pair_prompt(prompt, context), "completion": completion}
+            sample_id = normalise_id(rec[fields.id]) if fields.id else None
         except ValueError as exc:
             skipped.append((row, str(exc)))
             continue
-        sample_id = normalise_id(rec[fields.id]) if fields.id else None
         try:
             label = jsonable(rec[fields.label]) if fields.label else None
             meta = {c: v for c in meta_cols if (v := jsonable(rec[c])) is not None}
@@ -227,7 +227,11 @@ def coerce_pool(pool: PoolData | Sequence[Sample | str | dict]) -> PoolData:
     explicit: dict[str, list[int]] = {}
     derived: dict[str, int] = {}
     for sample, row in zip(items, rows, strict=True):
-        sample_id = normalise_id(sample.id)
+        try:
+            sample_id = normalise_id(sample.id)
+        except ValueError as exc:
+            skipped.append((row, str(exc)))
+            continue
         if sample_id is not None and sample_id != sample.id:
             sample = sample.with_id(sample_id)
         sample = with_pool_id(sample, row, explicit, derived, skipped)

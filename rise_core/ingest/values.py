@@ -83,9 +83,12 @@ def stable_id(sample: Sample) -> str:
 
 
 def normalise_id(value: Any) -> str | None:
-    """An id cell as text (1.0 -> '1', surrounding spaces dropped), or None when missing or blank."""
+    """An id cell as text (1.0 -> '1', surrounding spaces dropped), or None when missing or blank; ValueError for a
+    list or an object (its Python spelling is no id anyone gave)."""
     if _is_missing(value):
         return None
+    if isinstance(value, (dict, list, tuple, set)):
+        raise ValueError(f"id is a {type(value).__name__}, not a text or a number")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     text = str(value).strip()
