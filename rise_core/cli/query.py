@@ -274,8 +274,7 @@ def note_unfinished(index: Any) -> None:
     m = index.manifest
     if m.status == "complete" or len(index) == 0:  # an empty index is refused with its own message
         return
-    which = ("the build of " + ", ".join(str(b.get("source") or b.get("pool")) for b in m.unfinished)
-             if m.unfinished else "its build")
+    which = "the build of " + ", ".join(m.unfinished_sources) if m.unfinished else "its build"
     print(f"note: {index.path} is not complete ({which} was stopped or interrupted): rankings cover the "
           f"{len(index):,} samples stored so far; run the build again to finish it", file=sys.stderr)
 

@@ -242,7 +242,7 @@ class RiseIndex(IndexReader):
             with self._transaction("write to"):
                 self._set_manifest(status=status, unfinished=unfinished, updated_at=utc_now())
             self._manifest.status, self._manifest.unfinished = status, unfinished  # type: ignore[union-attr]
-        return [str(b.get("source") or b.get("pool")) for b in unfinished]
+        return self.manifest.unfinished_sources
 
     def set_status(self, status: str) -> None:
         if status not in BUILD_STATUSES:

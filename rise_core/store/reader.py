@@ -421,7 +421,7 @@ class IndexReader(IndexConnection):
                                  ).fetchone()
         return {
             "path": str(self.path), "status": m.status,
-            "unfinished": [str(b.get("source") or b.get("pool")) for b in m.unfinished], "n_samples": m.n_samples,
+            "unfinished": m.unfinished_sources, "n_samples": m.n_samples,
             "n_labelled": int(n_labelled),
             "n_truncated": int(n_truncated), "n_tokens": int(tokens[0]), "n_counted_tokens": int(tokens[1]),
             "model_id": m.model_id, "model_fingerprint": m.model_fingerprint, "model_info": m.model_info,

@@ -87,6 +87,11 @@ class IndexManifest:
     unfinished: list[dict[str, str]] = field(default_factory=list)
 
     @property
+    def unfinished_sources(self) -> list[str]:
+        """The pools whose builds of the index are not finished, as their builds named them (else their keys)."""
+        return [str(b.get("source") or b.get("pool")) for b in self.unfinished]
+
+    @property
     def owner(self) -> str:
         """Who built the index first ('' for an index built before owners were recorded, or outside the app)."""
         return str(self.provenance.get("owner") or "")
