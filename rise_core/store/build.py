@@ -231,10 +231,11 @@ def open_for_build(index_path: str | Path | RiseIndex, lm: LoadedModel, config: 
     return RiseIndex.create(path, lm, config, overwrite=overwrite, preset=preset_name or config_preset(config)), True
 
 
-def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None
+def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, pool: str
                   ) -> tuple[list[tuple[int, Sample]], BuildReport]:
     """Check the model and config against the index; the (row, sample) pairs not yet stored, in pool order, and the
-    report to fill. A stored id whose text changed is refused."""
+    report to fill. A stored id whose text changed is refused. `pool`: the pool's key (`pool_key`), its build marked
+    started where there is something to add."""
     index.check_model(lm)
     if config is not None:
         index.check_config(config)
@@ -253,7 +254,7 @@ def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: Ris
     report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=list(data.skipped),
                          seconds=0.0, stopped=False, n_rows=data.n_rows, index_path=str(index.path))
     if new:
-        index.start_build(pool_key(data), data.source)
+        index.start_build(pool, data.source)
     return new, report
 
 
@@ -365,9 +366,10 @@ class BuildWriter:
 def _build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: RiseConfig | None, batch_size: int,
            progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
            start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
-    new, report = prepare_build(index, data, lm, config)
+    pool = pool_key(data)
+    new, report = prepare_build(index, data, lm, config, pool)
     extractor = index.extractor(lm)
-    writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress, pool_key(data))
+    writer = BuildWriter(index, report, len(new), progress, should_stop, phase_progress, pool)
     if needs_mean_fit(index, new):
         fit_part, new = split_mean_fit(new, index.config.seed)
         fitted_extractor = writer.fit_mean_and_store(lm, extractor, fit_part, batch_size)
@@ -435,12 +437,13 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
     window = batch_size * WINDOW_BATCHES
     report = BuildReport(n_added=0, n_already_present=0, n_skipped=0, skipped=[], seconds=0.0, stopped=False,
                          n_rows=stream.n_rows or 0, index_path=str(index.path))
+    pool = pool_key(stream)
     writer = BuildWriter(index, report, stream.n_rows or (counted[1] if counted else 0), progress, should_stop,
-                         phase_progress, pool_key(stream))
+                         phase_progress, pool)
     extractor = index.extractor(lm)
 
     def building() -> None:
-        index.start_build(pool_key(stream), stream.source)
+        index.start_build(pool, stream.source)
 
     fit_positions: set[int] = set()
     if index.config.needs_hidden_mean and index.hidden_mean is None:

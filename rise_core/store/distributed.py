@@ -387,8 +387,9 @@ class _Coordinator:
     def build(self, data: Any, identity: ModelIdentity, config: RiseConfig | None, shard_size: int,
               progress: Callable[[int, int], None] | None, should_stop: Callable[[], bool] | None,
               start_time: float, phase_progress: PhaseProgress | None = None) -> BuildReport:
-        new, report = prepare_build(self.index, data, identity, config)  # type: ignore[arg-type]
-        writer = BuildWriter(self.index, report, len(new), progress, should_stop, phase_progress, pool_key(data))
+        pool = pool_key(data)
+        new, report = prepare_build(self.index, data, identity, config, pool)  # type: ignore[arg-type]
+        writer = BuildWriter(self.index, report, len(new), progress, should_stop, phase_progress, pool)
         cfg = self.index.config
         sketches = self.index.sketches.state_dict()
         self.fingerprint = self.index.manifest.model_fingerprint
