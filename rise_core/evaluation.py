@@ -59,11 +59,6 @@ LABEL_WORDS = "0/1 (or 0.0/1.0), true/false, yes/no, positive/negative, pos/neg"
 """The labels a pool row may carry: those `metrics.binary_labels` reads (the Compare page), case-insensitive."""
 
 
-def _reasons(skipped: Sequence[tuple[int, str]], n: int = 3) -> str:
-    more = f"; and {len(skipped) - n} more" if len(skipped) > n else ""
-    return "; ".join(f"row {r}: {why}" for r, why in skipped[:n]) + more
-
-
 def _read_labels(pool: list[Sample], rows: list[int], source: str) -> np.ndarray:
     """The pool's labels as 0/1 (`LABEL_WORDS`); InputDataError naming the file, the first bad row and its value
     when a row has none or another value (0.9 is not rounded, "maybe" not guessed)."""
@@ -93,7 +88,7 @@ def load_task(name: str | None = None, pool_path: str | Path | None = None, quer
     Every pool row (of the first `max_pool`) must be usable and labelled (`LABEL_WORDS`): a row left out would change
     the metrics, so an empty, duplicate or unlabelled row is an InputDataError. Unusable query rows are left out and
     listed in `Task.skipped_queries`."""
-    from .ingest import read_pool
+    from .ingest import first_reasons, read_pool
 
     if pool_path is None:
         if name not in TASK_KS:
@@ -104,9 +99,10 @@ def load_task(name: str | None = None, pool_path: str | Path | None = None, quer
     pool_data = read_pool(pool_path)
     lost = _used_skips(pool_data, max_pool)
     if lost:
+        more = f"; and {len(lost) - 3} more" if len(lost) > 3 else ""
         raise InputDataError(f"{pool_path}: {len(lost)} pool row{'s' if len(lost) > 1 else ''} cannot be used "
-                             f"({_reasons(lost)}); evaluation "
-                             "ranks every labelled row, so fix or remove them")
+                             f"({first_reasons(lost)}{more}); evaluation ranks every labelled row, so fix or remove "
+                             "them")
     pool_data.require_samples()
     query_data = read_pool(queries_path).require_samples()
     pool, rows = pool_data.samples[:max_pool], pool_data.rows[:max_pool]

@@ -42,6 +42,7 @@ from .options import (
     resolve_trigger,
     score_options_from_args,
 )
+from .output import print_skipped
 
 SHOWN = "shows the behaviour"
 """the query subset of a retrospective run: regenerated answers the behaviour classifier (or a reading, --judged) says
@@ -159,15 +160,6 @@ def _per_query_frame(report: Any, attack: Any) -> pd.DataFrame:
     return frame
 
 
-def _print_skipped(source: Any, skipped: list[tuple[int, str]], shown: int = 20) -> None:
-    """The query rows left out, on stderr, as `rise build` lists its skipped rows."""
-    print(f"  {source}: skipped {len(skipped)} query row{'s' if len(skipped) > 1 else ''}:", file=sys.stderr)
-    for row, why in skipped[:shown]:
-        print(f"    row {row}: {why}", file=sys.stderr)
-    if len(skipped) > shown:
-        print(f"    ... and {len(skipped) - shown} more", file=sys.stderr)
-
-
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.pool and not args.queries:
         args._parser_error("--pool needs --queries")
@@ -193,7 +185,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"[{task.name}] pool {len(task.pool)} ({int(task.labels.sum())} positive), {len(task.queries)} queries",
               file=sys.stderr, flush=True)
         if task.skipped_queries:
-            _print_skipped(args.queries if args.pool else task_files(name)[1], task.skipped_queries)
+            n = len(task.skipped_queries)
+            print_skipped(task.skipped_queries, f"{args.queries if args.pool else task_files(name)[1]}: skipped {n} "
+                          f"query row{'s' if n > 1 else ''}:", file=sys.stderr, indent="  ")
         setting, attack = "prospective (the given completions)", None
         if args.retrospective:
             task, attack = _retrospective(task, lm, args, out)

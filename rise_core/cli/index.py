@@ -25,6 +25,7 @@ from .options import (
     model_path,
     read_pool_from_args,
 )
+from .output import print_skipped
 
 EXAMPLES_BUILD = """examples:
   rise build pool.jsonl --index pool.duckdb                       # text or prompt/completion columns guessed
@@ -148,11 +149,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             bar.close()
     print(report.summary())
     if report.skipped:
-        print(f"skipped {report.n_skipped} rows:")
-        for row, why in report.skipped[:20]:
-            print(f"  row {row}: {why}")
-        if report.n_skipped > 20:
-            print(f"  ... and {report.n_skipped - 20} more")
+        print_skipped(report.skipped, f"skipped {report.n_skipped} rows:")
     return 0
 
 

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 import pandas as pd
 
 from ..errors import InputDataError
 from ..store import row_text
+
+
+def print_skipped(skipped: Sequence[tuple[int, str]], heading: str, file: TextIO | None = None, indent: str = "",
+                  shown: int = 20) -> None:
+    """`heading`, then the first `shown` skipped rows as 'row R: reason' and how many more: how `rise build` and
+    `rise evaluate` list the rows they left out."""
+    print(f"{indent}{heading}", file=file)
+    for row, why in skipped[:shown]:
+        print(f"{indent}  row {row}: {why}", file=file)
+    if len(skipped) > shown:
+        print(f"{indent}  ... and {len(skipped) - shown} more", file=file)
 
 
 def hit_text(row: pd.Series) -> str:

@@ -50,10 +50,15 @@ class PoolData:
     def require_samples(self) -> PoolData:
         """Self, or InputDataError when no row is usable (with the first reasons)."""
         if not self.samples:
-            reasons = "; ".join(f"row {r}: {why}" for r, why in self.skipped[:3])
+            reasons = first_reasons(self.skipped)
             raise InputDataError(f"{self.source or 'the pool'}: no usable rows ({len(self.skipped)} skipped"
                                  + (f": {reasons}" if reasons else "") + ")")
         return self
+
+
+def first_reasons(skipped: Sequence[tuple[int, str]], n: int = 3) -> str:
+    """The first `n` skipped rows as 'row R: reason; ...' (what an error about them quotes)."""
+    return "; ".join(f"row {r}: {why}" for r, why in skipped[:n])
 
 
 def _whitespace(text: str | None) -> str:

@@ -29,7 +29,7 @@ from ..config import RiseConfig, config_preset, mean_fit_rows
 from ..config import preset as preset_config
 from ..engine import Readout, RiseExtractor
 from ..errors import ConfigError, IndexStoreError, InputDataError, ModelLoadError
-from ..ingest import FieldMap, PoolData, PoolStream, coerce_pool, content_hash, read_pool, stream_pool
+from ..ingest import FieldMap, PoolData, PoolStream, coerce_pool, content_hash, first_reasons, read_pool, stream_pool
 from ..models import LoadedModel
 from ..samples import Sample
 from .batches import (
@@ -104,8 +104,7 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
         else:
             report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
         if created and not report.stopped and len(index) == 0:
-            shown = "; ".join(f"row {r}: {why}" for r, why in report.skipped[:3])
-            n = len(report.skipped)
+            shown, n = first_reasons(report.skipped), len(report.skipped)
             raise InputDataError(f"no sample of the pool could be indexed ({n} row{'s' if n != 1 else ''} skipped"
                                  + (f": {shown}" if shown else "") + ")")
         if not report.stopped:
