@@ -24,9 +24,10 @@ from .env_limits import EnvLimits, env_field
 from .errors import InputDataError
 
 CSV_FIELD_LIMIT = 2**31 - 1
-"""The csv module's cell limit (131,072 characters by default), lifted for the process wherever CSV is read (here and
-`ingest.tables`) and never put back: another thread's read could put it back in the middle of one; cells are bounded
-by `PoolLimits.max_cell_chars` instead."""
+"""The csv module's cell limit (131,072 characters by default), lifted for the process when this module is imported
+(the check here and `ingest.tables`' reader, which imports it, measure every cell) and never put back: another
+thread's read could put it back in the middle of one; cells are bounded by `PoolLimits.max_cell_chars` instead."""
+csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 
 MB = 1024 * 1024  # Streamlit's megabyte for server.maxUploadSize
 _BATCH_ROWS = 4096  # rows a Parquet batch: its indices and lengths are a few arrays of this many integers
@@ -216,7 +217,6 @@ def _csv_lines(stream: Iterable[str], name: str, limits: PoolLimits) -> Iterator
 
 def _check_csv(data: bytes, name: str, limits: PoolLimits) -> None:
     stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
-    csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # as the reader does: every cell measured
     reader = csv.reader(_csv_lines(stream, name, limits))
     rows = -1  # data rows read; the header is row 0
 

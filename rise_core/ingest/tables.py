@@ -17,8 +17,8 @@ from typing import IO, Any
 
 import pandas as pd
 
+from .. import ingest_limits  # noqa: F401 - importing it lifts the csv module's cell limit for the process
 from ..errors import InputDataError
-from ..ingest_limits import CSV_FIELD_LIMIT
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
@@ -147,9 +147,6 @@ def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -
     if len(df) == 0:
         raise InputDataError(f"{name}: the file has no rows")
     return df
-
-
-csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))  # for the process, never put back (its docstring)
 
 
 def csv_rows(lines: Iterable[str], name: str, *, strict: bool = True, empty_extra: bool = True) -> Iterator[list[str]]:
