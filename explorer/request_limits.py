@@ -120,9 +120,8 @@ class FinetuneLimits(EnvLimits):
         passes = n_samples * epochs
         if passes > self.max_sample_passes:
             raise InputDataError(f"{n_samples:,} samples x {epochs} epochs = {passes:,} sample passes (about "
-                                 f"{format_seconds(passes / FINETUNE_SAMPLES_PER_S)} on a 2-core machine); the "
-                                 "limit here is "
-                                 f"{self.max_sample_passes:,} (RISE_FINETUNE_MAX_PASSES). Use fewer epochs or "
+                                 f"{format_seconds(passes / FINETUNE_SAMPLES_PER_S)} on a 2-core machine); the limit "
+                                 f"here is {self.max_sample_passes:,} (RISE_FINETUNE_MAX_PASSES). Use fewer epochs or "
                                  "rows, or `rise finetune`")
         return passes
 
@@ -137,7 +136,7 @@ class ConfigLimits(EnvLimits):
     - 4,096 tokens a sample (`seq_len`; the default reads 512): the forward pass's memory grows with it, past linearly
       where the model's attention does;
     - 1,024 candidate tokens a position (`k_max`; default 256): the readout keeps that many values per position.
-    Settings: RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES, RISE_FINETUNE_MAX_PASSES. The CLI and the Python API have no
+    Settings: RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES. The CLI and the Python API have no
     such limits."""
 
     max_signature_values: int = env_field(65_536, "RISE_MAX_SIGNATURE_VALUES", "stored RH + GH values a sample")
