@@ -25,9 +25,10 @@ import io
 import logging
 import shutil
 import tempfile
+import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,26 @@ def _bergson_grads(model: Any) -> Iterator[None]:
         model.zero_grad(set_to_none=True)
 
 
+Progress = Callable[[int, int], None]  # (samples done, samples in all), called after each batch
+
+
+def _reporting(progress: Progress, total: int) -> Callable[..., Iterator[list[int]]]:
+    """A stand-in for the tqdm bar over Bergson's batches (lists of row indices) that tells `progress` the samples
+    done after each batch, counted on over every pass of one build (`total`: the samples of all its passes)."""
+    done = [0]
+
+    def bar(batches: Iterable[list[int]], *args: Any, **kwargs: Any) -> Iterator[list[int]]:
+        for batch in batches:
+            yield batch
+            done[0] += len(batch)
+            progress(done[0], total)
+    return bar
+
+
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """No progress bars or INFO lines from Bergson and `datasets` while it builds (they would flood the CLI)."""
+def _quiet(progress: Progress | None = None, total: int = 0) -> Iterator[None]:
+    """No progress bars or INFO lines from Bergson and `datasets` while it builds (they would flood the CLI); with
+    `progress`, the batches Bergson's collector runs are reported to it instead (`_reporting`)."""
     import datasets
     from datasets.utils import logging as ds_logging
     from tqdm.auto import tqdm
@@ -125,7 +143,8 @@ def _quiet() -> Iterator[None]:
     collector_mod = __import__("bergson.collector.collector", fromlist=["tqdm"])
     bars_on = ds_logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()
-    collector_mod.tqdm = lambda *a, **k: tqdm(*a, **{**k, "disable": True})
+    collector_mod.tqdm = (_reporting(progress, total) if progress is not None
+                          else lambda *a, **k: tqdm(*a, **{**k, "disable": True}))
     names = ("CollectorComputer", "HookCollectorBase", "gradients", "projection_matrix")
     levels = {n: logging.getLogger(n).level for n in names}
     for n in names:
@@ -244,9 +263,15 @@ class BergsonIndex:
 
 def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: int = 512,
           counted_positions: str = "all", options: BergsonOptions | None = None, batch_size: int = 8,
-          overwrite: bool = False, rendering: Rendering | None = None) -> BergsonIndex:
+          overwrite: bool = False, rendering: Rendering | None = None, progress: Progress | None = None
+          ) -> BergsonIndex:
     """Bergson's gradient index of `pool` under `lm` at `path` (a directory), built in-process with Bergson's
-    collector (`bergson.collect_gradients`, as `bergson build` runs it per worker), on RISE's tokens and batches."""
+    collector (`bergson.collect_gradients`, as `bergson build` runs it per worker), on RISE's tokens and batches.
+
+    `progress(done, total)` after each batch, over both passes when `options.precondition` fits the Hessian too (an
+    exception it raises stops the build there). Bergson hooks every linear layer of `lm.model` and turns its
+    parameters' gradients off while it runs: in a process where other threads run the same model, give it a copy of
+    its own (`models.private_copy`)."""
     bergson = _import_bergson()
     from datasets import Dataset
 
@@ -266,10 +291,12 @@ def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: in
     cfg = _index_config(bergson, path, options)
     processor = _processor(bergson, options)
     batches = length_batches(data["length"], batch_size)
-    with _bergson_grads(lm.model), _quiet():
+    total = len(pool) * (2 if options.precondition else 1)
+    with _bergson_grads(lm.model), _quiet(progress, total):
         bergson.collect_gradients(lm.model, data, processor, cfg, batches=batches)
     shutil.move(str(cfg.partial_run_path), str(path))
-    hessian_path = _fit_hessian(bergson, lm, data, batches, path, options) if options.precondition else None
+    hessian_path = (_fit_hessian(bergson, lm, data, batches, path, options, progress, total)
+                    if options.precondition else None)
     seconds = time.perf_counter() - t0
     return BergsonIndex(path=path, n=len(pool), n_tokens=sum(r["length"] for r in rows), seconds=seconds,
                         seq_len=seq_len, counted_positions=counted_positions, options=options,
@@ -277,7 +304,7 @@ def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: in
 
 
 def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[int]], index_path: Path,
-                 options: BergsonOptions) -> Path:
+                 options: BergsonOptions, progress: Progress | None = None, total: int = 0) -> Path:
     """TrackStar's autocorrelation Hessian of the projected gradients over the pool, with labels sampled from the
     model (Bergson's `approximate_hessians(method="autocorrelation")`, run on RISE's batches), beside the index."""
     from bergson.collector.collector import CollectorComputer, fwd_bwd_hessian_factory
@@ -290,7 +317,8 @@ def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[in
     cfg = _index_config(bergson, hess_path, options)
     cfg.partial_run_path.mkdir(parents=True, exist_ok=True)
     # the labels are sampled from torch's global generator: seeded for this block alone, no other thread drawing
-    with _bergson_grads(lm.model), _quiet(), seeded_global_rng(0), \
+    second = None if progress is None else _after(progress, len(data), total)
+    with _bergson_grads(lm.model), _quiet(second, len(data)), seeded_global_rng(0), \
             contextlib.redirect_stdout(io.StringIO()):  # its eigendecomposition prints its progress
         collector = AutocorrelationCollector(model=lm.model.base_model, data=data, path=str(cfg.partial_run_path),
                                              processor=_processor(bergson, options))
@@ -301,11 +329,17 @@ def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[in
     return hess_path
 
 
+def _after(progress: Progress, first: int, total: int) -> Progress:
+    """`progress` for a second pass over the pool: its samples count on from the `first` pass's, out of `total`."""
+    return lambda done, _: progress(first + done, total)
+
+
 # --- the scorer and the registry entry ------------------------------------------------------------------------------
 
 class BergsonScorer(Scorer):
     """Bergson behind the `Scorer` interface: `fit` builds its index of the pool (in `directory`, or a temporary
-    one removed with the scorer), `score` runs its query for each sample."""
+    one removed with the scorer), `score` runs its query for each sample. One call at a time per scorer; where other
+    threads run the same model, give it `lm.private_copy()` (Bergson hooks the model's layers while it runs)."""
 
     name = BERGSON
 
@@ -318,17 +352,21 @@ class BergsonScorer(Scorer):
         self._tmp = None if directory is not None else tempfile.TemporaryDirectory(prefix="rise-bergson-")
         self.directory = Path(directory) if directory is not None else Path(self._tmp.name)
         self.index: BergsonIndex | None = None
+        self._lock = threading.Lock()  # Bergson hooks the model while it builds or queries: one call at a time
 
-    def fit(self, pool: Sequence[Sample]) -> None:
-        self.index = build(self.lm, pool, self.directory / "index", self.config.seq_len,
-                           self.config.counted_positions, self.options, self.batch_size, overwrite=True,
-                           rendering=rendering_for(self.lm, self.config))
-        self.index.attributor(self.lm)  # rows loaded and normalised now: building, not querying
+    def fit(self, pool: Sequence[Sample], progress: Progress | None = None) -> None:
+        """Build Bergson's index of `pool` (`build`; `progress(done, total)` after each batch)."""
+        with self._lock:
+            self.index = build(self.lm, pool, self.directory / "index", self.config.seq_len,
+                               self.config.counted_positions, self.options, self.batch_size, overwrite=True,
+                               rendering=rendering_for(self.lm, self.config), progress=progress)
+            self.index.attributor(self.lm)  # rows loaded and normalised now: building, not querying
 
     def score(self, queries: Sequence[Sample]) -> np.ndarray:
         if self.index is None:
             raise InputDataError("BergsonScorer.score called before fit(pool)")
-        return self.index.scores(self.lm, queries, self.batch_size).astype(np.float32)
+        with self._lock:  # two sessions' queries of one kept scorer would fire each other's hooks
+            return self.index.scores(self.lm, queries, self.batch_size).astype(np.float32)
 
     @property
     def index_bytes(self) -> int:
@@ -340,10 +378,12 @@ class BergsonScorer(Scorer):
 def _scores(src: Source) -> np.ndarray:
     if not installed():
         raise Unavailable(INSTALL_HINT)
-    if src.lm is None:
-        raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
-    return np.asarray(src.fitted(BERGSON, lambda: BergsonScorer(src.lm, src.config)).score(src.queries),
-                      dtype=np.float64)
+
+    def make() -> BergsonScorer:  # not called when the source holds a scorer fitted beforehand (`IndexSource.peers`)
+        if src.lm is None:
+            raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
+        return BergsonScorer(src.lm, src.config)
+    return np.asarray(src.fitted(BERGSON, make).score(src.queries), dtype=np.float64)
 
 
 def method() -> Method:

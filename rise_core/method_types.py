@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -242,6 +242,9 @@ class IndexSource:
     embeddings: Scorer | Callable[[], Scorer] | None = None
     forward: compare.ForwardVectors | None = None
     lm: LoadedModel | None = None
+    peers: Mapping[str, Scorer] = field(default_factory=dict)
+    """peers already fitted on the index's pool, by method name (the app builds them in the background); a peer not
+    given is built here, once per process (`fitted`)."""
 
     def __post_init__(self) -> None:
         self.queries = [Sample.coerce(q) for q in self.queries]
@@ -322,7 +325,7 @@ class IndexSource:
 
     def fitted(self, what: str, make: Callable[[], Scorer]) -> Scorer:
         """A scorer fitted on the index's pool: "bm25" and "embeddings" as given (Unavailable when not asked for),
-        a peer's built once per process for this index, model and config."""
+        a peer's as given in `peers`, else built here once per process for this index, model and config."""
         if what in ("bm25", "embeddings"):
             given = getattr(self, what)
             if given is None:
@@ -330,6 +333,8 @@ class IndexSource:
             if what not in self._fitted:
                 self._fitted[what] = given if isinstance(given, Scorer) else given()
             return self._fitted[what]
+        if what in self.peers:
+            return self.peers[what]
         cfg = self.index.config
         key = (what, str(self.index.path), hash(self.ids), self.lm.fingerprint() if self.lm else None, cfg.seq_len,
                cfg.counted_positions, cfg.chat_template, cfg.chat_turns)

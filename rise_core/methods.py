@@ -22,7 +22,7 @@ re-exported here; `compare_methods` scores an index's pool with several methods 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE",
            "HIDDEN_COSINE", "NEEDS", "PEER_METHODS", "REGISTRY", "RISE", "RISE_BM25", "RISE_FIXED", "RISE_GH", "RISE_HS",
            "RISE_RH", "RISE_RH_GH", "TEXT_METHODS", "IndexSource", "Method", "MethodScores", "TaskSource",
            "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "needs_forward_pass",
-           "register", "resolve", "rise_variant"]
+           "peer_scorer", "register", "resolve", "rise_variant"]
 
 # --- the registry -----------------------------------------------------------------------------------------------------
 
@@ -290,6 +290,16 @@ register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",
 # own gradient index over the pool first: a backward pass per sample)
 register(bergson_method.method())
 PEER_METHODS = (bergson_method.BERGSON,) if bergson_method.installed() else ()
+_PEER_SCORERS: dict[str, Callable[[LoadedModel, RiseConfig], Scorer]] = {
+    bergson_method.BERGSON: lambda lm, config: bergson_method.BergsonScorer(lm, config)}
+
+
+def peer_scorer(name: str, lm: LoadedModel, config: RiseConfig) -> Scorer:
+    """The unfitted scorer of the peer `name` (one of PEER_METHODS) on `lm`, reading tokens as `config` says; its
+    `fit(pool, progress)` builds the peer's own index of the pool (a backward pass per sample)."""
+    if name not in _PEER_SCORERS:
+        raise ConfigError(f"{name!r} is not a peer method; choose from {sorted(_PEER_SCORERS)}")
+    return _PEER_SCORERS[name](lm, config)
 
 # the methods each front offers by default, in display order
 COMPARE_METHODS = (RISE, RISE_FIXED, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
@@ -312,8 +322,8 @@ def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: Featu
                     options: ScoreOptions | None = None, *, bm25: Scorer | Callable[[], Scorer] | None = None,
                     embeddings: Scorer | Callable[[], Scorer] | None = None,
                     forward: compare.ForwardVectors | None = None, lm: LoadedModel | None = None,
-                    methods: Sequence[str] | None = None, versus: Sequence[Sample] | None = None
-                    ) -> dict[str, MethodScores]:
+                    methods: Sequence[str] | None = None, versus: Sequence[Sample] | None = None,
+                    peers: Mapping[str, Scorer] | None = None) -> dict[str, MethodScores]:
     """Each of `methods` (default `COMPARE_METHODS`: RISE, Hidden cosine, Grad-Sketch, MiniLM embedding, BM25) for
     `queries` (with `query_fm`, their features from the index's extractor), scored through the registry, in that
     order; a method that cannot run says why in `missing`.
@@ -321,7 +331,8 @@ def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: Featu
     `bm25`, `embeddings`: a scorer fitted on the index's pool (`compare.fit_bm25`, `compare.fit_embeddings`) or a
     function returning one, called here so that an embedding model that is not installed becomes a message; None: not
     asked for. `forward`: the pool's `compare.forward_vectors` (Grad-Sketch, and hidden cosine without HS), with `lm`
-    to run the queries; None: those methods say they need the forward pass.
+    to run the queries; None: those methods say they need the forward pass. `peers`: peers already fitted on the
+    index's pool (`peer_scorer(...).fit`), by name; a peer named in `methods` and not given builds its index here.
 
     A contrast ("why this and not that": `query_fm` from `query_features(..., versus=B)`, `versus` the other answers
     B, one for every query or one per query): every method scores score(query) - score(B), RISE's through the
@@ -330,7 +341,8 @@ def compare_methods(index: RiseIndex, queries: Sequence[Sample], query_fm: Featu
     kinds = resolve(COMPARE_METHODS if methods is None else methods)
 
     def source(qs: Sequence[Sample], fm: FeatureMatrix) -> IndexSource:
-        return IndexSource(index, list(qs), fm, options, bm25=bm25, embeddings=embeddings, forward=forward, lm=lm)
+        return IndexSource(index, list(qs), fm, options, bm25=bm25, embeddings=embeddings, forward=forward, lm=lm,
+                           peers=dict(peers or {}))
     if not isinstance(query_fm, ContrastFeatures):
         plain = source(queries, query_fm)
         return {m.name: m.score(plain) for m in kinds}

@@ -7,6 +7,8 @@ architectures that transform logits after the head (soft-capping, scaling) where
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -162,6 +164,12 @@ class LoadedModel:
         in their place without the two held together (`rise build` of a fine-tune, before its base model loads). The
         model cannot run afterwards; its tokenizer stays."""
         self.model.to("meta")
+
+    def private_copy(self) -> LoadedModel:
+        """The same model with weights of its own (a deep copy; the tokenizer is shared), for work that hooks the
+        model's layers or turns its gradients on and off (a Bergson build or query) while other threads run this one:
+        their forward passes would fire its hooks. Costs the weights' memory again."""
+        return dataclasses.replace(self, model=copy.deepcopy(self.model))
 
     @property
     def is_tied(self) -> bool:

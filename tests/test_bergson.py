@@ -15,10 +15,11 @@ import torch.nn.functional as F
 from conftest import FLOAT64_TOL
 from index_helpers import pool_rows
 
-from rise_core import bergson_method, methods
+from rise_core import bergson_method, method_types, methods
 from rise_core.attribution import query_features
 from rise_core.bergson_method import BERGSON, BergsonOptions, BergsonScorer, build
 from rise_core.config import RiseConfig, ScoreOptions
+from rise_core.errors import ConfigError
 from rise_core.evaluation import Task, evaluate
 from rise_core.methods import TaskSource, Unavailable, compare_methods
 from rise_core.readout_cache import ReadoutCache
@@ -93,6 +94,67 @@ def test_the_model_is_left_as_it_was(tiny_llama, tmp_path):
     assert all(p.grad is None for p in tiny_llama.model.parameters())
 
 
+def _linear_hooks(model) -> int:
+    """Forward and backward hooks on the model's linear layers (Bergson's, while it builds or queries)."""
+    return sum(len(m._forward_hooks) + len(m._backward_hooks) for m in model.modules()
+               if isinstance(m, torch.nn.Linear))
+
+
+@pytest.mark.parametrize("precondition", [False, True], ids=["plain", "preconditioned"])
+def test_a_build_reports_its_batches_and_stops_when_its_progress_raises(tiny_llama, tmp_path, precondition):
+    """`progress(done, total)` after each batch, counting on over the Hessian's second pass; an exception it raises
+    ends the build there (how the app's Stop works), with the model as it was and no hook left on it."""
+    _needs_bergson()
+    options = BergsonOptions(precondition=precondition)
+    seen = []
+    build(tiny_llama, POOL, tmp_path / "idx", SEQ_LEN, options=options, batch_size=4,
+          progress=lambda done, total: seen.append((done, total)))
+    total = len(POOL) * (2 if precondition else 1)
+    expected = [(4, total), (6, total)] + ([(10, total), (12, total)] if precondition else [])
+    assert seen == expected
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        raise Stop
+    flags = [p.requires_grad for p in tiny_llama.model.parameters()]
+    with pytest.raises(Stop):
+        build(tiny_llama, POOL, tmp_path / "stopped", SEQ_LEN, options=options, batch_size=4, progress=stop)
+    assert [p.requires_grad for p in tiny_llama.model.parameters()] == flags and _linear_hooks(tiny_llama.model) == 0
+
+
+def test_a_scorer_on_a_private_copy_leaves_the_shared_model_alone(tiny_llama, monkeypatch):
+    """In the app other sessions run the model while Bergson builds: given `lm.private_copy()`, Bergson's hooks and
+    its gradient switches are on the copy alone (the forward passes of other threads would fire them), and the scores
+    are those of a scorer on the model itself (the same weights, the same computation)."""
+    _needs_bergson()
+    config = RiseConfig(seq_len=SEQ_LEN)
+    flags = [p.requires_grad for p in tiny_llama.model.parameters()]
+    hooked, register = [], torch.nn.Module.register_forward_hook
+
+    def spy(module, *args, **kwargs):
+        hooked.append(module)
+        return register(module, *args, **kwargs)
+    monkeypatch.setattr(torch.nn.Module, "register_forward_hook", spy)
+    during = []
+    scorer = BergsonScorer(tiny_llama.private_copy(), config)
+
+    def look(done, total):
+        during.append(([p.requires_grad for p in scorer.lm.model.parameters()] != flags,
+                       [p.requires_grad for p in tiny_llama.model.parameters()] == flags))
+    scorer.fit(POOL, progress=look)
+    scorer.score(QUERIES)
+    shared, copied = set(map(id, tiny_llama.model.modules())), set(map(id, scorer.lm.model.modules()))
+    assert hooked and all(id(m) in copied and id(m) not in shared for m in hooked)
+    assert during == [(True, True)], "the copy's gradients switched for the build, the shared model's untouched"
+    assert scorer.lm.model is not tiny_llama.model and scorer.lm.fingerprint() == tiny_llama.fingerprint()
+    own = BergsonScorer(tiny_llama, config)
+    own.fit(POOL)
+    assert any(id(m) in shared for m in hooked)  # the spy sees hooks on the model a scorer is given
+    np.testing.assert_allclose(scorer.score(QUERIES), own.score(QUERIES), rtol=1e-6, atol=1e-6)  # fp32 scores
+
+
 def test_preconditioned_scores_run_and_differ(tiny_llama, tmp_path):
     _needs_bergson()
     plain = build(tiny_llama, POOL, tmp_path / "plain", SEQ_LEN).scores(tiny_llama, QUERIES)
@@ -156,6 +218,16 @@ def test_it_scores_a_built_index_for_the_compare_page(tiny_llama, tmp_path):
         assert out[BERGSON].ids == tuple(index.samples()["id"])
         bare = compare_methods(index, QUERIES, qfm, methods=[BERGSON])[BERGSON]
         assert not bare.available and "needs the model" in bare.missing
+
+        # a peer fitted beforehand (the app builds it in the background) is used as given, not built again
+        fitted = methods.peer_scorer(BERGSON, tiny_llama, index.config)
+        fitted.fit(index.sample_list())
+        built = dict(method_types._BUILT)
+        given = compare_methods(index, QUERIES, qfm, methods=[BERGSON], peers={BERGSON: fitted})[BERGSON]
+        assert method_types._BUILT == built
+        np.testing.assert_array_equal(given.scores, fitted.score(QUERIES).astype(np.float64))
+        with pytest.raises(ConfigError, match="not a peer method"):
+            methods.peer_scorer("BM25", tiny_llama, index.config)
 
 
 def test_without_bergson_it_names_the_install(monkeypatch, tiny_llama):
