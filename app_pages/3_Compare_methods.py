@@ -5,9 +5,6 @@ the other answer."""
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
-
 import streamlit as st
 
 from explorer import compare_ui, contrast_ui, resources, ui, widgets
@@ -28,9 +25,10 @@ with right:
                         "large pool only when you start it (the button below the query).")
     peers = [name for name in PEER_METHODS
              if st.checkbox(name, value=False, key=f"cmp_peer_{name}",
-                            help=f"{name} builds its own gradient index over the pool the first time: a forward and "
-                            f"a backward pass per sample, about 2.5 times as long as building this index took "
-                            f"({len(index)} samples). It is kept while this server runs (docs/BERGSON.md).")]
+                            help=f"{name} builds its own gradient index over the pool first, in the background "
+                            f"once you start it: a forward and a backward pass per sample, about 2.5 times as long as "
+                            f"building this index took ({len(index)} samples). It is kept while this server runs "
+                            "(docs/BERGSON.md).")]
 if st.button("Compare", type="primary", key="compare"):
     contrast_ui.remember_query("cmp", widgets.query_sample())
 
@@ -41,15 +39,14 @@ compare_ui.forward_pass_offer(path)
 compare_ui.pool_fit_offer(path, resources.BM25_FIT, "indexes every pool text once")
 if embed:
     compare_ui.pool_fit_offer(path, resources.MINILM_FIT, "embeds every pool text once")
+built = {name: scorer for name in peers if (scorer := compare_ui.peer_offer(path, name)) is not None}
 with ui.friendly("compare the rankings"):
     lm = resources.model_for(index)
-    queue_peers = resources.heavy_work("peer build", Path(path).name, path) if peers else contextlib.nullcontext()
-    with queue_peers:  # a peer builds its own gradient index over the pool: heavy work takes its place in the queue
-        results = compare_methods(index, [query], resources.query_features(index, lm, [query], versus=versus),
-                                  options, bm25=lambda: resources.bm25_for(path),
-                                  embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
-                                  forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *peers],
-                                  versus=None if versus is None else [versus])
+    results = compare_methods(index, [query], resources.query_features(index, lm, [query], versus=versus), options,
+                              bm25=lambda: resources.bm25_for(path),
+                              embeddings=(lambda: resources.embeddings_for(path)) if embed else None,
+                              forward=resources.forward_for(path), lm=lm, methods=[*COMPARE_METHODS, *built],
+                              versus=None if versus is None else [versus], peers=built)
     if versus is not None:
         contrast_ui.caption(versus)
         st.caption("Every method ranks by its score for this answer minus its score for the other one: RISE through "

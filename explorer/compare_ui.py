@@ -1,18 +1,30 @@
-"""The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch) and, on a large pool, to
-fit BM25 and MiniLM over it; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
+"""The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch), to build a peer's own
+index over the pool (Bergson) and, on a large pool, to fit BM25 and MiniLM over it; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
 the pool has binary labels."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from rise_core.metrics import binary_labels, label_table
 
 from .plain import code, md
-from .resources import FORWARD_PASS, PoolFit, fitted_ready, forward_for, open_index, pool_pass, start_fit, start_forward
+from .resources import (
+    FORWARD_PASS,
+    PoolFit,
+    fitted_ready,
+    forward_for,
+    open_index,
+    peer_pass,
+    peer_ready,
+    pool_pass,
+    start_fit,
+    start_forward,
+    start_peer,
+)
 from .ui import friendly
 from .views import top_list
 from .widgets import stop_button
@@ -59,6 +71,23 @@ def pool_fit_offer(path: str, kind: PoolFit, what: str, key: str = "cmp") -> boo
                 f"**{kind.name}** {what}: **{n:,} texts**, {kind.cost(n)} on this server.",
                 f"Fit the {kind.name} over the {n:,} pool texts", key)
     return False
+
+
+def peer_offer(path: str, name: str, key: str = "cmp") -> Any:
+    """A peer (`methods.PEER_METHODS`: Bergson) asked for on the index's pool: its fitted scorer once its own index is
+    built, else None, with the offer to build it in the background (a forward and a backward pass per pool sample)."""
+    index = open_index(path)
+    n = len(index)
+    ready = peer_ready(name, path)
+    if ready is not None:
+        st.caption(f"{name}: its index over the {n:,} pool samples is built (kept while this server runs).")
+        return ready
+    _pass_offer(peer_pass(name), path, lambda: start_peer(name, path), f"{key}_peer_build_{name}",
+                f"**{name}** builds its own gradient index over the pool first: a forward and a backward pass of "
+                f"{code(index.manifest.model_id)} per sample over all **{n:,} pool samples**, about 2.5 times as long "
+                "as building this index took, on a copy of the model.", f"Build {name}'s index over {n:,} pool samples",
+                key)
+    return None
 
 
 def _pass_offer(what: str, path: str, start: Callable[[], PoolPassJob], key: str, cost: str, label: str,

@@ -103,7 +103,7 @@ def submit(job: BackgroundJob, kind: str, label: str, key: str) -> BackgroundJob
 
 @contextmanager
 def heavy_work(kind: str, label: str, key: str) -> Iterator[None]:
-    """Run a page's own heavy work (an evaluation, a peer build, a forward pass over the pool) in the queue's order,
+    """Run a page's own heavy work (an evaluation, a diagnostics run, a fit in the request) in the queue's order,
     showing the queue position while it waits."""
     user = auth.current_user()
     note = st.empty()
@@ -300,6 +300,36 @@ def start_fit(kind: PoolFit, path: str | Path) -> PoolPassJob:
     """`kind` fitted on the index's pool as a background pass, kept when done (`fitted_ready`)."""
     index = open_index(path)
     return start_pool_pass(kind.name, path, lambda progress: kind.fit(index, progress=progress), kind.keep)
+
+
+PEER_KEEP = 1  # pools a peer's index is kept for: Bergson's holds every row's gradient and a copy of the model
+
+
+def peer_pass(name: str) -> str:
+    """The name of the pass that builds the peer `name`'s index over a pool ("Bergson index")."""
+    return f"{name} index"
+
+
+def peer_ready(name: str, path: str | Path) -> Any:
+    """The peer `name` fitted on the index's pool as it is now (`start_peer`), else None."""
+    return _kept(_kept_pools(), _pool_key(peer_pass(name), path))
+
+
+def start_peer(name: str, path: str | Path) -> PoolPassJob:
+    """The peer `name`'s own index over the index's pool (Bergson: a forward and a backward pass per sample) as a
+    background pass, kept when done (`peer_ready`). It runs on a copy of the model (`LoadedModel.private_copy`):
+    the peer hooks every linear layer while it builds and queries, and the other sessions' passes run the model
+    meanwhile."""
+    from rise_core.methods import peer_scorer
+
+    index = open_index(path)
+    lm = model_for(index)
+
+    def run(progress: Callable[[int, int], None]) -> Any:
+        scorer = peer_scorer(name, lm.private_copy(), index.config)
+        scorer.fit(index.sample_list(), progress=progress)
+        return scorer
+    return start_pool_pass(peer_pass(name), path, run, PEER_KEEP)
 
 
 def list_indexes(index_dir: Path) -> list[dict[str, Any]]:
