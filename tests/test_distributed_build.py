@@ -212,6 +212,27 @@ def test_stopped_coordinator_resumes_without_duplicates(ray_cluster, model_dir, 
     _wait_until_cpus_free(ray)
 
 
+def test_a_sharded_overwrite_keeps_the_old_index_until_it_ends(ray_cluster, model_dir, reference, tmp_path):
+    """As `build_index` does (`build.replacing`): stopped early, the overwrite leaves the old index aside and the
+    report names it; run to the end, it removes the index it replaced."""
+    ray, _ = ray_cluster
+    path = tmp_path / "over.duckdb"
+    path.write_bytes(reference[0].read_bytes())
+    with RiseIndex.open(path) as index:
+        uuid, n = index.manifest.index_uuid, len(index)
+    stopped = build_index_distributed(path, POOL, model_dir, CFG, workers=2, batch_size=BATCH, dtype="float64",
+                                      should_stop=lambda: True, overwrite=True)
+    assert stopped.stopped and stopped.replaced and Path(stopped.replaced).parent == tmp_path
+    with RiseIndex.open(stopped.replaced) as old:
+        assert (old.manifest.index_uuid, len(old)) == (uuid, n)
+    _wait_until_cpus_free(ray)
+    done = build_index_distributed(path, POOL[:8], model_dir, CFG, workers=2, batch_size=BATCH, dtype="float64",
+                                   overwrite=True)
+    assert not done.stopped and not done.replaced and done.n_total == len(POOL[:8]) - done.n_skipped
+    assert sorted(p.name for p in tmp_path.glob("*.duckdb")) == sorted([path.name, Path(stopped.replaced).name])
+    _wait_until_cpus_free(ray)
+
+
 def test_without_ray_a_clear_error_and_the_one_process_build_unchanged(monkeypatch, model_dir, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     path = tmp_path / "x.duckdb"

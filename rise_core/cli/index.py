@@ -127,6 +127,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 bar.reset(total=total)
             bar.update(done - bar.n)
 
+    replaces = args.overwrite and path.is_file()  # the build keeps the old index until the new one is whole
     try:
         if sharded:
             report = build_index_distributed(path, data, model_path(model), config, workers=args.workers,
@@ -138,11 +139,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
             # the command ends with the build: a fine-tune's weights are freed before its base model loads
             report = build_index(path, data, lm, config, batch_size=args.batch_size, phase_progress=phase_progress,
                                  overwrite=args.overwrite, preset=args.preset, release_model=True)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if bar is not None:
             bar.close()  # before the message, so it does not land on the bar's line
-        print("rise build: interrupted; finished batches are saved. Rerun the same command to resume.",
-              file=sys.stderr)
+        kept = "".join(f" {note}" for note in getattr(exc, "__notes__", ()))  # where an overwritten index is kept
+        if replaces and not kept:  # nothing was stored: `replacing` put the old index back
+            said = f"nothing was stored, and {path} is as it was before the build."
+        else:
+            said = ("finished batches are saved. "
+                    + ("Rerun it without --overwrite to resume." if args.overwrite else "Rerun the same command to "
+                       "resume.") + kept)
+        print(f"rise build: interrupted; {said}", file=sys.stderr)
         raise
     finally:
         if bar is not None:

@@ -41,7 +41,7 @@ from .batches import (
     needs_mean_fit,
     split_mean_fit,
 )
-from .files import remove_index
+from .files import aside_path, move_index, remove_index
 from .index import RiseIndex
 from .rows import sample_from_row
 from .schema import WINDOW_BATCHES, BuildReport
@@ -94,32 +94,63 @@ def build_index(index_path: str | Path | RiseIndex, pool: PoolInput, lm: LoadedM
             overwrite or not Path(index_path).exists()):
         counted = data.count(batch_size * WINDOW_BATCHES)  # a new index: bad input fails before it is created
     created = not isinstance(index_path, RiseIndex) and (overwrite or not Path(index_path).exists())
-    index, own = open_for_build(index_path, lm, config, overwrite, preset)
+
+    def run() -> BuildReport:
+        index, own = open_for_build(index_path, lm, config, overwrite, preset)
+        try:
+            if built_by is not None or source is not None:
+                index.record_build(built_by or "", source or "")
+            if isinstance(data, PoolStream):
+                report = _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time,
+                                       counted, phase_progress)
+            else:
+                report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time,
+                                phase_progress)
+            if created and not report.stopped and len(index) == 0:
+                shown, n = first_reasons(report.skipped), len(report.skipped)
+                raise InputDataError(f"no sample of the pool could be indexed ({n} row{'s' if n != 1 else ''} "
+                                     "skipped" + (f": {shown}" if shown else "") + ")")
+            if not report.stopped:
+                report.n_base_losses, report.stopped = store_base_losses(index, lm, batch_size, should_stop,
+                                                                         phase_progress, base_model, release_model)
+                report.seconds = time.perf_counter() - start_time
+            return report
+        except BaseException:
+            if created and own and len(index) == 0:  # failed before its first sample: no half-made index is left
+                index.close()
+                remove_index(index.path)
+            raise
+        finally:
+            if own:
+                index.close()
+    # an overwrite keeps the old index until the new one is whole
+    return replacing(Path(index_path), run) if created and overwrite else run()
+
+
+def replacing(path: Path, build: Callable[[], BuildReport]) -> BuildReport:
+    """`build()` of a new index at `path` in place of the file there (an overwrite), losing nothing before the new
+    index is whole: the old file and its own files are moved aside (`files.aside_path`) for the build, then
+    - removed once the build ends;
+    - put back when the build fails and left no index at `path` (it stored nothing: `build_index` removed it);
+    - kept beside a build that stored samples and then stopped or failed (Ctrl-C, say; a rerun without overwrite
+      resumes it): the report names it (`BuildReport.replaced`), or the exception does (a note).
+    Nothing moves when `path` holds no file (a directory is refused by the build)."""
+    if not path.is_file():
+        return build()
+    old = move_index(path, aside_path(path))
     try:
-        if built_by is not None or source is not None:
-            index.record_build(built_by or "", source or "")
-        if isinstance(data, PoolStream):
-            report = _build_stream(index, data, lm, config, batch_size, progress, should_stop, start_time, counted,
-                                   phase_progress)
+        report = build()
+    except BaseException as exc:
+        if path.exists():
+            exc.add_note(f"The index it was to replace is kept at {old}.")
         else:
-            report = _build(index, data, lm, config, batch_size, progress, should_stop, start_time, phase_progress)
-        if created and not report.stopped and len(index) == 0:
-            shown, n = first_reasons(report.skipped), len(report.skipped)
-            raise InputDataError(f"no sample of the pool could be indexed ({n} row{'s' if n != 1 else ''} skipped"
-                                 + (f": {shown}" if shown else "") + ")")
-        if not report.stopped:
-            report.n_base_losses, report.stopped = store_base_losses(index, lm, batch_size, should_stop,
-                                                                     phase_progress, base_model, release_model)
-            report.seconds = time.perf_counter() - start_time
-        return report
-    except BaseException:
-        if created and own and len(index) == 0:  # failed before its first sample: no half-made index is left behind
-            index.close()
-            remove_index(index.path)
+            move_index(old, path)
         raise
-    finally:
-        if own:
-            index.close()
+    if report.stopped:
+        report.replaced = str(old)
+    else:
+        remove_index(old)
+    return report
 
 
 def store_base_losses(index: RiseIndex, lm: LoadedModel, batch_size: int = 8,

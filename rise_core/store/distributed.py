@@ -49,6 +49,7 @@ from .build import (
     open_for_build,
     pool_key,
     prepare_build,
+    replacing,
     rows_needing_base_losses,
 )
 from .files import check_new_location
@@ -124,17 +125,22 @@ def build_index_distributed(index_path: str | Path, pool: PoolInput, model: str 
     try:
         actors = _start_workers(ray, spec, workers, device, dtype, trust_remote_code, cpus_per_worker, max_retries)
         identity = _identity(ray, actors, spec)
-        index, own = open_for_build(path, identity, config, overwrite, preset)  # type: ignore[arg-type]
-        try:
-            run = _Coordinator(ray, actors, index, batch_size, window, max_retries)
-            report = run.build(data, identity, config, shard_size, progress, should_stop, start_time, phase_progress)
-            if not report.stopped:
-                report.n_base_losses, report.stopped = run.store_base_losses(identity, should_stop, phase_progress)
-                report.seconds = time.perf_counter() - start_time
-            return report
-        finally:
-            if own:
-                index.close()
+
+        def build() -> BuildReport:
+            index, own = open_for_build(path, identity, config, overwrite, preset)  # type: ignore[arg-type]
+            try:
+                run = _Coordinator(ray, actors, index, batch_size, window, max_retries)
+                report = run.build(data, identity, config, shard_size, progress, should_stop, start_time,
+                                   phase_progress)
+                if not report.stopped:
+                    report.n_base_losses, report.stopped = run.store_base_losses(identity, should_stop,
+                                                                                 phase_progress)
+                    report.seconds = time.perf_counter() - start_time
+                return report
+            finally:
+                if own:
+                    index.close()
+        return replacing(path, build) if overwrite else build()  # an overwrite keeps the old index until the end
     finally:
         for actor in actors:
             ray.kill(actor)

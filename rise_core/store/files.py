@@ -124,12 +124,21 @@ def set_aside(path: Path) -> Path:
     `<name>.ann.*`, ...), to `<stem>.<UTC time>.duckdb` in the same folder, so a rebuild never destroys it; returns
     the new index path. The caller has closed this process's handles on it (readers reconnect to the new file at
     `path` later)."""
-    from datetime import datetime, timezone
-
     path = Path(path)
     check_index_file(path)
+    return move_index(path, aside_path(path))
+
+
+def aside_path(path: Path) -> Path:
+    """Where `set_aside` moves the index at `path`: `<stem>.<UTC time><suffix>` beside it."""
+    from datetime import datetime, timezone
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    target = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
+    return path.with_name(f"{path.stem}.{stamp}{path.suffix}")
+
+
+def move_index(path: Path, target: Path) -> Path:
+    """Rename the file at `path` and its own files (`companion_files`) to `target` and `target`'s; returns `target`."""
     with path_lock(path):
         release_readers(path)
         companions = companion_files(path)

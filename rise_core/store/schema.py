@@ -128,6 +128,7 @@ class BuildReport:
     index_path: str = ""
     n_base_losses: int = 0  # rows whose loss under the adapter's base model was stored (`store_base_losses`)
     unfinished: list[str] = field(default_factory=list)  # the other pools whose builds of the index are not finished
+    replaced: str = ""  # an overwrite that stopped early: where the index it was to replace is kept (`build.replacing`)
 
     def summary(self) -> str:
         parts = [f"{self.n_added} added", f"{self.n_already_present} already present", f"{self.n_skipped} skipped"]
@@ -138,8 +139,9 @@ class BuildReport:
         state = ("stopped early (rerun to resume)" if self.stopped else
                  f"not complete: the build of {', '.join(self.unfinished)} was not finished (run it again to finish "
                  "it)" if self.unfinished else "complete")
+        kept = f"; the index it was to replace is kept at {self.replaced}" if self.replaced else ""
         return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
-                f"in {self.seconds:.1f} s")
+                f"in {self.seconds:.1f} s{kept}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
