@@ -154,6 +154,37 @@ def test_select_writes_top_n_or_fraction(env, capsys, tmp_path):
     assert len(df) == 6 and (df["label"] == 1).all()
 
 
+def test_select_never_writes_over_its_own_input_and_writes_whole_or_not_at_all(env, capsys, tmp_path, monkeypatch):
+    """`--out` naming the queries' file (by another spelling of its path, too) or the marks file is refused before
+    anything runs, and the file is as it was; a write that fails midway leaves what was at --out as it was."""
+    from rise_core.cli import query as cli_query
+
+    queries = Path(env.queries)
+    before = queries.read_bytes()
+    other_spelling = queries.parent / ".." / queries.parent.name / queries.name
+    code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",
+                        "--out", other_spelling)
+    assert code == 1 and "is the file given to --queries, which this command reads" in err
+    assert queries.read_bytes() == before
+    marks = tmp_path / "marks.jsonl"
+    marks.write_text("{}")
+    code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",
+                        "--marks", marks, "--out", marks)
+    assert code == 1 and "given to --marks" in err and marks.read_text() == "{}"
+
+    out = tmp_path / "kept.jsonl"
+    out.write_text("what was there\n")
+
+    def fails_midway(rec_df):
+        yield {"id": "first"}
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(cli_query, "records", fails_midway)
+    code, _, err = _run(capsys, "select", "--index", env.index, "--queries", env.queries, "--top-n", "5",
+                        "--out", out)
+    assert code == 1 and "No space left on device" in err
+    assert out.read_text() == "what was there\n" and [p.name for p in tmp_path.iterdir() if ".part" in p.name] == []
+
+
 def test_select_versus_other_answers(env, capsys, tmp_path):
     """`rise select --versus-queries FILE` (one other answer per query) and `--versus-text` (one for all): each pool
     row's score is its score for the query set minus its score for the other answers (checked against the two plain

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -350,29 +351,41 @@ def _print_table(df: pd.DataFrame, width: int, explanations: dict[str, Any] | No
                     print(f"{'':>7}{channel.upper()} versus:  {_top_tokens(versus[0], channel)}")
 
 
-def _check_out(out: str) -> Path:
+def _check_out(out: str, inputs: dict[str, str | None] | None = None) -> Path:
+    """The output file `out`, refused with what to do when its type or folder is wrong, or when it is one of the
+    command's `inputs` ({option: file it reads}): the selection would replace the file it was read from."""
     path = Path(out)
     if path.suffix.lower() not in (".jsonl", ".csv", ".parquet"):
         raise InputDataError(f"--out {out!r}: use a .jsonl, .csv or .parquet file name")
     if not path.parent.is_dir():
         raise InputDataError(f"--out {out!r}: directory {path.parent} does not exist")
+    for option, given in (inputs or {}).items():
+        if given and path.exists() and Path(given).exists() and path.samefile(given):
+            raise InputDataError(f"--out {out!r} is the file given to {option}, which this command reads: write the "
+                                 "selection to another file")
     return path
 
 
 def _write_frame(df: pd.DataFrame, out: str) -> None:
+    """Write `df` to `out` (.jsonl, .csv or .parquet) whole or not at all: into a file beside it, then moved in, so
+    an error or a Ctrl-C midway leaves what was at `out` as it was."""
     path = _check_out(out)
     suffix = path.suffix.lower()
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         if suffix == ".jsonl":
-            with open(path, "w", encoding="utf-8") as fh:
+            with open(part, "w", encoding="utf-8") as fh:
                 for rec in records(df):
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         elif suffix == ".csv":
-            write_csv(df, path)
+            write_csv(df, part)
         else:
-            df.to_parquet(path, index=False)
+            df.to_parquet(part, index=False)
+        os.replace(part, path)
     except OSError as exc:
         raise InputDataError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
+    finally:
+        part.unlink(missing_ok=True)
 
 
 # -- commands -----------------------------------------------------------------------------------------------------
@@ -550,7 +563,8 @@ def _cmd_select(args: argparse.Namespace) -> int:
     from ..attribution import query_features, select, selection_size
     from ..samples import Sample
 
-    _check_out(args.out)
+    _check_out(args.out, {"--queries": args.queries, "--marks": args.marks, "--versus-queries": args.versus_queries,
+                          "--index": args.index})
     queries = _queries(args)
     versus = _versus(args, args._parser_error)
     marks, from_file = _marks(args.marks) if args.marks is not None else (None, [])
