@@ -250,7 +250,9 @@ class BuildJob(BackgroundJob):
         threads = f" ({self.threads_note})" if self.threads else ""
         left = (f" The index is not complete: the build of {', '.join(r.unfinished)} was not finished; build it again "
                 "to finish it." if r.unfinished else "")
-        return f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}{left}"
+        relabelled = f" {r.relabelled_note}." if r.n_relabelled else ""
+        return (f"Done in {format_seconds(self.elapsed)}{threads}: {r.n_added} samples added{extra}.{kept}{left}"
+                f"{relabelled}")
 
     @property
     def threads_note(self) -> str:

@@ -1,6 +1,7 @@
 """An overwrite (`build_index(overwrite=True)`, `rise build --overwrite`) keeps the index it replaces until the new one
 is whole: the old file and its own files are moved aside for the build, removed once it ends, put back when it fails
-before storing anything, and kept (and named) when it stops or fails after storing samples."""
+before storing anything, and kept (and named) when it stops or fails after storing samples. A rebuild of the same
+pool without overwrite rewrites nothing, and says which samples the pool now labels otherwise."""
 
 from __future__ import annotations
 
@@ -119,3 +120,42 @@ def test_the_command_line_says_what_an_interrupted_overwrite_left(old, tiny_llam
     (aside,) = _others(path)
     assert "Rerun it without --overwrite to resume." in err
     assert f"The index it was to replace is kept at {path.parent / aside}." in err
+
+
+@pytest.mark.parametrize("source", ["in memory", "streamed"])
+def test_a_rebuild_says_which_samples_the_pool_relabels_and_keeps_what_was_stored(tmp_path, tiny_llama, source):
+    """Building the same pool again with a label changed (or a metadata value) adds nothing and rewrites nothing:
+    the index keeps its rows, and the report says how many samples the pool now labels otherwise, naming the first,
+    and what to do to take the pool's labels (the summary `rise build` prints, and the Build page's line)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from explorer.jobs import BuildJob
+
+    rows = pool_rows(6)
+    path = tmp_path / "a.duckdb"
+    build_index(path, rows, tiny_llama, CFG)
+    changed = [dict(r) for r in rows]
+    changed[1]["label"], changed[4]["label"], changed[5]["topic"] = 1 - rows[1]["label"], None, "other"
+    if source == "streamed":
+        folder = tmp_path / "shards"
+        folder.mkdir()
+        pq.write_table(pa.Table.from_pylist(changed), folder / "a.parquet")
+        pool = folder
+    else:
+        pool = changed
+    report = build_index(path, pool, tiny_llama)
+    assert (report.n_added, report.n_already_present, report.n_relabelled) == (0, 6, 3)
+    assert report.relabelled == ["s1", "s4", "s5"]
+    assert ("3 samples already in the index (e.g. 's1', 's4', 's5') have another label or metadata in the pool: the "
+            "index keeps what it stored (build a new index, or overwrite this one, to take the pool's)"
+            in report.summary())
+    with RiseIndex.open(path) as index:  # as first stored, by id (rows are stored in the build's order)
+        ids = index.column("id").tolist()
+        assert dict(zip(ids, index.column("label").tolist(), strict=True)) == {r["id"]: r["label"] for r in rows}
+        assert dict(zip(ids, index.column("topic").tolist(), strict=True)) == {r["id"]: r["topic"] for r in rows}
+    job = BuildJob(path, None, None, CFG)  # type: ignore[arg-type]
+    job.report, job.status = report, "done"
+    assert "3 samples already in the index (e.g. 's1', 's4', 's5') have another label" in job.message()
+    unchanged = build_index(path, rows, tiny_llama)
+    assert unchanged.n_relabelled == 0 and "another label" not in unchanged.summary()

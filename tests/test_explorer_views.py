@@ -22,7 +22,7 @@ from rise_core.errors import InputDataError
 from rise_core.explain import TokenAttribution
 from rise_core.metrics import binary_labels, spearman
 from rise_core.ranking import Ranking
-from rise_core.store import sample_from_row
+from rise_core.store import BuildReport, sample_from_row
 from rise_core.units import format_bytes, format_seconds, one_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,10 +191,6 @@ def test_generate_continuation(tiny_llama_fp32):
         generate(tiny_llama_fp32, "   ")
 
 
-class _FakeReport:
-    n_added, n_already_present, n_skipped, stopped, unfinished = 3, 0, 0, False, ()
-
-
 def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
     import explorer.jobs as us
 
@@ -210,7 +206,7 @@ def test_build_job_reports_progress_and_errors(monkeypatch, tmp_path):
         calls["stop"] = should_stop()
         if pool == "boom":
             raise InputDataError("bad pool")
-        return _FakeReport()
+        return BuildReport(n_added=3, n_already_present=0, n_skipped=0, skipped=[], seconds=0.0, stopped=False)
 
     fake_store = type(sys)("rise_core.store")
     fake_store.build_index = fake_build

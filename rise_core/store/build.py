@@ -29,7 +29,17 @@ from ..config import RiseConfig, config_preset, mean_fit_rows
 from ..config import preset as preset_config
 from ..engine import Readout, RiseExtractor
 from ..errors import ConfigError, IndexStoreError, InputDataError, ModelLoadError
-from ..ingest import FieldMap, PoolData, PoolStream, coerce_pool, content_hash, first_reasons, read_pool, stream_pool
+from ..ingest import (
+    FieldMap,
+    PoolData,
+    PoolStream,
+    coerce_pool,
+    content_hash,
+    first_reasons,
+    jsonable,
+    read_pool,
+    stream_pool,
+)
 from ..models import LoadedModel
 from ..samples import Sample
 from .batches import (
@@ -43,7 +53,7 @@ from .batches import (
 )
 from .files import aside_path, move_index, remove_index
 from .index import RiseIndex
-from .rows import sample_from_row
+from .rows import sample_from_row, stored_meta
 from .schema import WINDOW_BATCHES, BuildReport
 from .spans import update_span_counts
 
@@ -271,7 +281,7 @@ def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: Ris
         index.check_config(config)
     existing = index.id_hashes()
     new: list[tuple[int, Sample]] = []
-    n_present = 0
+    present: list[Sample] = []
     for sample, row in zip(data.samples, data.rows, strict=True):
         stored = existing.get(str(sample.id))
         if stored is None:
@@ -280,12 +290,21 @@ def prepare_build(index: RiseIndex, data: PoolData, lm: LoadedModel, config: Ris
             raise InputDataError(f"id {sample.id!r} (row {row}) is already in {index.path} with different text; "
                                  "give it another id, or build a new index")
         else:
-            n_present += 1
-    report = BuildReport(n_added=0, n_already_present=n_present, n_skipped=0, skipped=list(data.skipped),
+            present.append(sample)
+    report = BuildReport(n_added=0, n_already_present=len(present), n_skipped=0, skipped=list(data.skipped),
                          seconds=0.0, stopped=False, n_rows=data.n_rows, index_path=str(index.path))
+    if present:
+        report.note_relabelled(relabelled(index.labels_and_meta(), present))
     if new:
         index.start_build(pool, data.source)
     return new, report
+
+
+def relabelled(stored: dict[str, tuple[Any, dict[str, Any]]], present: Sequence[Sample]) -> list[str]:
+    """The ids of `present` (samples already in the index, with the same text) whose label or metadata in the pool
+    differ from what the index stored (`stored`: `RiseIndex.labels_and_meta`). The index keeps its own, since its
+    rows are never rewritten; the report says so (`BuildReport.note_relabelled`)."""
+    return [str(s.id) for s in present if stored[str(s.id)] != (jsonable(s.label), stored_meta(s))]
 
 
 def pool_key(data: PoolData | PoolStream) -> str:
@@ -429,6 +448,7 @@ class _NewRows:
                  writer: BuildWriter | None = None) -> None:
         self.stream, self.existing, self.window, self.index, self.writer = stream, existing, window, index, writer
         self.n_samples = self.n_rows = 0
+        self._stored: dict[str, tuple[Any, dict[str, Any]]] | None = None  # labels and metadata, read when needed
 
     def __iter__(self) -> Iterator[tuple[int, Sample]]:
         for chunk in self.stream.chunks(self.window):
@@ -436,6 +456,7 @@ class _NewRows:
                 self.n_samples, self.n_rows = self.n_samples + len(chunk), self.n_rows + chunk.n_rows
                 self.writer.report.skipped.extend(chunk.skipped)
                 self.writer.done += len(chunk.skipped)
+            present = []
             for sample, row in zip(chunk.samples, chunk.rows, strict=True):
                 stored = self.existing.get(str(sample.id))
                 if stored is None:
@@ -446,7 +467,12 @@ class _NewRows:
                 elif self.writer is not None:
                     self.writer.report.n_already_present += 1
                     self.writer.done += 1
+                    present.append(sample)
             if self.writer is not None:
+                if present:
+                    if self._stored is None:
+                        self._stored = self.index.labels_and_meta()
+                    self.writer.report.note_relabelled(relabelled(self._stored, present))
                 self.writer.show()
 
 

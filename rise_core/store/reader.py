@@ -251,6 +251,13 @@ class IndexReader(IndexConnection):
             res = cur.execute("SELECT id, content_sha1 FROM rise_samples").fetchnumpy()
         return dict(zip(res["id"].tolist(), res["content_sha1"].tolist(), strict=True))
 
+    def labels_and_meta(self) -> dict[str, tuple[Any, dict[str, Any]]]:
+        """{id: (label, metadata)} of every stored sample, as stored (None: no label; {}: no metadata)."""
+        with self._cursor("read labels from") as cur:
+            res = cur.execute("SELECT id, label, meta FROM rise_samples").fetchall()
+        return {i: (None if label is None else json.loads(label), {} if meta is None else json.loads(meta))
+                for i, label, meta in res}
+
     def feature_matrix(self) -> FeatureMatrix:
         """Per-sample unit features (float16) and norms, rows in `samples()` order; loaded once, extended after an
         append."""

@@ -24,7 +24,7 @@ from .schema import FEATURE_DTYPE, RESERVED_COLUMNS, Column, blob_array, merge_t
 CONVERSATION_KEY = "messages"
 
 
-def _stored_meta(sample: Sample) -> dict[str, Any]:
+def stored_meta(sample: Sample) -> dict[str, Any]:
     meta = {k: v for k, v in jsonable(sample.meta).items() if v is not None}
     if sample.messages is not None:
         if CONVERSATION_KEY in meta:
@@ -41,7 +41,7 @@ def samples_table(samples: Sequence[Sample], start: int, n_tokens: Sequence[int]
 
     n = len(samples)
     label_values = [jsonable(s.label) for s in samples]
-    meta_values = [_stored_meta(s) for s in samples]
+    meta_values = [stored_meta(s) for s in samples]
     labels = [None if v is None else json.dumps(v, ensure_ascii=False) for v in label_values]
     metas = [json.dumps(v, ensure_ascii=False) if v else None for v in meta_values]
     added_at = datetime.now(timezone.utc).replace(tzinfo=None)

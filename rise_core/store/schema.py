@@ -112,6 +112,9 @@ class IndexManifest:
         return out
 
 
+RELABELLED_SHOWN = 20  # ids a build report keeps of the samples whose label or metadata the pool changes
+
+
 @dataclass
 class BuildReport:
     """Outcome of one `build_index` run."""
@@ -129,6 +132,23 @@ class BuildReport:
     n_base_losses: int = 0  # rows whose loss under the adapter's base model was stored (`store_base_losses`)
     unfinished: list[str] = field(default_factory=list)  # the other pools whose builds of the index are not finished
     replaced: str = ""  # an overwrite that stopped early: where the index it was to replace is kept (`build.replacing`)
+    n_relabelled: int = 0  # samples already present whose label or metadata differ in the pool (the index keeps its own)
+    relabelled: list[str] = field(default_factory=list)  # the first RELABELLED_SHOWN of their ids
+
+    @property
+    def relabelled_note(self) -> str:
+        """What the build kept of the samples whose label or metadata the pool changes ("" when none did)."""
+        n, ids = self.n_relabelled, ", ".join(map(repr, self.relabelled[:3]))
+        if not n:
+            return ""
+        return (f"{n} sample{'s' if n != 1 else ''} already in the index (e.g. {ids}) {'have' if n != 1 else 'has'} "
+                "another label or metadata in the pool: the index keeps what it stored (build a new index, or "
+                "overwrite this one, to take the pool's)")
+
+    def note_relabelled(self, ids: Sequence[str]) -> None:
+        """Count samples already present whose label or metadata the pool changes (`build.relabelled`)."""
+        self.n_relabelled += len(ids)
+        self.relabelled.extend(ids[:max(0, RELABELLED_SHOWN - len(self.relabelled))])
 
     def summary(self) -> str:
         parts = [f"{self.n_added} added", f"{self.n_already_present} already present", f"{self.n_skipped} skipped"]
@@ -140,6 +160,8 @@ class BuildReport:
                  f"not complete: the build of {', '.join(self.unfinished)} was not finished (run it again to finish "
                  "it)" if self.unfinished else "complete")
         kept = f"; the index it was to replace is kept at {self.replaced}" if self.replaced else ""
+        if self.n_relabelled:
+            kept += f"; {self.relabelled_note}"
         return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
                 f"in {self.seconds:.1f} s{kept}")
 
