@@ -80,7 +80,7 @@ def test_unusable_pool_rows_are_refused_not_dropped(tmp_path, capsys):
     assert run(tmp_path, pool) == 1  # once: "pool 9" from 12 rows, silently
     err = capsys.readouterr().err.strip()
     assert "\n" not in err
-    assert "pool.jsonl: 3 pool rows cannot be used (row 3: empty text" in err and "row 7: empty text" in err
+    assert "pool.jsonl: 3 pool rows cannot be used (row 3: empty text" in err and "row 7: no 'text' field (the row has" in err
 
 
 def test_a_duplicate_pool_row_is_refused(tmp_path, capsys):

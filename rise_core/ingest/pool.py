@@ -16,6 +16,7 @@ from ..errors import InputDataError
 from ..samples import Sample, conversation_turns
 from .fields import INPUT_SEPARATOR, PLAIN_NAMES, TEXT_NAMES, FieldMap
 from .tables import (
+    ABSENT,
     COMPRESSIONS,
     EXTENSIONS,
     check_columns,
@@ -65,6 +66,14 @@ def _whitespace(text: str | None) -> str:
     return ", only whitespace" if text else ""
 
 
+def _no_field(col: str, absent: dict[str, set[int]], columns: list[str], i: int) -> str | None:
+    """For record `i` of a JSON file without the key `col`: "no 'col' field (the row has ...)"; None when it has it."""
+    if i not in absent.get(col, ()):
+        return None
+    held = [c for c in columns if i not in absent.get(c, ())]
+    return f"no {col!r} field ({'the row has ' + ', '.join(map(repr, held)) if held else 'the row is an empty object'})"
+
+
 def _mixed(rec: dict, columns: list[str]) -> str:
     """For a conversation file's row without a conversation: what it holds instead (a text, a prompt or completion,
     in `columns`), or ''."""
@@ -110,6 +119,7 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
         named = fmt or (path_format(file_name) if isinstance(source, (str, Path)) else detect_format(file_name))
         is_csv = EXTENSIONS.get("." + named.lower().lstrip("."), fmt) == "csv"
         df = read_table(source, fmt)
+    absent = {} if isinstance(source, pd.DataFrame) else df.attrs.get(ABSENT, {})  # JSON records without a key
     columns = [str(c) for c in df.columns]
     df.columns = columns
     fields = FieldMap.for_columns(columns, fields, name)
@@ -128,12 +138,14 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
     skipped: list[tuple[int, str]] = []
     explicit: dict[str, list[int]] = {}
     derived: dict[str, int] = {}
-    for row, rec in enumerate(df.to_dict("records"), first_row):
+    for i, rec in enumerate(df.to_dict("records")):
+        row = first_row + i
         try:
             if fields.text is not None:
                 kwargs = {"text": as_text(rec[fields.text])}
                 if kwargs["text"] is None or not kwargs["text"].strip():
-                    skipped.append((row, f"empty text ({fields.text!r}{_whitespace(kwargs['text'])})"))
+                    skipped.append((row, _no_field(fields.text, absent, columns, i)
+                                    or f"empty text ({fields.text!r}{_whitespace(kwargs['text'])})"))
                     continue
             elif fields.messages is not None:
                 messages = as_messages(rec[fields.messages])
@@ -155,7 +167,8 @@ def read_pool(source: str | Path | IO[bytes] | bytes | pd.DataFrame,
                                     "their own"))
                     continue
                 if completion is None or not completion.strip():
-                    skipped.append((row, f"empty completion ({fields.completion!r}{_whitespace(completion)})"))
+                    skipped.append((row, _no_field(fields.completion, absent, columns, i)
+                                    or f"empty completion ({fields.completion!r}{_whitespace(completion)})"))
                     continue
                 context = as_text(rec[fields.input]) if fields.input else None
                 kwargs = {"prompt": _pair_prompt(prompt, context), "completion": completion}

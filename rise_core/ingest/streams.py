@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import InputDataError
 from .fields import FieldMap
 from .pool import PoolData, check_unique, read_pool
-from .tables import COMPRESSIONS, check_columns, csv_rows, records_frame
+from .tables import COMPRESSIONS, check_columns, csv_rows, json_row, read_table, records_frame
 from .values import stable_id
 
 STREAM_CHUNK_ROWS = 1024  # rows per chunk when the reader does not say
@@ -232,7 +232,12 @@ def _folder_stream(path: Path, fields: FieldMap | dict[str, str | None] | None) 
     if held:  # text shards: `datasets` reads them (its json or csv builder) into its cache, memory-mapped
         for file in kinds["CSV"]:
             _check_csv_shard(file)
-        return dataset_pool(str(path), fields)
+        try:
+            return dataset_pool(str(path), fields)
+        except InputDataError:  # `datasets` names neither the file nor the line: find them
+            for file in kinds["JSON Lines"]:
+                _check_json_shard(file)
+            raise
     raise InputDataError(f"{path} is a folder without .parquet, .arrow, .jsonl, .json or .csv files (nor a `datasets` "
                          "save_to_disk folder); give a pool file (.jsonl, .json, .csv, .parquet) or such a folder")
 
@@ -248,6 +253,34 @@ def _check_csv_shard(file: Path) -> None:
                 pass
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise InputDataError(f"cannot read {str(file)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _check_json_shard(file: Path) -> None:
+    """InputDataError naming the file, and the line, when a JSON shard cannot be read: damaged, not UTF-8, a line that
+    is not a JSON object, or (the first line no JSON by itself) one document that is neither an object nor an array
+    of them. Read line by line, as JSON Lines are; a document is read whole, as `datasets` reads it."""
+    codec = COMPRESSIONS.get(file.suffix.lower())
+    name, first = str(file), True
+    try:
+        with (codec.open if codec else open)(file, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputDataError(f"{name}: line {lineno} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                                         "re-encode the file as UTF-8") from None
+                if not line.strip():
+                    continue
+                try:
+                    json_row(line, name, lineno)
+                except InputDataError:
+                    if not first:
+                        raise
+                    read_table(file, "json")  # one document over lines (or an array): its error, if any
+                    return
+                first = False
+    except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged archive is an OSError or EOFError too
+        raise InputDataError(f"cannot read {name!r}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
 def _shard_suffix(file: Path, kind: str) -> str:
@@ -383,5 +416,9 @@ def dataset_pool(spec: str, fields: FieldMap | dict[str, str | None] | None = No
     try:
         dataset = datasets.load_dataset(name, config_name, split=split, streaming=streaming)
     except (OSError, ValueError, KeyError, datasets.exceptions.DatasetsError) as exc:
-        raise InputDataError(f"cannot load dataset {spec!r}: {exc}") from exc
+        cause = exc  # "An error occurred while generating the dataset" says what only in its cause
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        why = f"{exc}: {cause}" if cause is not exc and str(cause) not in str(exc) else str(exc)
+        raise InputDataError(f"cannot load dataset {spec!r}: {why}") from exc
     return dataset_stream(dataset, fields, f"{name}:{split}")

@@ -113,13 +113,27 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+# `DataFrame.attrs` key of a frame from records: {column: positions of the records without that key}, for the
+# columns some record lacks (`read_pool` tells a row without a text field from a row with an empty text)
+ABSENT = "rise_absent_keys"
+
+
 def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Records (dicts) as a DataFrame with every key of any record a column (None where a record lacks it)."""
+    """Records (dicts) as a DataFrame with every key of any record a column (None where a record lacks it; which
+    records lack which key in `attrs[ABSENT]`)."""
     # object dtype keeps ints as ints (no float upcast where a key is missing) and strings verbatim
     columns: dict[str, None] = {}
     for rec in records:
         columns.update(dict.fromkeys(rec))
-    return pd.DataFrame({c: [rec.get(c) for rec in records] for c in columns}, dtype=object)
+    frame = pd.DataFrame({c: [rec.get(c) for rec in records] for c in columns}, dtype=object)
+    absent: dict[str, set[int]] = {}
+    for i, rec in enumerate(records):
+        if len(rec) < len(columns):  # (a record with every key costs no look-up)
+            for c in columns.keys() - rec.keys():
+                absent.setdefault(c, set()).add(i)
+    if absent:
+        frame.attrs[ABSENT] = absent
+    return frame
 
 
 def read_table(source: str | Path | IO[bytes] | bytes, fmt: str | None = None) -> pd.DataFrame:
@@ -226,7 +240,24 @@ def _loads(text: str, name: str, where: str) -> Any:
                              "arrays or objects)") from None
 
 
+def json_row(line: str, name: str, lineno: int) -> dict[str, Any]:
+    """One line of JSON Lines as a record; InputDataError naming the line when it is not a JSON object."""
+    rec = _loads(line, name, f"line {lineno}")
+    if not isinstance(rec, dict):
+        raise InputDataError(f"{name}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
+    return rec
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _parse_json(text: str, name: str, lines: bool) -> list[dict[str, Any]]:
+    """The records of JSON text: an array of objects or one object (`lines` False), else JSON Lines."""
     stripped = text.lstrip()
     if not lines and stripped.startswith("["):
         records = _loads(text, name, "the file")
@@ -234,16 +265,20 @@ def _parse_json(text: str, name: str, lines: bool) -> list[dict[str, Any]]:
         if bad is not None:
             raise InputDataError(f"{name}: item {bad} of the JSON array is not an object")
         return records
-    records = []
+    if stripped.startswith(("{", "[")) and not _is_json(stripped.split("\n", 1)[0]):
+        # the first line is no JSON value by itself: one document spread over lines (pretty-printed)
+        if not lines:
+            return [_loads(text, name, "the file")]  # one object: a pool of one row
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError):
+            doc = None  # not one document either: the line's error below
+        if isinstance(doc, (dict, list)):
+            raise InputDataError(f"{name}: this looks like one JSON {'object' if isinstance(doc, dict) else 'array'} "
+                                 "spread over several lines, not JSON Lines (one object per line): save it as .json, "
+                                 "or write one object per line")
     # split on "\n" only: JSON strings may hold U+2028, U+0085 and other characters str.splitlines breaks at
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        rec = _loads(line, name, f"line {lineno}")
-        if not isinstance(rec, dict):
-            raise InputDataError(f"{name}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
-        records.append(rec)
-    return records
+    return [json_row(line, name, lineno) for lineno, line in enumerate(text.split("\n"), 1) if line.strip()]
 
 
 def _read_parquet(data: bytes, name: str) -> pd.DataFrame:

@@ -46,8 +46,13 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _nan_cell(cell: str) -> bool:
+    return cell.strip().lower().lstrip("+-") == "nan"
+
+
 def infer_csv_column(values: pd.Series) -> pd.Series:
-    """Numbers and booleans in a CSV metadata column, when every non-empty cell parses; else the text."""
+    """Numbers and booleans in a CSV metadata column, when every non-empty cell parses; else the text. A 'NaN' cell
+    among numbers is missing, as an empty one is (it does not make the other cells floats)."""
     cells = [v for v in values if v != ""]
     if not cells:
         return pd.Series([None] * len(values), index=values.index, dtype=object)
@@ -55,10 +60,12 @@ def infer_csv_column(values: pd.Series) -> pd.Series:
     if lowered <= {"true", "false"}:
         return pd.Series([None if v == "" else v.strip().lower() == "true" for v in values], index=values.index,
                          dtype=object)
+    numbers = [c for c in cells if not _nan_cell(c)]
     try:
-        ints = [int(c) for c in cells]
-        if all(str(i) == c.strip().lstrip("+") for i, c in zip(ints, cells, strict=True)):  # "007" stays text
-            return pd.Series([None if v == "" else int(v) for v in values], index=values.index, dtype=object)
+        ints = [int(c) for c in numbers]
+        if all(str(i) == c.strip().lstrip("+") for i, c in zip(ints, numbers, strict=True)):  # "007" stays text
+            return pd.Series([None if v == "" or _nan_cell(v) else int(v) for v in values], index=values.index,
+                             dtype=object)
     except ValueError:
         pass
     try:
