@@ -27,15 +27,16 @@ from rise_core.units import format_bytes
 s = ui.page("build")
 
 
-def existing_index(path: Path):  # noqa: ANN201 - the manifest, or None
-    """The manifest of the index at `path` (None when there is none, or it cannot be read: replacing it is offered,
-    and the unreadable file is kept)."""
-    if not path.exists():
-        return None
+def existing_index(path: Path):  # noqa: ANN201 - (the manifest or None, why it does not open or "")
+    """The manifest of the index at `path` (None when there is none), or why it cannot be read: then it is never
+    appended to, and replacing it asks and keeps the file (`plan_index_write`)."""
+    job = resources.registry().job(path)
+    if not path.exists() or (job is not None and job.running):  # a build of this server's: its own line says so
+        return None, ""
     try:
-        return resources.open_index(path).manifest
-    except Exception:  # noqa: BLE001 - an unreadable or building index: no owner to check against
-        return None
+        return resources.open_index(path).manifest, ""
+    except Exception as exc:  # noqa: BLE001 - whatever keeps it from opening is what the page says
+        return None, str(exc) or type(exc).__name__
 
 
 st.text_input("Model", value=s.model_id, key="build_model",
@@ -84,11 +85,11 @@ with ui.friendly("check the settings", stop=True):
                             key="build_overwrite", disabled=not target.exists())
 
 user = auth.current_user()
-existing = existing_index(target)
+existing, unreadable = existing_index(target)
 write = plan_index_write(target.name, exists=target.exists(), owner=existing.owner if existing else "",
                          sources=existing.sources if existing else [],
                          n_samples=existing.n_samples if existing else None, user=user.name, can_edit=user.can_edit,
-                         replace=overwrite, source=pool_file.name)
+                         replace=overwrite, source=pool_file.name, unreadable=unreadable)
 if write.action == "append" and not write.refusal:
     st.caption(f"{plain.md(target.name)} exists: building again resumes it and adds the rows it does not have yet.")
 confirmed = True

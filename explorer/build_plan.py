@@ -103,12 +103,13 @@ class IndexWrite:
 
 
 def plan_index_write(name: str, *, exists: bool, owner: str, sources: Sequence[str], n_samples: int | None,
-                     user: str, can_edit: bool, replace: bool, source: str) -> IndexWrite:
+                     user: str, can_edit: bool, replace: bool, source: str, unreadable: str = "") -> IndexWrite:
     """Who may write an index, and what must be confirmed (docs/SECURITY.md, "Indexes are owned"):
     viewers build nothing; an index is written only by the user who first built it (an index that records no owner,
     built before owners were kept or by the command line, by any editor); names starting with DEMO_PREFIX are the
     demo's; replacing always asks and keeps the old index under a timestamped name; appending rows from a pool other
-    than the ones it was built from asks first."""
+    than the ones it was built from asks first. A file there that does not open (`unreadable`: why) is never
+    appended to; replacing it asks, and keeps it, as for any index."""
     action = "replace" if exists and replace else "append" if exists else "create"
     if not can_edit:
         return IndexWrite(action, refusal="you are a viewer here: viewers query, compare, mark and export; building "
@@ -116,6 +117,15 @@ def plan_index_write(name: str, *, exists: bool, owner: str, sources: Sequence[s
     if name.startswith(DEMO_PREFIX):
         return IndexWrite(action, refusal=f"names starting with {DEMO_PREFIX!r} are kept for the Home page's demo, "
                                           "which builds its own index. Give your index another name")
+    if exists and unreadable:
+        if action == "append":
+            return IndexWrite(action, refusal=f"{name} cannot be read ({unreadable}), so nothing can be added to it. "
+                                              "Tick 'Start from scratch' to build a new index in its place (the file "
+                                              "is kept beside it under a timestamped name), or give your index "
+                                              "another name")
+        return IndexWrite(action, question=f"{name} cannot be read ({unreadable}), so who built it is not known. "
+                                           "Replace it with a new build? The file is kept beside it under a "
+                                           f"timestamped name ({Path(name).stem}.<time>.duckdb).")
     if exists and owner and owner != user:
         return IndexWrite(action, refusal=f"{name} was built by {owner}: only they may add to or replace it. Give "
                                           "your index another name")

@@ -23,7 +23,7 @@ from rise_core.errors import (
     ModelLoadError,
     RiseError,
 )
-from rise_core.store import list_indexes
+from rise_core.store import RiseIndex, list_indexes
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 90  # seconds per script run: generous for a shared 2-core machine
@@ -805,6 +805,32 @@ def test_build_page_builds_and_resumes(build_dir):
     at.button(key="build_open").click().run()  # the index just built, open on Attribute
     assert_clean(at)
     assert at.title[0].value.endswith("Attribute") and at.selectbox(key="index_path").value == str(index)
+
+
+def test_build_page_replaces_a_file_that_does_not_open_only_when_asked_and_keeps_it(build_dir):
+    """A file under the target name that is not an index (or does not open) was taken as an index with no owner: a
+    build "appended" to it and failed. The page now says why it cannot be read and refuses to add to it; starting
+    from scratch asks, builds the index in its place, and keeps the file beside it, byte for byte."""
+    junk = build_dir / "broken.duckdb"
+    junk.write_bytes(b"x" * 5000)
+    at = new_app("app_pages/1_Build_index.py")
+    at.text_input(key="build_name").input("broken").run()
+    for name, value in (("k_r", 8), ("k_h", 4), ("k_g", 8)):
+        at.number_input(key=f"cfg_{name}").set_value(value).run()
+    at.number_input(key="build_limit").set_value(4).run()
+    assert_clean(at)
+    assert any("broken.duckdb cannot be read" in w.value and "not a DuckDB database" in w.value for w in at.warning)
+    assert at.button(key="build").disabled
+    at.checkbox(key="build_overwrite").check().run()
+    assert at.button(key="build").disabled and at.checkbox(key="build_confirm_replace").label.startswith(
+        "broken.duckdb cannot be read")
+    at.checkbox(key="build_confirm_replace").check().run()
+    at.button(key="build").click().run()
+    wait_until(at, lambda a: bool(a.success) and "4 samples added" in a.success[0].value)
+    (kept,) = [p for p in build_dir.glob("broken.*.duckdb")]
+    assert kept.read_bytes() == b"x" * 5000
+    with RiseIndex.open(junk) as index:
+        assert len(index) == 4
 
 
 def test_build_page_finetunes_with_live_loss_then_uses_the_adapter(build_dir, tmp_path):

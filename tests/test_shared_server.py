@@ -78,6 +78,13 @@ def test_who_may_write_an_index():
     assert replace.action == "replace" and "kept" in replace.question and "10 samples" in replace.question
     other = plan(source="tweets")
     assert other.action == "append" and "built from howdy" in other.question and "tweets" in other.question
+    # a file that does not open: no owner to check against, so it is never appended to, and replacing it asks
+    broken = plan(owner="", sources=[], n_samples=None, user="bob", unreadable="not a DuckDB database file")
+    assert broken.action == "append" and "cannot be read (not a DuckDB database file)" in broken.refusal
+    assert "Start from scratch" in broken.refusal
+    replaced = plan(owner="", sources=[], n_samples=None, user="bob", replace=True, unreadable="locked")
+    assert replaced.action == "replace" and not replaced.refusal and "who built it is not known" in replaced.question
+    assert "viewer" in plan(owner="", can_edit=False, unreadable="locked").refusal
 
 
 def test_builds_record_their_owner_and_sources_and_set_aside_keeps_every_file(tiny_llama, tmp_path):

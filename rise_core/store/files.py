@@ -123,9 +123,11 @@ def set_aside(path: Path) -> Path:
     """Move the index at `path`, with its own files beside it (`companion_files`: `<name>.wal`, the ANN files
     `<name>.ann.*`, ...), to `<stem>.<UTC time>.duckdb` in the same folder, so a rebuild never destroys it; returns
     the new index path. The caller has closed this process's handles on it (readers reconnect to the new file at
-    `path` later)."""
+    `path` later). A file there that is not an index, or does not open, is moved aside too: replacing it loses it
+    no more than replacing an index does."""
     path = Path(path)
-    check_index_file(path)
+    if not path.is_file():
+        check_index_file(path)  # says what is there instead: nothing, or a directory
     return move_index(path, aside_path(path))
 
 
