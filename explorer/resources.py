@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from rise_core import learned
+from rise_core import bergson_method, learned
 from rise_core.config import ScoreOptions
 from rise_core.errors import ModelLoadError
 from rise_core.models import LoadedModel, load_model
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from rise_core.store import RiseIndex
 
 MAX_CACHED_QUERIES = 16
+bergson_method.use_private_models()  # the sessions share the models: a peer's hooks go on a copy of its own
 
 
 # --- shared by every session of the server --------------------------------------------------------------------------

@@ -45,6 +45,17 @@ from .model_lock import seeded_global_rng
 from .models import LoadedModel
 from .samples import Rendering, Sample, encode_sample
 
+_PRIVATE_MODELS = threading.Event()  # set by a process whose threads share models (`use_private_models`)
+
+
+def use_private_models() -> None:
+    """From now on, in this process, the registry's Bergson (`rise evaluate --methods Bergson`, the Evaluate page)
+    builds and queries on a copy of the model (`LoadedModel.private_copy`): for a server whose sessions run the same
+    model in other threads, which would fire Bergson's hooks. Costs the weights' memory again while it runs; a
+    one-thread process (the command line) needs none."""
+    _PRIVATE_MODELS.set()
+
+
 BERGSON = "Bergson"
 BERGSON_VERSION = "2.5.1"
 INSTALL_HINT = ("Bergson is not installed: pip install -e '.[bergson]' -c constraints/torch-cpu.txt && "
@@ -382,7 +393,7 @@ def _scores(src: Source) -> np.ndarray:
     def make() -> BergsonScorer:  # not called when the source holds a scorer fitted beforehand (`IndexSource.peers`)
         if src.lm is None:
             raise Unavailable("Bergson needs the model: it builds its own gradient index over the pool")
-        return BergsonScorer(src.lm, src.config)
+        return BergsonScorer(src.lm.private_copy() if _PRIVATE_MODELS.is_set() else src.lm, src.config)
     return np.asarray(src.fitted(BERGSON, make).score(src.queries), dtype=np.float64)
 
 

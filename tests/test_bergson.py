@@ -155,6 +155,35 @@ def test_a_scorer_on_a_private_copy_leaves_the_shared_model_alone(tiny_llama, mo
     np.testing.assert_allclose(scorer.score(QUERIES), own.score(QUERIES), rtol=1e-6, atol=1e-6)  # fp32 scores
 
 
+@pytest.mark.parametrize("private", [False, True], ids=["command line", "server"])
+def test_the_registry_method_hooks_a_copy_in_a_server(tiny_llama, monkeypatch, private):
+    """The Evaluate page runs the registry's Bergson while other sessions run the same model: after
+    `use_private_models()` (the app calls it) its hooks go on a copy alone; a one-thread process hooks the model it
+    is given (no second copy of the weights). The scores are the same either way."""
+    _needs_bergson()
+    import threading
+
+    monkeypatch.setattr(bergson_method, "_PRIVATE_MODELS", threading.Event())
+    if private:
+        bergson_method.use_private_models()
+    hooked, register = [], torch.nn.Module.register_forward_hook
+
+    def spy(module, *args, **kwargs):
+        hooked.append(id(module))
+        return register(module, *args, **kwargs)
+    monkeypatch.setattr(torch.nn.Module, "register_forward_hook", spy)
+    config = RiseConfig(seq_len=SEQ_LEN)
+    cache = ReadoutCache(tiny_llama, seq_len=SEQ_LEN)
+    cache.add(POOL + QUERIES)  # as `evaluate` reads them first (the costs charge their forward passes)
+    hooked.clear()
+    run = methods.get(BERGSON).score(TaskSource(POOL, QUERIES, cache, config, ScoreOptions()))
+    shared = set(map(id, tiny_llama.model.modules()))
+    assert hooked and (not shared & set(hooked)) == private
+    direct = BergsonScorer(tiny_llama, config)
+    direct.fit(POOL)
+    np.testing.assert_allclose(run.scores, direct.score(QUERIES), rtol=1e-6, atol=1e-6)  # fp32 scores
+
+
 def test_preconditioned_scores_run_and_differ(tiny_llama, tmp_path):
     _needs_bergson()
     plain = build(tiny_llama, POOL, tmp_path / "plain", SEQ_LEN).scores(tiny_llama, QUERIES)
