@@ -80,12 +80,22 @@ def test_an_overwrite_interrupted_after_a_batch_keeps_both_and_says_where(old, t
 
 def test_an_overwrite_stopped_early_keeps_the_old_index_and_the_report_names_it(old, tiny_llama):
     path, uuid = old
-    report = build_index(path, pool_rows(8, start=50), tiny_llama, CFG, batch_size=4, should_stop=lambda: True,
-                         overwrite=True)
+    done = []
+    report = build_index(path, pool_rows(8, start=50), tiny_llama, CFG, batch_size=4, should_stop=lambda: bool(done),
+                         progress=lambda n, total: done.append(n) if n else None, overwrite=True)
     (aside,) = _others(path)
-    assert report.stopped and report.replaced == str(path.parent / aside)
+    assert report.stopped and report.n_total == 4 and report.replaced == str(path.parent / aside)
     assert f"the index it was to replace is kept at {path.parent / aside}" in report.summary()
     assert _uuid_and_size(path.parent / aside) == (uuid, 6)
+
+
+def test_an_overwrite_stopped_before_its_first_sample_puts_the_old_index_back(old, tiny_llama):
+    path, uuid = old
+    report = build_index(path, pool_rows(8, start=50), tiny_llama, CFG, batch_size=4, should_stop=lambda: True,
+                         overwrite=True)
+    assert report.stopped and report.n_total == 0 and not report.replaced
+    assert _uuid_and_size(path) == (uuid, 6) and _others(path) == []
+    assert (path.parent / "a.duckdb.notes").read_text() == "the old index's own file"
 
 
 def test_the_command_line_says_what_an_interrupted_overwrite_left(old, tiny_llama, tmp_path, monkeypatch, capsys):

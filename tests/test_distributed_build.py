@@ -213,8 +213,8 @@ def test_stopped_coordinator_resumes_without_duplicates(ray_cluster, model_dir, 
 
 
 def test_a_sharded_overwrite_keeps_the_old_index_until_it_ends(ray_cluster, model_dir, reference, tmp_path):
-    """As `build_index` does (`build.replacing`): stopped early, the overwrite leaves the old index aside and the
-    report names it; run to the end, it removes the index it replaced."""
+    """As `build_index` does (`build.replacing`): stopped before its first sample, the overwrite puts the old index
+    back; run to the end, it removes the index it replaced."""
     ray, _ = ray_cluster
     path = tmp_path / "over.duckdb"
     path.write_bytes(reference[0].read_bytes())
@@ -222,14 +222,16 @@ def test_a_sharded_overwrite_keeps_the_old_index_until_it_ends(ray_cluster, mode
         uuid, n = index.manifest.index_uuid, len(index)
     stopped = build_index_distributed(path, POOL, model_dir, CFG, workers=2, batch_size=BATCH, dtype="float64",
                                       should_stop=lambda: True, overwrite=True)
-    assert stopped.stopped and stopped.replaced and Path(stopped.replaced).parent == tmp_path
-    with RiseIndex.open(stopped.replaced) as old:
+    assert stopped.stopped and stopped.n_total == 0 and not stopped.replaced
+    with RiseIndex.open(path) as old:
         assert (old.manifest.index_uuid, len(old)) == (uuid, n)
     _wait_until_cpus_free(ray)
     done = build_index_distributed(path, POOL[:8], model_dir, CFG, workers=2, batch_size=BATCH, dtype="float64",
                                    overwrite=True)
     assert not done.stopped and not done.replaced and done.n_total == len(POOL[:8]) - done.n_skipped
-    assert sorted(p.name for p in tmp_path.glob("*.duckdb")) == sorted([path.name, Path(stopped.replaced).name])
+    assert [p.name for p in tmp_path.glob("*.duckdb")] == [path.name]
+    with RiseIndex.open(path) as new:
+        assert new.manifest.index_uuid != uuid
     _wait_until_cpus_free(ray)
 
 

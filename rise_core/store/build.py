@@ -141,7 +141,8 @@ def replacing(path: Path, build: Callable[[], BuildReport]) -> BuildReport:
     """`build()` of a new index at `path` in place of the file there (an overwrite), losing nothing before the new
     index is whole: the old file and its own files are moved aside (`files.aside_path`) for the build, then
     - removed once the build ends;
-    - put back when the build fails and left no index at `path` (it stored nothing: `build_index` removed it);
+    - put back when the build fails and left no index at `path` (it stored nothing: `build_index` removed it), or
+      stops before storing a sample (the empty new index is removed);
     - kept beside a build that stored samples and then stopped or failed (Ctrl-C, say; a rerun without overwrite
       resumes it): the report names it (`BuildReport.replaced`), or the exception does (a note).
     Nothing moves when `path` holds no file (a directory is refused by the build)."""
@@ -156,7 +157,10 @@ def replacing(path: Path, build: Callable[[], BuildReport]) -> BuildReport:
         else:
             move_index(old, path)
         raise
-    if report.stopped:
+    if report.stopped and report.n_total == 0:  # stopped before its first sample: as if it had not run
+        remove_index(path)
+        move_index(old, path)
+    elif report.stopped:
         report.replaced = str(old)
     else:
         remove_index(old)
