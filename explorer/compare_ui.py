@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from rise_core.metrics import binary_labels, label_table
+from rise_core.units import format_bytes
 
 from .plain import code, md
+from .request_limits import request_limits
 from .resources import (
     FORWARD_PASS,
     PoolFit,
     fitted_ready,
     forward_for,
+    model_for,
     open_index,
     peer_pass,
     peer_ready,
@@ -76,12 +79,21 @@ def pool_fit_offer(path: str, kind: PoolFit, what: str, key: str = "cmp") -> boo
 def peer_offer(path: str, name: str, key: str = "cmp") -> Any:
     """A peer (`methods.PEER_METHODS`: Bergson) asked for on the index's pool: its fitted scorer once its own index is
     built, else None, with the offer to build it in the background (a forward and a backward pass per pool sample)."""
+    from rise_core.methods import peer_bytes
+
     index = open_index(path)
     n = len(index)
     ready = peer_ready(name, path)
     if ready is not None:
         st.caption(f"{name}: its index over the {n:,} pool samples is built (kept while this server runs).")
         return ready
+    need, limit = peer_bytes(name, model_for(index), n), request_limits().max_peer_bytes
+    if need > limit:
+        st.warning(f"**{name}** would hold about {format_bytes(need)} in this server's memory for its index over the "
+                   f"{n:,} pool samples and its copy of the model; the limit is {format_bytes(limit)} "
+                   "(RISE_MAX_PEER_BYTES). Run it from the command line instead: `rise evaluate --methods "
+                   f"RISE,{name}` on the pool.", icon=":material/memory:")
+        return None
     _pass_offer(peer_pass(name), path, lambda: start_peer(name, path), f"{key}_peer_build_{name}",
                 f"**{name}** builds its own gradient index over the pool first: a forward and a backward pass of "
                 f"{code(index.manifest.model_id)} per sample over all **{n:,} pool samples**, about 2.5 times as long "

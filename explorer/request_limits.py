@@ -17,9 +17,9 @@ started from the Build page may train (`FinetuneLimits`) live here too: every li
 module, free of Streamlit.
 
 Settings (environment variables): RISE_MAX_TEXT_CHARS, RISE_MAX_QUERIES, RISE_MAX_INLINE_BM25_ROWS,
-RISE_MAX_INLINE_EMBED_ROWS, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*, RISE_MAX_SIGNATURE_VALUES,
-RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES, RISE_FINETUNE_MAX_PASSES. The CLI and the Python API have no such
-limits.
+RISE_MAX_INLINE_EMBED_ROWS, RISE_MAX_PEER_BYTES, RISE_FEEDBACK_WORDS_MAX_ROWS, RISE_CHECK_MAX_*,
+RISE_MAX_SIGNATURE_VALUES, RISE_MAX_SEQ_LEN, RISE_MAX_CANDIDATES, RISE_FINETUNE_MAX_PASSES. The CLI and the Python
+API have no such limits.
 """
 
 from __future__ import annotations
@@ -59,13 +59,17 @@ class RequestLimits(EnvLimits):
       marked words).
     - 2,000 pool rows embedded by MiniLM in a request: about 40 s at MINILM_TEXTS_PER_S. A request is lost to any click
       on the page meanwhile (Streamlit stops the script to rerun it), so a larger pool is embedded only when asked, as a
-      background job in the server's queue (at 100,000 rows, over half an hour)."""
+      background job in the server's queue (at 100,000 rows, over half an hour).
+    - 4 GiB held by a peer's index over a pool and the copy of the model it runs on (Bergson on Compare holds every
+      row's gradients in memory: 215,040 bytes a row on the default model, whose copy takes 513 MB, so about 17,500
+      rows); a larger pool is for `rise evaluate --methods Bergson` or `compare_methods` in Python."""
 
     max_text_chars: int = env_field(100_000, "RISE_MAX_TEXT_CHARS", "characters a typed text")
     max_queries: int = env_field(500, "RISE_MAX_QUERIES", "queries or samples a click")
     max_inline_bm25_rows: int = env_field(200_000, "RISE_MAX_INLINE_BM25_ROWS", "pool rows indexed for BM25 in a "
                                           "request")
     max_inline_embed_rows: int = env_field(2_000, "RISE_MAX_INLINE_EMBED_ROWS", "pool rows embedded in a request")
+    max_peer_bytes: int = env_field(4 * 2**30, "RISE_MAX_PEER_BYTES", "bytes a peer's index over a pool holds")
 
     def check_count(self, items: Sequence[T], what: str) -> Sequence[T]:
         """`items` (queries, samples) when there are at most `max_queries` of them, else an InputDataError that names

@@ -205,6 +205,16 @@ def _processor(bergson: Any, options: BergsonOptions) -> Any:
                                      projection_type=options.projection_type, projection_seed=options.projection_seed)
 
 
+def row_bytes(lm: LoadedModel, options: BergsonOptions | None = None) -> int:
+    """Bytes of one pool row in Bergson's index, in memory (its `Attributor` holds every row at float32, or float64
+    on a float64 model) and on disk: a projection_dim x projection_dim block per linear layer of the model body (the
+    whole (out, in) gradient without projection)."""
+    options = options or BergsonOptions()
+    p, width = options.projection_dim, 8 if lm.dtype == torch.float64 else 4
+    linears = [m for m in lm.model.base_model.modules() if isinstance(m, torch.nn.Linear)]
+    return width * sum(p * p if p else m.in_features * m.out_features for m in linears)
+
+
 # --- the index ------------------------------------------------------------------------------------------------------
 
 @dataclass

@@ -56,7 +56,7 @@ __all__ = ["BM25", "COMPARE_METHODS", "EMBEDDING", "EMBEDDING_BYTES_PER_SAMPLE",
            "HIDDEN_COSINE", "NEEDS", "PEER_METHODS", "REGISTRY", "RISE", "RISE_BM25", "RISE_FIXED", "RISE_GH", "RISE_HS",
            "RISE_RH", "RISE_RH_GH", "TEXT_METHODS", "IndexSource", "Method", "MethodScores", "TaskSource",
            "Source", "Unavailable", "cache_time", "canonical", "compare_methods", "get", "names", "needs_forward_pass",
-           "peer_scorer", "register", "resolve", "rise_variant"]
+           "peer_bytes", "peer_scorer", "register", "resolve", "rise_variant"]
 
 # --- the registry -----------------------------------------------------------------------------------------------------
 
@@ -292,6 +292,18 @@ register(bergson_method.method())
 PEER_METHODS = (bergson_method.BERGSON,) if bergson_method.installed() else ()
 _PEER_SCORERS: dict[str, Callable[[LoadedModel, RiseConfig], Scorer]] = {
     bergson_method.BERGSON: lambda lm, config: bergson_method.BergsonScorer(lm, config)}
+
+
+_PEER_ROW_BYTES: dict[str, Callable[[LoadedModel], int]] = {bergson_method.BERGSON: bergson_method.row_bytes}
+
+
+def peer_bytes(name: str, lm: LoadedModel, n_rows: int) -> int:
+    """The memory the peer `name` holds once fitted on `n_rows` pool rows with `lm`, run on a copy of the model as the
+    app runs it: its index's rows (as its scorer keeps them) and the copy's weights."""
+    if name not in _PEER_ROW_BYTES:
+        raise ConfigError(f"{name!r} is not a peer method; choose from {sorted(_PEER_ROW_BYTES)}")
+    weights = sum(p.numel() * p.element_size() for p in lm.model.parameters())
+    return n_rows * _PEER_ROW_BYTES[name](lm) + weights
 
 
 def peer_scorer(name: str, lm: LoadedModel, config: RiseConfig) -> Scorer:

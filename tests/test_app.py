@@ -491,6 +491,31 @@ def test_compare_builds_bergson_only_when_asked_in_the_background(app_env, monke
     resources._pool_passes().clear()
 
 
+def test_compare_refuses_a_peer_index_beyond_the_memory_limit(app_env, monkeypatch):
+    """Bergson's index holds every pool row's gradients in memory (215 KB a row on the default model, 21 GB at 100,000
+    rows), and a viewer may start it: above RISE_MAX_PEER_BYTES the page says what it would hold and offers no build."""
+    pytest.importorskip("bergson")
+    from explorer import resources
+    from rise_core import methods
+
+    resources._kept_pools().clear()
+    resources._pool_passes().clear()
+    at = type_query(new_app("app_pages/3_Compare_methods.py"))
+    at.checkbox(key="cmp_embed").uncheck().run()
+    at.button(key="compare").click().run()
+    need = methods.peer_bytes("Bergson", resources.model_for(resources.open_index(at.selectbox(key="index_path").value)),
+                              N_POOL + 1)
+    monkeypatch.setenv("RISE_MAX_PEER_BYTES", str(need - 1))
+    at.checkbox(key="cmp_peer_Bergson").check().run()
+    assert_clean(at)
+    assert any("RISE_MAX_PEER_BYTES" in w.value and f"{N_POOL + 1:,} pool samples" in w.value for w in at.warning)
+    assert "cmp_peer_build_Bergson" not in [b.key for b in at.button] and "Bergson" not in agreement(at).index
+    monkeypatch.setenv("RISE_MAX_PEER_BYTES", str(need))
+    at.run()
+    assert "cmp_peer_build_Bergson" in [b.key for b in at.button], "at the limit, the build is offered"
+    resources._pool_passes().clear()
+
+
 def test_compare_without_minilm_is_a_message(app_env, monkeypatch):
     import rise_core.baselines as baselines
     from explorer import resources

@@ -85,6 +85,17 @@ def test_scores_are_the_cosine_of_per_example_gradients(tiny_lm, tmp_path, count
     assert index.n_tokens == sum(len(encode_sample(s, tiny_lm.tokenizer, SEQ_LEN, counted).input_ids) for s in POOL)
 
 
+@pytest.mark.parametrize("p", [4, 0])
+def test_row_bytes_are_what_the_index_stores_per_row(tiny_lm, tmp_path, p):
+    """`row_bytes`, which the app bounds before it builds (RISE_MAX_PEER_BYTES), is the index's own size per row."""
+    _needs_bergson()
+    options = BergsonOptions(projection_dim=p)
+    index = build(tiny_lm, POOL, tmp_path / "idx", SEQ_LEN, options=options)
+    assert index.gradient_bytes == len(POOL) * bergson_method.row_bytes(tiny_lm, options)
+    weights = sum(t.numel() * t.element_size() for t in tiny_lm.model.parameters())
+    assert methods.peer_bytes(BERGSON, tiny_lm, 1000) == 1000 * bergson_method.row_bytes(tiny_lm) + weights
+
+
 def test_the_model_is_left_as_it_was(tiny_llama, tmp_path):
     _needs_bergson()
     flags = [p.requires_grad for p in tiny_llama.model.parameters()]
