@@ -1,6 +1,6 @@
 """The Compare methods page's view: the offers to run the pool's forward pass (Grad-Sketch), to build a peer's own
-index over the pool (Bergson) and, on a large pool, to fit BM25 and MiniLM over it; RISE against the other methods -- agreement, the top-k lists side by side, and label metrics when
-the pool has binary labels."""
+index over the pool (Bergson) and, on a large pool, to fit BM25 and MiniLM over it; RISE against the other methods --
+agreement, the top-k lists side by side, and label metrics when the pool has binary labels."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -290,28 +291,37 @@ register(rise_variant(fusion=("rrf", 1.0), name=RISE_BM25, aliases=("RISE+BM25",
 # own gradient index over the pool first: a backward pass per sample)
 register(bergson_method.method())
 PEER_METHODS = (bergson_method.BERGSON,) if bergson_method.installed() else ()
-_PEER_SCORERS: dict[str, Callable[[LoadedModel, RiseConfig], Scorer]] = {
-    bergson_method.BERGSON: lambda lm, config: bergson_method.BergsonScorer(lm, config)}
 
 
-_PEER_ROW_BYTES: dict[str, Callable[[LoadedModel], int]] = {bergson_method.BERGSON: bergson_method.row_bytes}
+class Peer(NamedTuple):
+    """How the app builds a peer's own index (`peer_scorer`) and what that index holds in memory (`peer_bytes`)."""
+
+    scorer: Callable[[LoadedModel, RiseConfig], Scorer]  # unfitted; `fit(pool, progress)` builds its index
+    row_bytes: Callable[[LoadedModel], int]  # its index's bytes per pool row
 
 
-def peer_bytes(name: str, lm: LoadedModel, n_rows: int) -> int:
-    """The memory the peer `name` holds once fitted on `n_rows` pool rows with `lm`, run on a copy of the model as the
-    app runs it: its index's rows (as its scorer keeps them) and the copy's weights."""
-    if name not in _PEER_ROW_BYTES:
-        raise ConfigError(f"{name!r} is not a peer method; choose from {sorted(_PEER_ROW_BYTES)}")
-    weights = sum(p.numel() * p.element_size() for p in lm.model.parameters())
-    return n_rows * _PEER_ROW_BYTES[name](lm) + weights
+_PEERS = {bergson_method.BERGSON: Peer(lambda lm, config: bergson_method.BergsonScorer(lm, config),
+                                       bergson_method.row_bytes)}
+
+
+def _peer(name: str) -> Peer:
+    if name not in _PEERS:
+        raise ConfigError(f"{name!r} is not a peer method; choose from {sorted(_PEERS)}")
+    return _PEERS[name]
 
 
 def peer_scorer(name: str, lm: LoadedModel, config: RiseConfig) -> Scorer:
     """The unfitted scorer of the peer `name` (one of PEER_METHODS) on `lm`, reading tokens as `config` says; its
     `fit(pool, progress)` builds the peer's own index of the pool (a backward pass per sample)."""
-    if name not in _PEER_SCORERS:
-        raise ConfigError(f"{name!r} is not a peer method; choose from {sorted(_PEER_SCORERS)}")
-    return _PEER_SCORERS[name](lm, config)
+    return _peer(name).scorer(lm, config)
+
+
+def peer_bytes(name: str, lm: LoadedModel, n_rows: int) -> int:
+    """The memory the peer `name` holds once fitted on `n_rows` pool rows with `lm`, run on a copy of the model as the
+    app runs it: its index's rows (as its scorer keeps them) and the copy's weights."""
+    weights = sum(p.numel() * p.element_size() for p in lm.model.parameters())
+    return n_rows * _peer(name).row_bytes(lm) + weights
+
 
 # the methods each front offers by default, in display order
 COMPARE_METHODS = (RISE, RISE_FIXED, HIDDEN_COSINE, GRAD_SKETCH, EMBEDDING, BM25)
