@@ -381,6 +381,20 @@ def agreement(at: AppTest):
     return next(f for f in frames(at) if "spearman" in f.columns)
 
 
+def record_submits(monkeypatch) -> list[str]:
+    """The kinds of the jobs submitted to the server's queue from now on, in order (the jobs still run)."""
+    from explorer import resources
+
+    submitted, submit = [], resources.JobQueue.submit
+
+    def recorded_submit(queue, job, **kw):
+        submitted.append(kw["kind"])
+        return submit(queue, job, **kw)
+
+    monkeypatch.setattr(resources.JobQueue, "submit", recorded_submit)
+    return submitted
+
+
 def finish_pool_passes(at: AppTest) -> None:
     """Wait for the passes over a pool a page started in the background (`resources.start_pool_pass`: the
     Grad-Sketch forward pass, a large pool's fit), then run the page again, as its live status does when they end."""
@@ -459,13 +473,7 @@ def test_compare_builds_bergson_only_when_asked_in_the_background(app_env, monke
     method_types._BUILT.clear()  # an index another test built in this process
     resources._kept_pools().clear()
     resources._pool_passes().clear()
-    submitted, submit = [], resources.JobQueue.submit
-
-    def recorded_submit(queue, job, **kw):
-        submitted.append(kw["kind"])
-        return submit(queue, job, **kw)
-
-    monkeypatch.setattr(resources.JobQueue, "submit", recorded_submit)
+    submitted = record_submits(monkeypatch)
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.checkbox(key="cmp_embed").uncheck().run()
     at.button(key="compare").click().run()
@@ -553,7 +561,7 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, mo
     monkeypatch.setenv(env, str(N_POOL))  # the index holds N_POOL + 1 rows
     resources._kept_pools().clear()
     resources._pool_passes().clear()
-    fitted, submitted = [], []
+    fitted = []
     fit = getattr(compare, fit_name)
     release = threading.Event()
 
@@ -563,13 +571,7 @@ def test_compare_fits_a_large_pool_only_when_asked_in_the_background(app_env, mo
         return fit(index, **kw)
 
     monkeypatch.setattr(compare, fit_name, slow_fit)
-    submit = resources.JobQueue.submit
-
-    def recorded_submit(queue, job, **kw):
-        submitted.append(kw["kind"])
-        return submit(queue, job, **kw)
-
-    monkeypatch.setattr(resources.JobQueue, "submit", recorded_submit)
+    submitted = record_submits(monkeypatch)
     at = type_query(new_app("app_pages/3_Compare_methods.py"))
     at.button(key="compare").click().run()
     assert_clean(at)
