@@ -16,7 +16,7 @@ and content hashes), `pool` (`read_pool`, `coerce_pool`, `read_samples`), `strea
 """
 
 from .fields import FIELD_NAMES, INPUT_SEPARATOR, FieldMap
-from .pool import PoolData, coerce_pool, first_reasons, read_pool, read_samples
+from .pool import PoolData, coerce_pool, first_reasons, no_usable_rows, read_pool, read_samples
 from .streams import STREAM_CHUNK_ROWS, PoolStream, dataset_pool, dataset_stream, parse_dataset_spec, stream_pool
 from .tables import FORMATS, detect_format, read_table
 from .values import content_hash, jsonable, stable_id
@@ -24,6 +24,6 @@ from .values import content_hash, jsonable, stable_id
 __all__ = [
     "FIELD_NAMES", "FORMATS", "INPUT_SEPARATOR", "STREAM_CHUNK_ROWS", "FieldMap", "PoolData", "PoolStream",
     "coerce_pool", "content_hash", "dataset_pool", "dataset_stream", "detect_format", "first_reasons", "jsonable",
-    "parse_dataset_spec",
+    "no_usable_rows", "parse_dataset_spec",
     "read_pool", "read_samples", "read_table", "stable_id", "stream_pool",
 ]

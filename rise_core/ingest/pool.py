@@ -51,15 +51,19 @@ class PoolData:
     def require_samples(self) -> PoolData:
         """Self, or InputDataError when no row is usable (with the first reasons)."""
         if not self.samples:
-            reasons = first_reasons(self.skipped)
-            raise InputDataError(f"{self.source or 'the pool'}: no usable rows ({len(self.skipped)} skipped"
-                                 + (f": {reasons}" if reasons else "") + ")")
+            raise no_usable_rows(self.source or "the pool", len(self.skipped), self.skipped)
         return self
 
 
 def first_reasons(skipped: Sequence[tuple[int, str]], n: int = 3) -> str:
     """The first `n` skipped rows as 'row R: reason; ...' (what an error about them quotes)."""
     return "; ".join(f"row {r}: {why}" for r, why in skipped[:n])
+
+
+def no_usable_rows(source: str, n_skipped: int, skipped: Sequence[tuple[int, str]]) -> InputDataError:
+    """The error for a pool with no usable row: `n_skipped` rows skipped, the first reasons quoted from `skipped`."""
+    reasons = first_reasons(skipped)
+    return InputDataError(f"{source}: no usable rows ({n_skipped} skipped" + (f": {reasons}" if reasons else "") + ")")
 
 
 def _whitespace(text: str | None) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import InputDataError
 from .fields import FieldMap
-from .pool import PoolData, check_unique, read_pool
+from .pool import PoolData, check_unique, no_usable_rows, read_pool
 from .tables import COMPRESSIONS, check_columns, csv_rows, json_row, read_table, records_frame
 from .values import stable_id
 
@@ -119,9 +119,7 @@ class PoolStream:
             n_samples, n_rows, n_skipped = n_samples + len(chunk), n_rows + chunk.n_rows, n_skipped + len(chunk.skipped)
             first.extend(chunk.skipped[:3 - len(first)])
         if n_samples == 0:
-            reasons = "; ".join(f"row {r}: {why}" for r, why in first)
-            raise InputDataError(f"{self.source}: no usable rows ({n_skipped} skipped" + (f": {reasons}" if reasons
-                                                                                         else "") + ")")
+            raise no_usable_rows(self.source, n_skipped, first)
         return n_samples, n_rows
 
     def read_all(self) -> PoolData:

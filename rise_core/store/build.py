@@ -37,6 +37,7 @@ from ..ingest import (
     content_hash,
     first_reasons,
     jsonable,
+    no_usable_rows,
     read_pool,
     stream_pool,
 )
@@ -545,8 +546,6 @@ def _build_stream(index: RiseIndex, stream: PoolStream, lm: LoadedModel, config:
     if not report.stopped:
         report.n_rows = rows.n_rows
         if rows.n_samples == 0:  # an append of a source with no usable row (a new index was counted before)
-            first = "; ".join(f"row {r}: {why}" for r, why in report.skipped[:3])
-            raise InputDataError(f"{stream.source}: no usable rows ({len(report.skipped)} skipped"
-                                 + (f": {first}" if first else "") + ")")
+            raise no_usable_rows(stream.source, len(report.skipped), report.skipped)
     writer.show()
     return writer.finish(start_time)
