@@ -159,11 +159,11 @@ class BuildReport:
         state = ("stopped early (rerun to resume)" if self.stopped else
                  f"not complete: the build of {', '.join(self.unfinished)} was not finished (run it again to finish "
                  "it)" if self.unfinished else "complete")
-        kept = f"; the index it was to replace is kept at {self.replaced}" if self.replaced else ""
+        notes = f"; the index it was to replace is kept at {self.replaced}" if self.replaced else ""
         if self.n_relabelled:
-            kept += f"; {self.relabelled_note}"
+            notes += f"; {self.relabelled_note}"
         return (f"{self.index_path}: {', '.join(parts)}; {self.n_total} samples in the index; {state} "
-                f"in {self.seconds:.1f} s{kept}")
+                f"in {self.seconds:.1f} s{notes}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
