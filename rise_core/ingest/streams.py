@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import lzma
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ import pandas as pd
 from ..errors import InputDataError
 from .fields import FieldMap
 from .pool import PoolData, check_unique, no_usable_rows, read_pool
-from .tables import COMPRESSIONS, check_columns, csv_rows, json_row, read_table, records_frame
+from .tables import COMPRESSIONS, check_columns, csv_rows, json_row, open_data, read_table, records_frame
 from .values import stable_id
 
 STREAM_CHUNK_ROWS = 1024  # rows per chunk when the reader does not say
@@ -244,41 +243,33 @@ def _check_csv_shard(file: Path) -> None:
     """Refuse a CSV shard with a row of more cells than its header (`csv_rows`), before `datasets` reads it: its csv
     builder (pandas) would shift every column of such a file, even for a trailing comma, taking the first column as
     the index. Read as a stream: it never sits in memory."""
-    codec = COMPRESSIONS.get(file.suffix.lower())
-    try:
-        with (codec.open if codec else open)(file, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
-            for _ in csv_rows(fh, str(file), strict=False, empty_extra=False):
-                pass
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise InputDataError(f"cannot read {str(file)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+    with open_data(file, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+        for _ in csv_rows(fh, str(file), strict=False, empty_extra=False):
+            pass
 
 
 def _check_json_shard(file: Path) -> None:
     """InputDataError naming the file, and the line, when a JSON shard cannot be read: damaged, not UTF-8, a line that
     is not a JSON object, or (the first line no JSON by itself) one document that is neither an object nor an array
     of them. Read line by line, as JSON Lines are; a document is read whole, as `datasets` reads it."""
-    codec = COMPRESSIONS.get(file.suffix.lower())
     name, first = str(file), True
-    try:
-        with (codec.open if codec else open)(file, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputDataError(f"{name}: line {lineno} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
-                                         "re-encode the file as UTF-8") from None
-                if not line.strip():
-                    continue
-                try:
-                    json_row(line, name, lineno)
-                except InputDataError:
-                    if not first:
-                        raise
-                    read_table(file, "json")  # one document over lines (or an array): its error, if any
-                    return
-                first = False
-    except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged archive is an OSError or EOFError too
-        raise InputDataError(f"cannot read {name!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+    with open_data(file) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputDataError(f"{name}: line {lineno} is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                                     "re-encode the file as UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                json_row(line, name, lineno)
+            except InputDataError:
+                if not first:
+                    raise
+                read_table(file, "json")  # one document over lines (or an array): its error, if any
+                return
+            first = False
 
 
 def _shard_suffix(file: Path, kind: str) -> str:

@@ -5,6 +5,7 @@ per column."""
 from __future__ import annotations
 
 import bz2
+import contextlib
 import csv
 import gzip
 import io
@@ -53,6 +54,18 @@ def path_format(path: str | Path) -> str:
     return detect_format(p)
 
 
+@contextlib.contextmanager
+def open_data(path: Path, mode: str = "rb", **kwargs: Any) -> Iterator[IO[Any]]:
+    """The file at `path` opened (`open`'s `mode` and `kwargs`), decompressed as its suffix says (`COMPRESSIONS`); a
+    file that cannot be read, or a damaged archive, while it is open or read is an InputDataError naming it."""
+    codec = COMPRESSIONS.get(path.suffix.lower())
+    try:
+        with (codec.open if codec else open)(path, mode, **kwargs) as fh:
+            yield fh
+    except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged archive is an OSError or EOFError too
+        raise InputDataError(f"cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
 def read_bytes(source: str | Path | IO[bytes] | bytes) -> tuple[bytes, str]:
     """(the bytes, a name for messages) of a path, file object or bytes; InputDataError for a missing or unreadable
     file or a directory."""
@@ -64,14 +77,8 @@ def read_bytes(source: str | Path | IO[bytes] | bytes) -> tuple[bytes, str]:
             raise InputDataError(f"no such file: {str(path)!r}")
         if path.is_dir():
             raise InputDataError(f"{str(path)!r} is a directory, not a data file")
-        codec = COMPRESSIONS.get(path.suffix.lower())
-        try:
-            if codec is None:
-                return path.read_bytes(), str(path)
-            with codec.open(path, "rb") as fh:
-                return fh.read(), str(path)
-        except (OSError, EOFError, lzma.LZMAError) as exc:  # a damaged archive is an OSError or EOFError too
-            raise InputDataError(f"cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from exc
+        with open_data(path) as fh:
+            return fh.read(), str(path)
     data = source.read()
     if isinstance(data, str):
         data = data.encode()
