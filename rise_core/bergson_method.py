@@ -130,10 +130,11 @@ def _bergson_grads(model: Any) -> Iterator[None]:
 Progress = Callable[[int, int], None]  # (samples done, samples in all), called after each batch
 
 
-def _reporting(progress: Progress, total: int) -> Callable[..., Iterator[list[int]]]:
+def _reporting(progress: Progress, total: int, start: int = 0) -> Callable[..., Iterator[list[int]]]:
     """A stand-in for the tqdm bar over Bergson's batches (lists of row indices) that tells `progress` the samples
-    done after each batch, counted on over every pass of one build (`total`: the samples of all its passes)."""
-    done = [0]
+    done after each batch, counted on from `start` (the samples of a build's earlier passes) out of `total` (those of
+    all its passes)."""
+    done = [start]
 
     def bar(batches: Iterable[list[int]], *args: Any, **kwargs: Any) -> Iterator[list[int]]:
         for batch in batches:
@@ -144,7 +145,7 @@ def _reporting(progress: Progress, total: int) -> Callable[..., Iterator[list[in
 
 
 @contextlib.contextmanager
-def _quiet(progress: Progress | None = None, total: int = 0) -> Iterator[None]:
+def _quiet(progress: Progress | None = None, total: int = 0, start: int = 0) -> Iterator[None]:
     """No progress bars or INFO lines from Bergson and `datasets` while it builds (they would flood the CLI); with
     `progress`, the batches Bergson's collector runs are reported to it instead (`_reporting`)."""
     import datasets
@@ -154,7 +155,7 @@ def _quiet(progress: Progress | None = None, total: int = 0) -> Iterator[None]:
     collector_mod = __import__("bergson.collector.collector", fromlist=["tqdm"])
     bars_on = ds_logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()
-    collector_mod.tqdm = (_reporting(progress, total) if progress is not None
+    collector_mod.tqdm = (_reporting(progress, total, start) if progress is not None
                           else lambda *a, **k: tqdm(*a, **{**k, "disable": True}))
     names = ("CollectorComputer", "HookCollectorBase", "gradients", "projection_matrix")
     levels = {n: logging.getLogger(n).level for n in names}
@@ -292,7 +293,7 @@ def build(lm: LoadedModel, pool: Sequence[Sample], path: str | Path, seq_len: in
     `progress(done, total)` after each batch, over both passes when `options.precondition` fits the Hessian too (an
     exception it raises stops the build there). Bergson hooks every linear layer of `lm.model` and turns its
     parameters' gradients off while it runs: in a process where other threads run the same model, give it a copy of
-    its own (`models.private_copy`)."""
+    its own (`LoadedModel.private_copy`)."""
     bergson = _import_bergson()
     from datasets import Dataset
 
@@ -338,8 +339,7 @@ def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[in
     cfg = _index_config(bergson, hess_path, options)
     cfg.partial_run_path.mkdir(parents=True, exist_ok=True)
     # the labels are sampled from torch's global generator: seeded for this block alone, no other thread drawing
-    second = None if progress is None else _after(progress, len(data), total)
-    with _bergson_grads(lm.model), _quiet(second, len(data)), seeded_global_rng(0), \
+    with _bergson_grads(lm.model), _quiet(progress, total, start=len(data)), seeded_global_rng(0), \
             contextlib.redirect_stdout(io.StringIO()):  # its eigendecomposition prints its progress
         collector = AutocorrelationCollector(model=lm.model.base_model, data=data, path=str(cfg.partial_run_path),
                                              processor=_processor(bergson, options))
@@ -348,11 +348,6 @@ def _fit_hessian(bergson: Any, lm: LoadedModel, data: Any, batches: list[list[in
         computer.run_with_collector_hooks(desc="autocorrelation Hessian")
     shutil.move(str(cfg.partial_run_path), str(hess_path))
     return hess_path
-
-
-def _after(progress: Progress, first: int, total: int) -> Progress:
-    """`progress` for a second pass over the pool: its samples count on from the `first` pass's, out of `total`."""
-    return lambda done, _: progress(first + done, total)
 
 
 # --- the scorer and the registry entry ------------------------------------------------------------------------------
