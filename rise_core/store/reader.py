@@ -18,7 +18,7 @@ from ..config import RiseConfig
 from ..engine import RiseExtractor
 from ..errors import IndexMismatchError, IndexStoreError, InputDataError
 from ..learned import LearnedLosses
-from ..models import LoadedModel, chat_template_digest, hs_layer_index
+from ..models import LoadedModel, hs_layer_index
 from ..samples import Sample
 from ..scoring import FeatureMatrix
 from ..sketch import SketchSet
@@ -98,7 +98,7 @@ class IndexReader(IndexConnection):
         if fingerprint == m.model_fingerprint:
             if "chat_template" not in m.model_info:  # built before the template was recorded
                 return
-            built, ours = m.model_info["chat_template"], chat_template_digest(lm.tokenizer)
+            built, ours = m.model_info["chat_template"], lm.describe().get("chat_template")
             if built == ours:
                 return
 
